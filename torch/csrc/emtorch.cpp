@@ -1,0 +1,729 @@
+// emtorch.cpp implements emtorch.h over ATen. It includes ATen rather than
+// <torch/torch.h>: the narrower headers cost a fraction of the compile time, and the
+// API used here exists from libtorch 1.13 to 2.x.
+#include "emtorch.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/api/include/torch/version.h>
+
+#ifdef EMTORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
+#endif
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+struct et_tensor_s {
+  at::Tensor t;
+};
+
+namespace {
+
+std::atomic<int64_t> live{0};
+
+et_error fail(const char *msg) { return strdup(msg); }
+
+et_tensor wrap(at::Tensor t) {
+  live.fetch_add(1, std::memory_order_relaxed);
+  return new et_tensor_s{std::move(t)};
+}
+
+// Mode applies the per-call thread-local state carried in flags.
+struct Mode {
+  c10::AutoGradMode grad;
+  explicit Mode(int flags) : grad(!(flags & ET_NO_GRAD)) {}
+};
+
+at::ScalarType scalar_type(int dtype) {
+  switch (dtype) {
+  case ET_FLOAT32: return at::kFloat;
+  case ET_FLOAT64: return at::kDouble;
+  case ET_INT64: return at::kLong;
+  case ET_UINT8: return at::kByte;
+  case ET_BFLOAT16: return at::kBFloat16;
+  case ET_BOOL: return at::kBool;
+  case ET_INT32: return at::kInt;
+  case ET_FLOAT16: return at::kHalf;
+  }
+  TORCH_CHECK(false, "unknown dtype code ", dtype);
+}
+
+int dtype_code(at::ScalarType s) {
+  switch (s) {
+  case at::kFloat: return ET_FLOAT32;
+  case at::kDouble: return ET_FLOAT64;
+  case at::kLong: return ET_INT64;
+  case at::kByte: return ET_UINT8;
+  case at::kBFloat16: return ET_BFLOAT16;
+  case at::kBool: return ET_BOOL;
+  case at::kInt: return ET_INT32;
+  case at::kHalf: return ET_FLOAT16;
+  default: return -1;
+  }
+}
+
+at::Device device(int type, int index) {
+  if (type == ET_CPU) return at::Device(at::kCPU);
+  TORCH_CHECK(type == ET_CUDA, "unknown device type code ", type);
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(index));
+}
+
+at::TensorOptions options(int dtype, int dtype_device, int index) {
+  return at::TensorOptions().dtype(scalar_type(dtype)).device(device(dtype_device, index));
+}
+
+at::Tensor opt(et_tensor t) { return t ? t->t : at::Tensor(); }
+
+const at::Tensor &need(et_tensor t, const char *what) {
+  TORCH_CHECK(t != nullptr && t->t.defined(), what, ": missing tensor");
+  return t->t;
+}
+
+} // namespace
+
+#define ET_TRY try {
+#define ET_CATCH                                                                     \
+  }                                                                                  \
+  catch (const c10::Error &e) {                                                      \
+    return fail(e.what_without_backtrace());                                         \
+  }                                                                                  \
+  catch (const std::exception &e) {                                                  \
+    return fail(e.what());                                                           \
+  }                                                                                  \
+  catch (...) {                                                                      \
+    return fail("unknown C++ exception");                                            \
+  }                                                                                  \
+  return nullptr;
+
+extern "C" {
+
+void et_free_error(et_error e) { free(e); }
+
+et_error et_free(et_tensor t) {
+  ET_TRY
+  if (t) {
+    delete t;
+    live.fetch_sub(1, std::memory_order_relaxed);
+  }
+  ET_CATCH
+}
+
+int64_t et_live_tensors(void) { return live.load(); }
+
+et_error et_shape(et_tensor t, int64_t *dims, int cap, int *ndim) {
+  ET_TRY
+  const auto &x = need(t, "shape");
+  auto s = x.sizes();
+  *ndim = static_cast<int>(s.size());
+  TORCH_CHECK(static_cast<int>(s.size()) <= cap, "tensor has ", s.size(), " dims, more than ", cap);
+  for (size_t i = 0; i < s.size(); i++) dims[i] = s[i];
+  ET_CATCH
+}
+
+et_error et_info(et_tensor t, int *dtype, int *device_type, int *device_index,
+                 int *requires_grad) {
+  ET_TRY
+  const auto &x = need(t, "info");
+  *dtype = dtype_code(x.scalar_type());
+  *device_type = x.device().is_cuda() ? ET_CUDA : ET_CPU;
+  *device_index = x.device().has_index() ? x.device().index() : 0;
+  *requires_grad = x.requires_grad() ? 1 : 0;
+  ET_CATCH
+}
+
+et_error et_from_host(const void *data, int dtype, const int64_t *shape, int ndim,
+                      int device_type, int device_index, et_tensor *out) {
+  ET_TRY
+  std::vector<int64_t> sz(shape, shape + ndim);
+  auto t = at::from_blob(const_cast<void *>(data), sz, at::TensorOptions().dtype(scalar_type(dtype)))
+               .clone();
+  auto dev = device(device_type, device_index);
+  if (!dev.is_cpu()) t = t.to(dev);
+  *out = wrap(std::move(t));
+  ET_CATCH
+}
+
+et_error et_to_host(et_tensor t, int dtype, void *dst, int64_t numel) {
+  ET_TRY
+  auto x = need(t, "to_host").detach().to(at::kCPU, scalar_type(dtype)).contiguous();
+  TORCH_CHECK(x.numel() == numel, "to_host: tensor has ", x.numel(), " elements, buffer ", numel);
+  if (numel > 0) std::memcpy(dst, x.data_ptr(), numel * x.element_size());
+  ET_CATCH
+}
+
+et_error et_create(int flags, int op, const int64_t *shape, int ndim, double value,
+                   int dtype, int device_type, int device_index, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  std::vector<int64_t> sz(shape, shape + ndim);
+  auto o = options(dtype, device_type, device_index);
+  at::Tensor r;
+  switch (op) {
+  case ET_ZEROS: r = at::zeros(sz, o); break;
+  case ET_ONES: r = at::ones(sz, o); break;
+  case ET_RAND: r = at::rand(sz, o); break;
+  case ET_RANDN: r = at::randn(sz, o); break;
+  case ET_FULL: r = at::full(sz, value, o); break;
+  case ET_EMPTY: r = at::empty(sz, o); break;
+  default: TORCH_CHECK(false, "unknown create op ", op);
+  }
+  *out = wrap(std::move(r));
+  ET_CATCH
+}
+
+et_error et_arange(int64_t n, int dtype, int device_type, int device_index,
+                   et_tensor *out) {
+  ET_TRY
+  *out = wrap(at::arange(n, options(dtype, device_type, device_index)));
+  ET_CATCH
+}
+
+et_error et_randint(int64_t low, int64_t high, const int64_t *shape, int ndim,
+                    int device_type, int device_index, et_tensor *out) {
+  ET_TRY
+  std::vector<int64_t> sz(shape, shape + ndim);
+  *out = wrap(at::randint(low, high, sz, options(ET_INT64, device_type, device_index)));
+  ET_CATCH
+}
+
+et_error et_randperm(int64_t n, int device_type, int device_index, et_tensor *out) {
+  ET_TRY
+  *out = wrap(at::randperm(n, options(ET_INT64, device_type, device_index)));
+  ET_CATCH
+}
+
+et_error et_to(int flags, et_tensor t, int dtype, int device_type, int device_index,
+               int non_blocking, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  const auto &x = need(t, "to");
+  auto st = dtype < 0 ? x.scalar_type() : scalar_type(dtype);
+  *out = wrap(x.to(device(device_type, device_index), st, non_blocking != 0));
+  ET_CATCH
+}
+
+et_error et_pin_memory(et_tensor t, et_tensor *out) {
+  ET_TRY
+  *out = wrap(need(t, "pin_memory").pin_memory());
+  ET_CATCH
+}
+
+et_error et_unary(int flags, int op, et_tensor a, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  const auto &x = need(a, "unary");
+  at::Tensor r;
+  switch (op) {
+  case ET_NEG: r = x.neg(); break;
+  case ET_EXP: r = x.exp(); break;
+  case ET_LOG: r = x.log(); break;
+  case ET_SQRT: r = x.sqrt(); break;
+  case ET_ABS: r = x.abs(); break;
+  case ET_RELU: r = at::relu(x); break;
+  case ET_SIGMOID: r = at::sigmoid(x); break;
+  case ET_LOGSIGMOID: r = at::log_sigmoid(x); break;
+  case ET_TANH: r = at::tanh(x); break;
+  case ET_SIN: r = x.sin(); break;
+  case ET_COS: r = x.cos(); break;
+  case ET_FLOOR: r = x.floor(); break;
+  case ET_DETACH: r = x.detach(); break;
+  case ET_CONTIGUOUS: r = x.contiguous(); break;
+  case ET_CLONE: r = x.clone(); break;
+  case ET_SQUARE: r = x.square(); break;
+  case ET_RECIPROCAL: r = x.reciprocal(); break;
+  case ET_ZEROS_LIKE: r = at::zeros_like(x); break;
+  case ET_ONES_LIKE: r = at::ones_like(x); break;
+  case ET_RAND_LIKE: r = at::rand_like(x); break;
+  case ET_RANDN_LIKE: r = at::randn_like(x); break;
+  case ET_LOGICAL_NOT: r = x.logical_not(); break;
+  case ET_ISFINITE: r = x.isfinite(); break;
+  default: TORCH_CHECK(false, "unknown unary op ", op);
+  }
+  *out = wrap(std::move(r));
+  ET_CATCH
+}
+
+et_error et_binary(int flags, int op, et_tensor a, et_tensor b, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  const auto &x = need(a, "binary lhs");
+  const auto &y = need(b, "binary rhs");
+  at::Tensor r;
+  switch (op) {
+  case ET_ADD: r = x.add(y); break;
+  case ET_SUB: r = x.sub(y); break;
+  case ET_MUL: r = x.mul(y); break;
+  case ET_DIV: r = x.div(y); break;
+  case ET_MATMUL: r = x.matmul(y); break;
+  case ET_POW: r = x.pow(y); break;
+  case ET_MAXIMUM: r = at::maximum(x, y); break;
+  case ET_MINIMUM: r = at::minimum(x, y); break;
+  case ET_EQ: r = x.eq(y); break;
+  case ET_LT: r = x.lt(y); break;
+  case ET_GT: r = x.gt(y); break;
+  case ET_REMAINDER: r = x.remainder(y); break;
+  case ET_ATAN2: r = x.atan2(y); break;
+  default: TORCH_CHECK(false, "unknown binary op ", op);
+  }
+  *out = wrap(std::move(r));
+  ET_CATCH
+}
+
+et_error et_scalar(int flags, int op, et_tensor a, double s, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  const auto &x = need(a, "scalar op");
+  at::Tensor r;
+  switch (op) {
+  case ET_ADD_S: r = x.add(s); break;
+  case ET_SUB_S: r = x.sub(s); break;
+  case ET_RSUB_S: r = at::rsub(x, s); break;
+  case ET_MUL_S: r = x.mul(s); break;
+  case ET_DIV_S: r = x.div(s); break;
+  case ET_POW_S: r = x.pow(s); break;
+  case ET_CLAMP_MIN: r = x.clamp_min(s); break;
+  case ET_CLAMP_MAX: r = x.clamp_max(s); break;
+  case ET_REMAINDER_S: r = x.remainder(s); break;
+  case ET_LT_S: r = x.lt(s); break;
+  case ET_GT_S: r = x.gt(s); break;
+  case ET_EQ_S: r = x.eq(s); break;
+  default: TORCH_CHECK(false, "unknown scalar op ", op);
+  }
+  *out = wrap(std::move(r));
+  ET_CATCH
+}
+
+et_error et_reduce(int flags, int op, et_tensor a, const int64_t *dims, int ndims,
+                   int keepdim, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  const auto &x = need(a, "reduce");
+  std::vector<int64_t> d(dims, dims + ndims);
+  bool all = ndims == 0;
+  bool kd = keepdim != 0;
+  at::Tensor r;
+  switch (op) {
+  case ET_SUM: r = all ? x.sum() : x.sum(d, kd); break;
+  case ET_MEAN: r = all ? x.mean() : x.mean(d, kd); break;
+  case ET_AMAX: r = all ? x.max() : x.amax(d, kd); break;
+  case ET_AMIN: r = all ? x.min() : x.amin(d, kd); break;
+  case ET_VAR_BIASED: r = all ? x.var(false) : at::var(x, at::IntArrayRef(d), false, kd); break;
+  case ET_STD_BIASED: r = all ? x.std(false) : at::std(x, at::IntArrayRef(d), false, kd); break;
+  case ET_LOGSUMEXP: {
+    if (all) {
+      std::vector<int64_t> every(x.dim());
+      for (int64_t i = 0; i < x.dim(); i++) every[i] = i;
+      d = every;
+    }
+    r = at::logsumexp(x, d, kd);
+    break;
+  }
+  case ET_ARGMAX:
+  case ET_ARGMIN: {
+    TORCH_CHECK(ndims <= 1, "argmax/argmin take at most one dim");
+    c10::optional<int64_t> dim;
+    if (!all) dim = d[0];
+    r = op == ET_ARGMAX ? at::argmax(x, dim, kd) : at::argmin(x, dim, kd);
+    break;
+  }
+  default: TORCH_CHECK(false, "unknown reduce op ", op);
+  }
+  *out = wrap(std::move(r));
+  ET_CATCH
+}
+
+et_error et_dim(int flags, int op, et_tensor a, int64_t dim, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  const auto &x = need(a, "dim op");
+  at::Tensor r;
+  switch (op) {
+  case ET_SOFTMAX: r = at::softmax(x, dim); break;
+  case ET_LOG_SOFTMAX: r = at::log_softmax(x, dim); break;
+  case ET_UNSQUEEZE: r = x.unsqueeze(dim); break;
+  case ET_SQUEEZE: r = x.squeeze(dim); break;
+  case ET_CUMSUM: r = x.cumsum(dim); break;
+  case ET_FLATTEN_FROM: r = x.flatten(dim); break;
+  default: TORCH_CHECK(false, "unknown dim op ", op);
+  }
+  *out = wrap(std::move(r));
+  ET_CATCH
+}
+
+et_error et_where(int flags, et_tensor cond, et_tensor a, et_tensor b, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(at::where(need(cond, "where cond"), need(a, "where a"), need(b, "where b")));
+  ET_CATCH
+}
+
+et_error et_clamp(int flags, et_tensor a, double lo, double hi, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(need(a, "clamp").clamp(lo, hi));
+  ET_CATCH
+}
+
+et_error et_reshape(int flags, et_tensor a, const int64_t *shape, int ndim,
+                    et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(need(a, "reshape").reshape(at::IntArrayRef(shape, ndim)));
+  ET_CATCH
+}
+
+et_error et_expand(int flags, et_tensor a, const int64_t *shape, int ndim,
+                   et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(need(a, "expand").expand(at::IntArrayRef(shape, ndim)));
+  ET_CATCH
+}
+
+et_error et_permute(int flags, et_tensor a, const int64_t *dims, int ndim,
+                    et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(need(a, "permute").permute(at::IntArrayRef(dims, ndim)));
+  ET_CATCH
+}
+
+et_error et_transpose(int flags, et_tensor a, int64_t d0, int64_t d1, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(need(a, "transpose").transpose(d0, d1));
+  ET_CATCH
+}
+
+et_error et_narrow(int flags, et_tensor a, int64_t dim, int64_t start, int64_t length,
+                   et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(need(a, "narrow").narrow(dim, start, length));
+  ET_CATCH
+}
+
+et_error et_index_select(int flags, et_tensor a, int64_t dim, et_tensor index,
+                         et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(need(a, "index_select").index_select(dim, need(index, "index_select index")));
+  ET_CATCH
+}
+
+et_error et_gather(int flags, et_tensor a, int64_t dim, et_tensor index, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(need(a, "gather").gather(dim, need(index, "gather index")));
+  ET_CATCH
+}
+
+et_error et_cat(int flags, const et_tensor *ts, int n, int64_t dim, int stack,
+                et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  std::vector<at::Tensor> v;
+  v.reserve(n);
+  for (int i = 0; i < n; i++) v.push_back(need(ts[i], "cat"));
+  *out = wrap(stack ? at::stack(v, dim) : at::cat(v, dim));
+  ET_CATCH
+}
+
+et_error et_one_hot(int flags, et_tensor index, int64_t k, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(at::one_hot(need(index, "one_hot"), k));
+  ET_CATCH
+}
+
+et_error et_linear(int flags, et_tensor x, et_tensor w, et_tensor b, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(at::linear(need(x, "linear input"), need(w, "linear weight"), opt(b)));
+  ET_CATCH
+}
+
+et_error et_conv2d(int flags, et_tensor x, et_tensor w, et_tensor b, int64_t stride,
+                   int64_t padding, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(at::conv2d(need(x, "conv2d input"), need(w, "conv2d weight"), opt(b),
+                         {stride, stride}, {padding, padding}));
+  ET_CATCH
+}
+
+et_error et_max_pool2d(int flags, et_tensor x, int64_t kernel, int64_t stride,
+                       et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(at::max_pool2d(need(x, "max_pool2d"), {kernel, kernel}, {stride, stride}));
+  ET_CATCH
+}
+
+et_error et_batch_norm(int flags, et_tensor x, et_tensor weight, et_tensor bias,
+                       et_tensor running_mean, et_tensor running_var, int training,
+                       double momentum, double eps, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(at::batch_norm(need(x, "batch_norm"), opt(weight), opt(bias), opt(running_mean),
+                             opt(running_var), training != 0, momentum, eps, true));
+  ET_CATCH
+}
+
+et_error et_affine_grid(int flags, et_tensor theta, int64_t n, int64_t c, int64_t h,
+                        int64_t w, int align_corners, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(at::affine_grid_generator(need(theta, "affine_grid"), {n, c, h, w},
+                                        align_corners != 0));
+  ET_CATCH
+}
+
+et_error et_grid_sample(int flags, et_tensor x, et_tensor grid, int mode, int padding,
+                        int align_corners, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(at::grid_sampler(need(x, "grid_sample input"), need(grid, "grid_sample grid"),
+                               mode, padding, align_corners != 0));
+  ET_CATCH
+}
+
+et_error et_nll_loss(int flags, et_tensor logp, et_tensor target, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(at::nll_loss(need(logp, "nll_loss input"), need(target, "nll_loss target")));
+  ET_CATCH
+}
+
+et_error et_copy_(et_tensor dst, et_tensor src) {
+  ET_TRY
+  c10::NoGradGuard g;
+  need(dst, "copy_ dst").copy_(need(src, "copy_ src"));
+  ET_CATCH
+}
+
+et_error et_uniform_(et_tensor t, double lo, double hi) {
+  ET_TRY
+  c10::NoGradGuard g;
+  need(t, "uniform_").uniform_(lo, hi);
+  ET_CATCH
+}
+
+et_error et_fill_(et_tensor t, double value) {
+  ET_TRY
+  c10::NoGradGuard g;
+  need(t, "fill_").fill_(value);
+  ET_CATCH
+}
+
+et_error et_set_requires_grad(et_tensor t, int on) {
+  ET_TRY
+  need(t, "requires_grad").requires_grad_(on != 0);
+  ET_CATCH
+}
+
+et_error et_grad(et_tensor t, et_tensor *out) {
+  ET_TRY
+  auto g = need(t, "grad").grad();
+  *out = g.defined() ? wrap(g) : nullptr;
+  ET_CATCH
+}
+
+et_error et_backward(et_tensor loss) {
+  ET_TRY
+  c10::AutoGradMode g(true);
+  need(loss, "backward").backward();
+  ET_CATCH
+}
+
+} // extern "C"
+
+struct et_adam_s {
+  std::vector<at::Tensor> params, exp_avg, exp_avg_sq;
+  std::vector<double> lr;
+  std::vector<int64_t> step;
+  double beta1, beta2, eps;
+};
+
+extern "C" {
+
+et_error et_adam_new(const et_tensor *params, const double *lrs, int n, double beta1,
+                     double beta2, double eps, et_adam *out) {
+  ET_TRY
+  auto a = new et_adam_s;
+  a->beta1 = beta1;
+  a->beta2 = beta2;
+  a->eps = eps;
+  for (int i = 0; i < n; i++) {
+    const auto &p = need(params[i], "adam param");
+    a->params.push_back(p);
+    a->lr.push_back(lrs[i]);
+    a->exp_avg.push_back(at::zeros_like(p));
+    a->exp_avg_sq.push_back(at::zeros_like(p));
+    a->step.push_back(0);
+  }
+  *out = a;
+  ET_CATCH
+}
+
+et_error et_adam_free(et_adam a) {
+  ET_TRY
+  delete a;
+  ET_CATCH
+}
+
+et_error et_adam_zero_grad(et_adam a) {
+  ET_TRY
+  for (auto &p : a->params) p.mutable_grad().reset();
+  ET_CATCH
+}
+
+// The update is torch.optim.Adam's (amsgrad off, no weight decay), written out so that
+// its state is plain tensors we can checkpoint.
+et_error et_adam_step(et_adam a) {
+  ET_TRY
+  c10::NoGradGuard g;
+  for (size_t i = 0; i < a->params.size(); i++) {
+    auto &p = a->params[i];
+    const auto &grad = p.grad();
+    if (!grad.defined()) continue;
+    int64_t step = ++a->step[i];
+    a->exp_avg[i].mul_(a->beta1).add_(grad, 1 - a->beta1);
+    a->exp_avg_sq[i].mul_(a->beta2).addcmul_(grad, grad, 1 - a->beta2);
+    double bc1 = 1 - std::pow(a->beta1, static_cast<double>(step));
+    double bc2 = 1 - std::pow(a->beta2, static_cast<double>(step));
+    auto denom = (a->exp_avg_sq[i].sqrt() / std::sqrt(bc2)).add_(a->eps);
+    p.addcdiv_(a->exp_avg[i], denom, -a->lr[i] / bc1);
+  }
+  ET_CATCH
+}
+
+et_error et_adam_get_state(et_adam a, int i, et_tensor *exp_avg, et_tensor *exp_avg_sq,
+                           int64_t *step) {
+  ET_TRY
+  TORCH_CHECK(i >= 0 && i < static_cast<int>(a->params.size()), "adam: no parameter ", i);
+  *exp_avg = wrap(a->exp_avg[i]);
+  *exp_avg_sq = wrap(a->exp_avg_sq[i]);
+  *step = a->step[i];
+  ET_CATCH
+}
+
+et_error et_adam_set_state(et_adam a, int i, et_tensor exp_avg, et_tensor exp_avg_sq,
+                           int64_t step) {
+  ET_TRY
+  TORCH_CHECK(i >= 0 && i < static_cast<int>(a->params.size()), "adam: no parameter ", i);
+  c10::NoGradGuard g;
+  a->exp_avg[i].copy_(need(exp_avg, "adam exp_avg"));
+  a->exp_avg_sq[i].copy_(need(exp_avg_sq, "adam exp_avg_sq"));
+  a->step[i] = step;
+  ET_CATCH
+}
+
+et_error et_manual_seed(uint64_t seed) {
+  ET_TRY
+  at::manual_seed(seed);
+  ET_CATCH
+}
+
+et_error et_set_num_threads(int n) {
+  ET_TRY
+  at::set_num_threads(n);
+  ET_CATCH
+}
+
+int et_get_num_threads(void) { return at::get_num_threads(); }
+
+int et_cuda_available(void) {
+  try {
+    return at::globalContext().hasCUDA() && at::detail::getCUDAHooks().getNumGPUs() > 0;
+  } catch (...) {
+    return 0;
+  }
+}
+
+int et_cuda_device_count(void) {
+  try {
+    return at::detail::getCUDAHooks().getNumGPUs();
+  } catch (...) {
+    return 0;
+  }
+}
+
+et_error et_cuda_synchronize(int device_index) {
+  ET_TRY
+#ifdef EMTORCH_CUDA
+  c10::cuda::CUDAGuard g(static_cast<c10::DeviceIndex>(device_index));
+  auto err = cudaDeviceSynchronize();
+  TORCH_CHECK(err == cudaSuccess, "cudaDeviceSynchronize: ", cudaGetErrorString(err));
+#else
+  (void)device_index;
+#endif
+  ET_CATCH
+}
+
+et_error et_cuda_device_info(int device_index, char *name, int cap, int64_t *total_mem) {
+  ET_TRY
+#ifdef EMTORCH_CUDA
+  cudaDeviceProp prop;
+  auto err = cudaGetDeviceProperties(&prop, device_index);
+  TORCH_CHECK(err == cudaSuccess, "cudaGetDeviceProperties: ", cudaGetErrorString(err));
+  std::snprintf(name, cap, "%s", prop.name);
+  *total_mem = static_cast<int64_t>(prop.totalGlobalMem);
+#else
+  (void)device_index;
+  (void)name;
+  (void)cap;
+  (void)total_mem;
+  TORCH_CHECK(false, "this emtorch shim was built without CUDA");
+#endif
+  ET_CATCH
+}
+
+int64_t et_cuda_max_memory_allocated(int device_index) {
+#ifdef EMTORCH_CUDA
+  try {
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_index);
+    return stats.allocated_bytes[static_cast<size_t>(
+                                     c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)]
+        .peak;
+  } catch (...) {
+    return -1;
+  }
+#else
+  (void)device_index;
+  return -1;
+#endif
+}
+
+et_error et_cuda_reset_peak_memory(int device_index) {
+  ET_TRY
+#ifdef EMTORCH_CUDA
+  c10::cuda::CUDACachingAllocator::resetPeakStats(device_index);
+#else
+  (void)device_index;
+#endif
+  ET_CATCH
+}
+
+void et_set_cudnn_benchmark(int on) { at::globalContext().setBenchmarkCuDNN(on != 0); }
+
+const char *et_version(void) { return TORCH_VERSION; }
+
+int et_built_with_cuda(void) {
+#ifdef EMTORCH_CUDA
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+} // extern "C"

@@ -1,0 +1,201 @@
+package torch
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"unsafe"
+
+	"emclust/atomicfile"
+)
+
+// Checkpoints use the safetensors layout: an 8-byte little-endian header length, a
+// JSON header naming each tensor's dtype, shape and byte range, then the raw data.
+// It does not depend on the libtorch version, and Python's safetensors reads it.
+
+var stNames = map[DType]string{
+	Float32: "F32", Float64: "F64", Int64: "I64", Uint8: "U8",
+	BFloat16: "BF16", Bool: "BOOL", Int32: "I32", Float16: "F16",
+}
+
+func stDType(name string) (DType, bool) {
+	for d, n := range stNames {
+		if n == name {
+			return d, true
+		}
+	}
+	return 0, false
+}
+
+// Named pairs a tensor with its name in a checkpoint.
+type Named struct {
+	Name   string
+	Tensor *Tensor
+}
+
+type stEntry struct {
+	DType   string `json:"dtype"`
+	Shape   []int  `json:"shape"`
+	Offsets [2]int `json:"data_offsets"`
+}
+
+// SaveSafetensors writes tensors and string metadata to path atomically.
+func SaveSafetensors(path string, tensors []Named, meta map[string]string) error {
+	s := NoGrad()
+	defer s.Close()
+	header := map[string]any{}
+	if len(meta) > 0 {
+		header["__metadata__"] = meta
+	}
+	var blobs [][]byte
+	off := 0
+	for _, nt := range tensors {
+		if nt.Name == "__metadata__" {
+			return fmt.Errorf("save %s: reserved tensor name %q", path, nt.Name)
+		}
+		if _, dup := header[nt.Name]; dup {
+			return fmt.Errorf("save %s: duplicate tensor name %q", path, nt.Name)
+		}
+		dt := nt.Tensor.DType()
+		name, ok := stNames[dt]
+		if !ok {
+			return fmt.Errorf("save %s: tensor %q: unsupported dtype %v", path, nt.Name, dt)
+		}
+		n := nt.Tensor.Numel()
+		buf := make([]byte, n*dt.Size())
+		if n > 0 {
+			s.toHost(nt.Tensor, dt, unsafe.Pointer(&buf[0]), n)
+		}
+		if err := s.Err(); err != nil {
+			return fmt.Errorf("save %s: tensor %q: %w", path, nt.Name, err)
+		}
+		shape := nt.Tensor.Shape()
+		if shape == nil {
+			shape = []int{}
+		}
+		header[nt.Name] = stEntry{DType: name, Shape: shape, Offsets: [2]int{off, off + len(buf)}}
+		off += len(buf)
+		blobs = append(blobs, buf)
+	}
+	hj, err := json.Marshal(header)
+	if err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
+	// Pad the header with spaces so the data starts 8-byte aligned, as the format allows.
+	for (8+len(hj))%8 != 0 {
+		hj = append(hj, ' ')
+	}
+	return atomicfile.Write(path, func(w io.Writer) error {
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], uint64(len(hj)))
+		if _, err := w.Write(n[:]); err != nil {
+			return err
+		}
+		if _, err := w.Write(hj); err != nil {
+			return err
+		}
+		for _, b := range blobs {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// SafeFile is a safetensors file read into memory.
+type SafeFile struct {
+	Path    string
+	Meta    map[string]string
+	entries map[string]stEntry
+	data    []byte
+}
+
+// ReadSafetensors reads and validates a whole safetensors file.
+func ReadSafetensors(path string) (*SafeFile, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint: %w", err)
+	}
+	if len(raw) < 8 {
+		return nil, fmt.Errorf("read checkpoint %s: %d bytes, too short for a safetensors file", path, len(raw))
+	}
+	hl := binary.LittleEndian.Uint64(raw[:8])
+	if hl > uint64(len(raw)-8) || hl > 100<<20 {
+		return nil, fmt.Errorf("read checkpoint %s: header length %d does not fit in a %d-byte file (truncated or not safetensors)", path, hl, len(raw))
+	}
+	var header map[string]json.RawMessage
+	if err := json.Unmarshal(raw[8:8+hl], &header); err != nil {
+		return nil, fmt.Errorf("read checkpoint %s: bad header: %w", path, err)
+	}
+	f := &SafeFile{Path: path, entries: map[string]stEntry{}, data: raw[8+hl:]}
+	for name, v := range header {
+		if name == "__metadata__" {
+			if err := json.Unmarshal(v, &f.Meta); err != nil {
+				return nil, fmt.Errorf("read checkpoint %s: bad metadata: %w", path, err)
+			}
+			continue
+		}
+		var e stEntry
+		if err := json.Unmarshal(v, &e); err != nil {
+			return nil, fmt.Errorf("read checkpoint %s: tensor %q: %w", path, name, err)
+		}
+		dt, ok := stDType(e.DType)
+		if !ok {
+			return nil, fmt.Errorf("read checkpoint %s: tensor %q: unsupported dtype %s", path, name, e.DType)
+		}
+		n := 1
+		for _, d := range e.Shape {
+			if d < 0 {
+				return nil, fmt.Errorf("read checkpoint %s: tensor %q: negative dim", path, name)
+			}
+			n *= d
+		}
+		if e.Offsets[0] < 0 || e.Offsets[1] > len(f.data) || e.Offsets[1]-e.Offsets[0] != n*dt.Size() {
+			return nil, fmt.Errorf("read checkpoint %s: tensor %q: data range %v does not match shape %v of %s in %d data bytes (truncated?)",
+				path, name, e.Offsets, e.Shape, e.DType, len(f.data))
+		}
+		f.entries[name] = e
+	}
+	return f, nil
+}
+
+// Names lists the tensors in the file, sorted.
+func (f *SafeFile) Names() []string {
+	names := make([]string, 0, len(f.entries))
+	for n := range f.entries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Shape is the shape of tensor name, and whether it exists.
+func (f *SafeFile) Shape(name string) ([]int, bool) {
+	e, ok := f.entries[name]
+	return e.Shape, ok
+}
+
+// Tensor loads tensor name onto dev, owned by s.
+func (s *Scope) LoadTensor(f *SafeFile, name string, dev Device) *Tensor {
+	if s.err != nil {
+		return nil
+	}
+	e, ok := f.entries[name]
+	if !ok {
+		s.err = fmt.Errorf("checkpoint %s: no tensor %q", f.Path, name)
+		return nil
+	}
+	dt, _ := stDType(e.DType)
+	b := f.data[e.Offsets[0]:e.Offsets[1]]
+	if len(b) == 0 {
+		return s.Zeros(e.Shape, dt, dev)
+	}
+	// Copy so the pointer handed to C is aligned for the element type.
+	aligned := make([]uint64, (len(b)+7)/8)
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(&aligned[0])), len(b)), b)
+	return fromHost(s, unsafe.Pointer(&aligned[0]), len(b)/dt.Size(), dt, e.Shape, dev)
+}

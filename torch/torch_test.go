@@ -1,0 +1,340 @@
+package torch
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+func TestRoundTripAndArithmetic(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	a := s.FromFloat32([]float32{1, 2, 3, 4, 5, 6}, []int{2, 3}, CPU)
+	b := s.FromFloat32([]float32{10, 20, 30}, []int{3}, CPU)
+	sum := s.Add(a, b) // broadcast
+	got := s.Float32s(sum)
+	want := []float32{11, 22, 33, 14, 25, 36}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("add = %v, want %v", got, want)
+		}
+	}
+	mm := s.MatMul(a, s.Reshape(b, 3, 1))
+	if g := s.Float32s(mm); g[0] != 140 || g[1] != 320 {
+		t.Fatalf("matmul = %v", g)
+	}
+	if sh := mm.Shape(); len(sh) != 2 || sh[0] != 2 || sh[1] != 1 {
+		t.Fatalf("shape %v", sh)
+	}
+	if v := s.Item(s.Sum(a, false)); v != 21 {
+		t.Fatalf("sum = %v", v)
+	}
+	if v := s.Float32s(s.Mean(a, false, 0)); v[0] != 2.5 || v[2] != 4.5 {
+		t.Fatalf("mean dim0 = %v", v)
+	}
+	// Biased variance of column [1,4] is 2.25.
+	if v := s.Float32s(s.Var(a, false, 0)); v[0] != 2.25 {
+		t.Fatalf("var = %v", v)
+	}
+	am := s.Int64s(s.ArgMax(a, 1, false))
+	if am[0] != 2 || am[1] != 2 {
+		t.Fatalf("argmax = %v", am)
+	}
+	sm := s.Float32s(s.Softmax(s.FromFloat32([]float32{0, 0}, []int{1, 2}, CPU), 1))
+	if sm[0] != 0.5 {
+		t.Fatalf("softmax = %v", sm)
+	}
+	ls := s.Item(s.LogSigmoid(s.FromFloat32([]float32{-100}, []int{1}, CPU)))
+	if !near(ls, -100, 1e-4) {
+		t.Fatalf("logsigmoid(-100) = %v, want -100 (stable)", ls)
+	}
+	u8 := s.FromUint8([]uint8{0, 255}, []int{2}, CPU)
+	if v := s.Float32s(u8); v[1] != 255 {
+		t.Fatalf("uint8 -> float = %v", v)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestErrorsAreValuesNotCrashes(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	a := s.Zeros([]int{2, 3}, Float32, CPU)
+	b := s.Zeros([]int{4, 5}, Float32, CPU)
+	c := s.MatMul(a, b)
+	if c != nil {
+		t.Fatal("matmul of mismatched shapes returned a tensor")
+	}
+	err := s.Err()
+	var te *Error
+	if !errors.As(err, &te) || te.Op != "matmul" || !strings.Contains(te.Msg, "2x3") {
+		t.Fatalf("err = %v, want a matmul shape error naming 2x3", err)
+	}
+	// Later ops are no-ops and keep the first error.
+	if d := s.Add(c, a); d != nil || s.Err() != err {
+		t.Fatal("op after failure ran or replaced the error")
+	}
+	if fromHost := NewScope(); fromHost.FromFloat32([]float32{1, 2, 3}, []int{2, 2}, CPU) != nil || fromHost.Err() == nil {
+		t.Fatal("from_host with wrong element count did not fail")
+	}
+}
+
+func TestScopeFreesAndKeep(t *testing.T) {
+	before := LiveTensors()
+	s := NewScope()
+	a := s.Ones([]int{3}, Float32, CPU)
+	b := s.Add(a, a)
+	kept := s.Keep(s.MulScalar(b, 2))
+	if got := LiveTensors() - before; got != 3 {
+		t.Fatalf("live = %d, want 3", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := LiveTensors() - before; got != 1 {
+		t.Fatalf("after close live = %d, want 1 (the kept tensor)", got)
+	}
+	if a.Shape() != nil {
+		t.Fatal("tensor usable after its scope closed")
+	}
+	s2 := NewScope()
+	if v := s2.Float32s(kept); v[0] != 4 {
+		t.Fatalf("kept = %v", v)
+	}
+	s2.Close()
+	kept.Free()
+	kept.Free()
+	if got := LiveTensors() - before; got != 0 {
+		t.Fatalf("leak: %d live", got)
+	}
+}
+
+func TestGradAndNoGrad(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	w := s.FromFloat32([]float32{1, 2, 3}, []int{3}, CPU)
+	if err := w.SetRequiresGrad(true); err != nil {
+		t.Fatal(err)
+	}
+	x := s.FromFloat32([]float32{4, 5, 6}, []int{3}, CPU)
+	// loss = sum(w*x) + sum(detach(w)*w): grad = x + detach(w) = [5,7,9].
+	loss := s.Add(s.Sum(s.Mul(w, x), false), s.Sum(s.Mul(s.Detach(w), w), false))
+	s.Backward(loss)
+	g := s.Float32s(s.Grad(w))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if g[0] != 5 || g[1] != 7 || g[2] != 9 {
+		t.Fatalf("grad = %v, want [5 7 9]", g)
+	}
+	ng := NoGrad()
+	defer ng.Close()
+	if y := ng.Mul(w, x); y.RequiresGrad() {
+		t.Fatal("no-grad scope recorded a graph")
+	}
+	if ng.Backward(loss); ng.Err() == nil {
+		t.Fatal("backward in a no-grad scope did not fail")
+	}
+}
+
+// Grad mode travels with each call, so it holds whatever OS thread the goroutine runs on.
+func TestGradModeAcrossGoroutines(t *testing.T) {
+	p := NewScope()
+	defer p.Close()
+	w := p.Ones([]int{4}, Float32, CPU)
+	w.SetRequiresGrad(true)
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			noGrad := g%2 == 0
+			for i := 0; i < 200; i++ {
+				s := NewScope()
+				if noGrad {
+					s = NoGrad()
+				}
+				y := s.MulScalar(w, 2)
+				if y.RequiresGrad() == noGrad {
+					errs <- errors.New("grad mode leaked between goroutines")
+				}
+				s.Close()
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// Adam's first step moves every parameter by -lr·sign(g) (bias correction makes
+// m̂/√v̂ = g/|g|), and later steps follow PyTorch's formula computed by hand here.
+func TestAdamMatchesHandComputation(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	p := s.Keep(s.FromFloat32([]float32{1, -2}, []int{2}, CPU))
+	defer p.Free()
+	p.SetRequiresGrad(true)
+	opt, err := NewAdam([]*Tensor{p}, []float64{0.1}, AdamConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Close()
+	// loss = sum(p^2): grad = 2p.
+	ref := []float64{1, -2}
+	m := []float64{0, 0}
+	v := []float64{0, 0}
+	for step := 1; step <= 3; step++ {
+		opt.ZeroGrad()
+		st := NewScope()
+		st.Backward(st.Sum(st.Square(p), false))
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := opt.Step(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range ref {
+			g := 2 * ref[i]
+			m[i] = 0.9*m[i] + 0.1*g
+			v[i] = 0.999*v[i] + 0.001*g*g
+			mh := m[i] / (1 - math.Pow(0.9, float64(step)))
+			vh := v[i] / (1 - math.Pow(0.999, float64(step)))
+			ref[i] -= 0.1 * mh / (math.Sqrt(vh) + 1e-8)
+		}
+		got := s.Float32s(p)
+		for i := range ref {
+			if !near(float64(got[i]), ref[i], 1e-5) {
+				t.Fatalf("step %d: p = %v, want %v", step, got, ref)
+			}
+		}
+	}
+	_, _, n := opt.State(s, 0)
+	if n != 3 {
+		t.Fatalf("step count %d, want 3", n)
+	}
+}
+
+func TestSafetensorsRoundTrip(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	a := s.FromFloat32([]float32{1.5, -2, 3.25, 4, 5, 6}, []int{2, 3}, CPU)
+	b := s.FromInt64([]int64{7, -8}, []int{2}, CPU)
+	c := s.Full(nil, 9, Float64, CPU)
+	path := filepath.Join(t.TempDir(), "ck.safetensors")
+	meta := map[string]string{"config": `{"k":10}`}
+	if err := SaveSafetensors(path, []Named{{"a", a}, {"b", b}, {"c", c}}, meta); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Meta["config"] != `{"k":10}` {
+		t.Fatalf("meta = %v", f.Meta)
+	}
+	if got := strings.Join(f.Names(), ","); got != "a,b,c" {
+		t.Fatalf("names = %s", got)
+	}
+	a2 := s.Float32s(s.LoadTensor(f, "a", CPU))
+	b2 := s.Int64s(s.LoadTensor(f, "b", CPU))
+	c2 := s.Item(s.LoadTensor(f, "c", CPU))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if a2[2] != 3.25 || b2[1] != -8 || c2 != 9 {
+		t.Fatalf("round trip: %v %v %v", a2, b2, c2)
+	}
+	if sh, _ := f.Shape("a"); len(sh) != 2 || sh[1] != 3 {
+		t.Fatalf("shape %v", sh)
+	}
+	if s.LoadTensor(f, "missing", CPU); s.Err() == nil || !strings.Contains(s.Err().Error(), `no tensor "missing"`) {
+		t.Fatalf("missing tensor: %v", s.Err())
+	}
+
+	// A truncated file is an error naming the file, not a crash.
+	raw, _ := os.ReadFile(path)
+	bad := filepath.Join(t.TempDir(), "bad.safetensors")
+	os.WriteFile(bad, raw[:len(raw)-5], 0o644)
+	if _, err := ReadSafetensors(bad); err == nil || !strings.Contains(err.Error(), "bad.safetensors") {
+		t.Fatalf("truncated: %v", err)
+	}
+	os.WriteFile(bad, []byte("hello world, not a checkpoint"), 0o644)
+	if _, err := ReadSafetensors(bad); err == nil || !strings.Contains(err.Error(), "bad.safetensors") {
+		t.Fatalf("garbage: %v", err)
+	}
+}
+
+func TestParseDevice(t *testing.T) {
+	for _, tc := range []struct {
+		in  string
+		ok  bool
+		dev Device
+	}{
+		{"cpu", true, CPU},
+		{"gpu", false, CPU},
+		{"cuda:x", false, CPU},
+		{"cuda:-1", false, CPU},
+	} {
+		d, err := ParseDevice(tc.in)
+		if (err == nil) != tc.ok || (tc.ok && d != tc.dev) {
+			t.Errorf("ParseDevice(%q) = %v, %v", tc.in, d, err)
+		}
+	}
+	if !CUDAAvailable() {
+		if _, err := ParseDevice("cuda"); err == nil {
+			t.Error("cuda accepted without a CUDA device")
+		}
+		if d, err := ParseDevice("auto"); err != nil || d != CPU {
+			t.Errorf("auto = %v, %v; want cpu", d, err)
+		}
+	}
+}
+
+func TestConvPoolBatchNormShapes(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	x := s.Randn([]int{4, 2, 8, 8}, Float32, CPU)
+	w := s.Randn([]int{5, 2, 3, 3}, Float32, CPU)
+	y := s.Conv2d(x, w, nil, 1, 1)
+	rm := s.Zeros([]int{5}, Float32, CPU)
+	rv := s.Ones([]int{5}, Float32, CPU)
+	z := s.MaxPool2d(s.ReLU(s.BatchNorm(y, nil, nil, rm, rv, true, 0.1, 1e-5)), 2, 2)
+	if sh := z.Shape(); len(sh) != 4 || sh[0] != 4 || sh[1] != 5 || sh[2] != 4 || sh[3] != 4 {
+		t.Fatalf("shape %v", sh)
+	}
+	// Running mean moved toward the batch mean.
+	bm := s.Float32s(s.Mean(y, false, 0, 2, 3))
+	got := s.Float32s(rm)
+	for i := range got {
+		if !near(float64(got[i]), 0.1*float64(bm[i]), 1e-5) {
+			t.Fatalf("running mean %v, want 0.1×%v", got, bm)
+		}
+	}
+	theta := s.FromFloat32([]float32{1, 0, 0, 0, 1, 0}, []int{1, 2, 3}, CPU)
+	img := s.Rand([]int{1, 1, 5, 5}, Float32, CPU)
+	grid := s.AffineGrid(theta, 1, 1, 5, 5, false)
+	out := s.GridSample(img, grid, Bilinear, PadZeros, false)
+	a, b := s.Float32s(img), s.Float32s(out)
+	for i := range a {
+		if !near(float64(a[i]), float64(b[i]), 1e-5) {
+			t.Fatalf("identity warp changed pixel %d: %v vs %v", i, a[i], b[i])
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
