@@ -1,0 +1,437 @@
+package data
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// CSVOptions says how to read a delimited text file of vectors.
+//
+// Column numbers, both in LabelCol and in error messages, are 0-based, so the
+// column an error names is the one LabelCol would select with the same number.
+type CSVOptions struct {
+	// Header is "auto" (or ""), "yes" or "no". With "auto" the first row is a
+	// header when any of its cells, the label cell aside, is not a number, or
+	// when LabelCol names a column (a name can only be found in a header).
+	Header string
+
+	// LabelCol selects the column holding ground-truth classes: "" for none, a
+	// column name from the header, or a 0-based index as a decimal string;
+	// negative indices count from the end, so "-1" is the last column.
+	LabelCol string
+
+	// Comma is the field delimiter. Zero detects it from the first data line:
+	// the most frequent of ',', '\t' and ';' outside quotes, or runs of blanks
+	// when the line has none of them but does have spaces (np.savetxt's
+	// default). ' ' asks for blank-separated fields explicitly.
+	Comma rune
+}
+
+// ReadCSV reads the delimited text file at path, which may be gzip-compressed,
+// as described by ParseCSV.
+func ReadCSV(path string, opt CSVOptions) (*Vectors, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return ParseCSV(f, path, opt)
+}
+
+// ParseCSV reads vectors from delimited text, one row per record. Every cell
+// except the label cell must be a finite number; the label column may hold
+// any strings. name identifies the input in error messages and becomes the
+// Source of the result. Input starting with the gzip magic bytes is
+// decompressed. Lines beginning with '#' and blank lines are skipped, and
+// cells are trimmed of surrounding white space.
+//
+// Labels are numbered so that ids follow the sorted order of the class names:
+// numerically when every class name is an integer (so "2" < "10"), otherwise
+// lexically. Classes holds the names as written in the file.
+func ParseCSV(r io.Reader, name string, opt CSVOptions) (*Vectors, error) {
+	var hdr string
+	switch h := strings.ToLower(opt.Header); h {
+	case "", "auto":
+		hdr = "auto"
+	case "yes", "no":
+		hdr = h
+	default:
+		return nil, fmt.Errorf("%s: header option %q: want auto, yes or no", name, opt.Header)
+	}
+	if c := opt.Comma; c != 0 && (c == '"' || c == '\r' || c == '\n' || c == '#' || c == utf8.RuneError || !utf8.ValidRune(c)) {
+		return nil, fmt.Errorf("%s: invalid field delimiter %q", name, c)
+	}
+
+	br := bufio.NewReaderSize(r, 64<<10)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		defer zr.Close()
+		br = bufio.NewReaderSize(zr, 64<<10)
+	}
+	comma := opt.Comma
+	if comma == 0 {
+		// A short or failed peek still holds what could be read; read errors
+		// resurface, with a line number, when the records are read.
+		head, _ := br.Peek(br.Size())
+		comma = sniffComma(head)
+	}
+	var rd recordReader
+	if comma == ' ' {
+		rd = &blankRecords{r: br}
+	} else {
+		cr := csv.NewReader(br)
+		cr.Comma = comma
+		cr.Comment = '#'
+		cr.FieldsPerRecord = -1 // checked here, for a clearer message
+		cr.ReuseRecord = true
+		// Trimming leading white space would swallow empty tab-separated
+		// fields, shifting the rest; cells are trimmed after splitting anyway.
+		cr.TrimLeadingSpace = comma != '\t'
+		rd = &csvRecords{r: cr}
+	}
+
+	p := csvParser{name: name, labelCol: -1}
+	rec, line, err := rd.next()
+	if err == io.EOF {
+		return nil, fmt.Errorf("%s: no data rows", name)
+	}
+	if err != nil {
+		return nil, p.wrap(err)
+	}
+	p.ncol = len(rec)
+
+	labelName := ""
+	if s := strings.TrimSpace(opt.LabelCol); s != "" {
+		if i, err := strconv.Atoi(s); err == nil {
+			j := i
+			if j < 0 {
+				j += p.ncol
+			}
+			if j < 0 || j >= p.ncol {
+				return nil, fmt.Errorf("%s: label column %d out of range: line %d has %d columns", name, i, line, p.ncol)
+			}
+			p.labelCol = j
+		} else {
+			labelName = s
+		}
+	}
+
+	header := hdr == "yes"
+	if hdr == "auto" {
+		if labelName != "" {
+			if !p.looksLikeHeader(rec) {
+				return nil, fmt.Errorf("%s: label column %q is given by name, but line %d is data, not a header", name, labelName, line)
+			}
+			header = true
+		} else {
+			header = p.looksLikeHeader(rec)
+		}
+	}
+	if labelName != "" && !header {
+		return nil, fmt.Errorf("%s: label column %q is given by name, but the file has no header (header option %q)", name, labelName, hdr)
+	}
+
+	if header {
+		p.names = make([]string, len(rec))
+		for j, s := range rec {
+			p.names[j] = strings.Clone(strings.TrimSpace(s))
+		}
+		if labelName != "" {
+			p.labelCol = slices.Index(p.names, labelName)
+			if p.labelCol < 0 {
+				return nil, fmt.Errorf("%s: no column %q; columns are: %s", name, labelName, strings.Join(p.names, ", "))
+			}
+			if slices.Index(p.names[p.labelCol+1:], labelName) >= 0 {
+				return nil, fmt.Errorf("%s: label column %q is ambiguous: the header has it more than once", name, labelName)
+			}
+		}
+	}
+	p.d = p.ncol
+	if p.labelCol >= 0 {
+		p.d--
+	}
+	if p.d == 0 {
+		return nil, fmt.Errorf("%s: no feature columns: the only column, %s, is the label", name, p.col(p.labelCol))
+	}
+
+	if !header {
+		if err := p.row(rec, line); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		rec, line, err := rd.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, p.wrap(err)
+		}
+		if err := p.row(rec, line); err != nil {
+			return nil, err
+		}
+	}
+	if p.n == 0 {
+		return nil, fmt.Errorf("%s: no data rows", name)
+	}
+
+	v := &Vectors{X: p.x, N: p.n, D: p.d, Source: name}
+	if p.names != nil {
+		v.Features = make([]string, 0, p.d)
+		for j, s := range p.names {
+			if j != p.labelCol {
+				v.Features = append(v.Features, s)
+			}
+		}
+	}
+	if p.labelCol >= 0 {
+		v.Labels, v.Classes = p.sortedLabels()
+	}
+	return v, nil
+}
+
+// csvParser accumulates rows and knows enough about the columns to describe
+// a bad cell.
+type csvParser struct {
+	name     string
+	ncol     int      // fields per record
+	d        int      // feature columns
+	labelCol int      // -1 when there are no labels
+	names    []string // header cells, or nil
+	n        int
+	x        []float32
+	ids      map[string]int // class name to id in order of first appearance
+	classes  []string       // class names in order of first appearance
+	labels   []int          // first-appearance ids
+}
+
+// col describes column j for error messages.
+func (p *csvParser) col(j int) string {
+	if p.names != nil {
+		return fmt.Sprintf("column %d (%q)", j, p.names[j])
+	}
+	return fmt.Sprintf("column %d", j)
+}
+
+// wrap adds the input name to a read error, keeping csv's line and column.
+func (p *csvParser) wrap(err error) error {
+	var pe *csv.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s:%d:%d: %w", p.name, pe.Line, pe.Column, pe.Err)
+	}
+	return fmt.Errorf("%s: %w", p.name, err)
+}
+
+func (p *csvParser) looksLikeHeader(rec []string) bool {
+	for j, s := range rec {
+		if j == p.labelCol {
+			continue
+		}
+		if _, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *csvParser) row(rec []string, line int) error {
+	if len(rec) != p.ncol {
+		return fmt.Errorf("%s:%d: %d fields, want %d", p.name, line, len(rec), p.ncol)
+	}
+	for j, s := range rec {
+		s = strings.TrimSpace(s)
+		if j == p.labelCol {
+			if s == "" {
+				return fmt.Errorf("%s:%d: %s: empty label", p.name, line, p.col(j))
+			}
+			id, ok := p.ids[s]
+			if !ok {
+				if p.ids == nil {
+					p.ids = make(map[string]int)
+				}
+				// Clone: s points into the whole line, which must not stay alive.
+				s = strings.Clone(s)
+				id = len(p.classes)
+				p.ids[s] = id
+				p.classes = append(p.classes, s)
+			}
+			p.labels = append(p.labels, id)
+			continue
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		switch {
+		case s == "":
+			return fmt.Errorf("%s:%d: %s: empty cell", p.name, line, p.col(j))
+		case err != nil && !errors.Is(err, strconv.ErrRange):
+			return fmt.Errorf("%s:%d: %s: %q is not a number", p.name, line, p.col(j), s)
+		case math.IsNaN(f):
+			return fmt.Errorf("%s:%d: NaN in %s", p.name, line, p.col(j))
+		case math.IsInf(f, 0) && err == nil:
+			return fmt.Errorf("%s:%d: %s in %s", p.name, line, fmtInf(f), p.col(j))
+		case err != nil || math.IsInf(float64(float32(f)), 0):
+			return fmt.Errorf("%s:%d: %s: %q is out of float32 range", p.name, line, p.col(j), s)
+		}
+		p.x = append(p.x, float32(f))
+	}
+	p.n++
+	return nil
+}
+
+func fmtInf(f float64) string {
+	if f > 0 {
+		return "+Inf"
+	}
+	return "-Inf"
+}
+
+// sortedLabels renumbers the first-appearance ids so that ids follow the
+// sorted class names, which makes label ids independent of row order.
+func (p *csvParser) sortedLabels() (labels []int, classes []string) {
+	k := len(p.classes)
+	vals := make([]int64, k)
+	numeric := true
+	for i, c := range p.classes {
+		v, err := strconv.ParseInt(c, 10, 64)
+		if err != nil {
+			numeric = false
+			break
+		}
+		vals[i] = v
+	}
+	order := make([]int, k) // order[newID] = old id
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		if numeric {
+			if c := cmp.Compare(vals[a], vals[b]); c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(p.classes[a], p.classes[b])
+	})
+	newID := make([]int, k)
+	classes = make([]string, k)
+	for n, old := range order {
+		newID[old] = n
+		classes[n] = p.classes[old]
+	}
+	labels = make([]int, len(p.labels))
+	for i, old := range p.labels {
+		labels[i] = newID[old]
+	}
+	return labels, classes
+}
+
+// sniffComma guesses the delimiter from the first line of head that is neither
+// blank nor a comment.
+func sniffComma(head []byte) rune {
+	for len(head) > 0 {
+		line := head
+		if i := bytes.IndexByte(head, '\n'); i >= 0 {
+			line, head = head[:i], head[i+1:]
+		} else {
+			head = nil
+		}
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		var commas, tabs, semis int
+		quoted := false
+		for _, c := range line {
+			switch c {
+			case '"':
+				quoted = !quoted
+			case ',':
+				if !quoted {
+					commas++
+				}
+			case '\t':
+				if !quoted {
+					tabs++
+				}
+			case ';':
+				if !quoted {
+					semis++
+				}
+			}
+		}
+		switch {
+		case commas > 0 && commas >= tabs && commas >= semis:
+			return ','
+		case tabs > 0 && tabs >= semis:
+			return '\t'
+		case semis > 0:
+			return ';'
+		case bytes.IndexByte(line, ' ') >= 0:
+			return ' '
+		}
+		return ','
+	}
+	return ','
+}
+
+// recordReader yields the records of a delimited file with the line each
+// starts on, and io.EOF at the end.
+type recordReader interface {
+	next() (rec []string, line int, err error)
+}
+
+type csvRecords struct{ r *csv.Reader }
+
+func (c *csvRecords) next() ([]string, int, error) {
+	for {
+		rec, err := c.r.Read()
+		if err != nil {
+			return nil, 0, err
+		}
+		// encoding/csv skips empty lines but not lines of blanks.
+		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+			continue
+		}
+		line, _ := c.r.FieldPos(0)
+		return rec, line, nil
+	}
+}
+
+// blankRecords splits lines at runs of white space, as np.savetxt writes them.
+type blankRecords struct {
+	r    *bufio.Reader
+	line int
+	rec  []string
+}
+
+func (b *blankRecords) next() ([]string, int, error) {
+	for {
+		s, err := b.r.ReadString('\n')
+		if s == "" && err != nil {
+			return nil, 0, err
+		}
+		if err != nil && err != io.EOF {
+			return nil, 0, err
+		}
+		b.line++
+		s = strings.TrimSpace(s)
+		if s == "" || s[0] == '#' {
+			continue
+		}
+		b.rec = append(b.rec[:0], strings.Fields(s)...)
+		return b.rec, b.line, nil
+	}
+}

@@ -1,0 +1,411 @@
+package data
+
+import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// writeVecFile writes content to a file called name in a fresh temporary
+// directory and returns its path.
+func writeVecFile(t *testing.T, name string, content []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, content, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func gzipVecBytes(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestReadCSV(t *testing.T) {
+	tests := []struct {
+		name     string
+		file     string
+		content  string
+		opt      CSVOptions
+		n, d     int
+		x        []float32
+		labels   []int
+		classes  []string
+		features []string
+	}{
+		{
+			name:    "no header, no labels",
+			content: "1,2,3\n4,5,6\n",
+			n:       2, d: 3,
+			x: []float32{1, 2, 3, 4, 5, 6},
+		},
+		{
+			name:    "auto header",
+			content: "a,b\n1,2\n3,4\n",
+			n:       2, d: 2,
+			x:        []float32{1, 2, 3, 4},
+			features: []string{"a", "b"},
+		},
+		{
+			name:    "numeric first row is data",
+			content: "1,2\n3,4\n",
+			opt:     CSVOptions{Header: "auto"},
+			n:       2, d: 2,
+			x: []float32{1, 2, 3, 4},
+		},
+		{
+			name:    "forced header",
+			content: "10,20\n3,4\n",
+			opt:     CSVOptions{Header: "yes"},
+			n:       1, d: 2,
+			x:        []float32{3, 4},
+			features: []string{"10", "20"},
+		},
+		{
+			name:    "label by name",
+			content: "x,y,class\n1,2,b\n3,4,a\n5,6,b\n",
+			opt:     CSVOptions{LabelCol: "class"},
+			n:       3, d: 2,
+			x:        []float32{1, 2, 3, 4, 5, 6},
+			labels:   []int{1, 0, 1},
+			classes:  []string{"a", "b"},
+			features: []string{"x", "y"},
+		},
+		{
+			name:    "label by name in the middle",
+			content: "x,class,y\n1,b,2\n3,a,4\n",
+			opt:     CSVOptions{LabelCol: "class"},
+			n:       2, d: 2,
+			x:        []float32{1, 2, 3, 4},
+			labels:   []int{1, 0},
+			classes:  []string{"a", "b"},
+			features: []string{"x", "y"},
+		},
+		{
+			name:    "label by index",
+			content: "7,1,2\n3,3,4\n",
+			opt:     CSVOptions{LabelCol: "0"},
+			n:       2, d: 2,
+			x:       []float32{1, 2, 3, 4},
+			labels:  []int{1, 0},
+			classes: []string{"3", "7"},
+		},
+		{
+			name:    "label -1, integer labels sort numerically",
+			content: "1,2,10\n3,4,2\n5,6,10\n7,8,-1\n",
+			opt:     CSVOptions{LabelCol: "-1"},
+			n:       4, d: 2,
+			x:       []float32{1, 2, 3, 4, 5, 6, 7, 8},
+			labels:  []int{2, 1, 2, 0},
+			classes: []string{"-1", "2", "10"},
+		},
+		{
+			name:    "string labels sort lexically",
+			content: "1,cat\n2,dog\n3,ant\n4,cat\n",
+			opt:     CSVOptions{LabelCol: "-1"},
+			n:       4, d: 1,
+			x:       []float32{1, 2, 3, 4},
+			labels:  []int{1, 2, 0, 1},
+			classes: []string{"ant", "cat", "dog"},
+		},
+		{
+			name:    "header auto ignores a non-numeric label cell",
+			content: "1,2,label\n3,4,x\n",
+			opt:     CSVOptions{LabelCol: "2"},
+			n:       2, d: 2,
+			x:        []float32{1, 2, 3, 4},
+			labels:   []int{0, 1},
+			classes:  []string{"label", "x"},
+			features: nil,
+		},
+		{
+			name:    "semicolons, comments, blanks, spaces, quotes",
+			content: "# made by hand\n\n a ; \"b\"\n 1 ; 2.5 \n   \n# more\n-3;4e2\n",
+			n:       2, d: 2,
+			x:        []float32{1, 2.5, -3, 400},
+			features: []string{"a", "b"},
+		},
+		{
+			name:    "tabs",
+			content: "1\t2\t3\n4\t5\t6\n",
+			n:       2, d: 3,
+			x: []float32{1, 2, 3, 4, 5, 6},
+		},
+		{
+			name:    "blank-separated like np.savetxt",
+			file:    "x.txt",
+			content: "# header\n1.000000000000000000e+00 2.000000000000000000e+00\n  3   4\n",
+			n:       2, d: 2,
+			x: []float32{1, 2, 3, 4},
+		},
+		{
+			name:    "single column",
+			content: "1\n2\n",
+			n:       2, d: 1,
+			x: []float32{1, 2},
+		},
+		{
+			name:    "CRLF line endings",
+			content: "a,b\r\n1,2\r\n",
+			n:       1, d: 2,
+			x:        []float32{1, 2},
+			features: []string{"a", "b"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := tt.file
+			if file == "" {
+				file = "x.csv"
+			}
+			path := writeVecFile(t, file, []byte(tt.content))
+			v, err := ReadCSV(path, tt.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.N != tt.n || v.D != tt.d {
+				t.Errorf("shape %d×%d, want %d×%d", v.N, v.D, tt.n, tt.d)
+			}
+			if !reflect.DeepEqual(v.X, tt.x) {
+				t.Errorf("X = %v, want %v", v.X, tt.x)
+			}
+			if !reflect.DeepEqual(v.Labels, tt.labels) {
+				t.Errorf("Labels = %v, want %v", v.Labels, tt.labels)
+			}
+			if !reflect.DeepEqual(v.Classes, tt.classes) {
+				t.Errorf("Classes = %q, want %q", v.Classes, tt.classes)
+			}
+			if !reflect.DeepEqual(v.Features, tt.features) {
+				t.Errorf("Features = %q, want %q", v.Features, tt.features)
+			}
+			if v.Source != path {
+				t.Errorf("Source = %q, want %q", v.Source, path)
+			}
+			if err := v.Validate(); err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+		})
+	}
+}
+
+func TestReadCSVGzip(t *testing.T) {
+	content := []byte("a,b,y\n1,2,u\n3,4,v\n")
+	// Detection is by magic bytes, so the name need not end in .gz.
+	for _, name := range []string{"x.csv.gz", "x.csv"} {
+		path := writeVecFile(t, name, gzipVecBytes(t, content))
+		v, err := ReadCSV(path, CSVOptions{LabelCol: "y"})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if v.N != 2 || v.D != 2 || !reflect.DeepEqual(v.X, []float32{1, 2, 3, 4}) ||
+			!reflect.DeepEqual(v.Labels, []int{0, 1}) || !reflect.DeepEqual(v.Classes, []string{"u", "v"}) {
+			t.Errorf("%s: got %+v", name, v)
+		}
+	}
+}
+
+func TestReadCSVErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		opt     CSVOptions
+		want    []string // substrings of the error, besides the file name
+	}{
+		{
+			name:    "not a number, with header name",
+			content: "a,b,c,pixel_3\n1,2,3,4\n1,2,3,abc\n",
+			want:    []string{`x.csv:3: column 3 ("pixel_3"): "abc" is not a number`},
+		},
+		{
+			name:    "not a number, no header",
+			content: "1,2\n3,x\n",
+			opt:     CSVOptions{Header: "no"},
+			want:    []string{`x.csv:2: column 1: "x" is not a number`},
+		},
+		{
+			name:    "line numbers count comments and blank lines",
+			content: "# c\n1,2\n\n# c\n3,oops\n",
+			want:    []string{`x.csv:5: column 1: "oops" is not a number`},
+		},
+		{
+			name:    "NaN",
+			content: "1,2,3\n1,2,3\n4,5,NaN\n",
+			want:    []string{"x.csv:3: NaN in column 2"},
+		},
+		{
+			name:    "Inf",
+			content: "a,b\n1,2\n4,-inf\n",
+			want:    []string{`x.csv:3: -Inf in column 1 ("b")`},
+		},
+		{
+			name:    "float32 overflow",
+			content: "1,2\n4,1e300\n",
+			want:    []string{`x.csv:2: column 1: "1e300" is out of float32 range`},
+		},
+		{
+			name:    "empty cell",
+			content: "1,2\n4,\n",
+			want:    []string{"x.csv:2: column 1: empty cell"},
+		},
+		{
+			name:    "ragged",
+			content: "1,2,3\n4,5,6\n7,8\n",
+			want:    []string{"x.csv:3: 2 fields, want 3"},
+		},
+		{
+			name:    "empty file",
+			content: "",
+			want:    []string{"x.csv: no data rows"},
+		},
+		{
+			name:    "comments only",
+			content: "# nothing\n\n",
+			want:    []string{"x.csv: no data rows"},
+		},
+		{
+			name:    "header only",
+			content: "a,b,c\n",
+			want:    []string{"x.csv: no data rows"},
+		},
+		{
+			name:    "label column name not found",
+			content: "a,b,c\n1,2,3\n",
+			opt:     CSVOptions{LabelCol: "foo"},
+			want:    []string{`x.csv: no column "foo"; columns are: a, b, c`},
+		},
+		{
+			name:    "label column name but no header",
+			content: "1,2,3\n1,2,3\n",
+			opt:     CSVOptions{LabelCol: "foo"},
+			want:    []string{`x.csv: label column "foo" is given by name, but line 1 is data`},
+		},
+		{
+			name:    "label column name with header no",
+			content: "a,b\n1,2\n",
+			opt:     CSVOptions{LabelCol: "a", Header: "no"},
+			want:    []string{`x.csv: label column "a" is given by name, but the file has no header`},
+		},
+		{
+			name:    "label index out of range",
+			content: "1,2,3\n",
+			opt:     CSVOptions{LabelCol: "3"},
+			want:    []string{"x.csv: label column 3 out of range: line 1 has 3 columns"},
+		},
+		{
+			name:    "negative label index out of range",
+			content: "1,2,3\n",
+			opt:     CSVOptions{LabelCol: "-4"},
+			want:    []string{"x.csv: label column -4 out of range"},
+		},
+		{
+			name:    "only a label column",
+			content: "y\na\nb\n",
+			opt:     CSVOptions{LabelCol: "y"},
+			want:    []string{`x.csv: no feature columns: the only column, column 0 ("y"), is the label`},
+		},
+		{
+			name:    "empty label",
+			content: "1,a\n2, \n",
+			opt:     CSVOptions{LabelCol: "-1"},
+			want:    []string{"x.csv:2: column 1: empty label"},
+		},
+		{
+			name:    "csv syntax error",
+			content: "1,2\n3,4\"x\n",
+			want:    []string{"x.csv:2:", `bare " in non-quoted-field`},
+		},
+		{
+			name:    "explicit delimiter beats detection",
+			content: "1;2,3\n4;5,6\n",
+			opt:     CSVOptions{Comma: ';', Header: "no"},
+			want:    []string{`x.csv:1: column 1: "2,3" is not a number`},
+		},
+		{
+			name:    "bad header option",
+			content: "1\n",
+			opt:     CSVOptions{Header: "maybe"},
+			want:    []string{`x.csv: header option "maybe"`},
+		},
+		{
+			name:    "string labels without a label column",
+			content: "1,2,cat\n",
+			want:    []string{"x.csv: no data rows"}, // the row is taken as a header
+		},
+		{
+			name:    "string labels without a label column, after numbers",
+			content: "1,2,3\n1,2,cat\n",
+			want:    []string{`x.csv:2: column 2: "cat" is not a number`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeVecFile(t, "x.csv", []byte(tt.content))
+			v, err := ReadCSV(path, tt.opt)
+			if err == nil {
+				t.Fatalf("no error; got %+v", v)
+			}
+			msg := err.Error()
+			if !strings.HasPrefix(msg, path) {
+				t.Errorf("error %q does not start with the path %q", msg, path)
+			}
+			// The messages name the path; compare them with the base name.
+			msg = strings.ReplaceAll(msg, path, "x.csv")
+			for _, w := range tt.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestReadCSVMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.csv")
+	_, err := ReadCSV(path, CSVOptions{})
+	if err == nil || !strings.Contains(err.Error(), "open "+path) || !os.IsNotExist(err) {
+		t.Fatalf("err = %v, want a not-exist error naming %s", err, path)
+	}
+}
+
+func TestParseCSVBadGzip(t *testing.T) {
+	_, err := ParseCSV(bytes.NewReader([]byte{0x1f, 0x8b, 1, 2, 3}), "bad.csv.gz", CSVOptions{})
+	if err == nil || !strings.HasPrefix(err.Error(), "bad.csv.gz: ") {
+		t.Fatalf("err = %v, want an error naming bad.csv.gz", err)
+	}
+}
+
+func TestSniffCSVComma(t *testing.T) {
+	tests := []struct {
+		head string
+		want rune
+	}{
+		{"", ','},
+		{"1", ','},
+		{"1,2,3", ','},
+		{"1;2;3", ';'},
+		{"1\t2\t3", '\t'},
+		{"# a;b;c\n1,2", ','},
+		{"\n\n1\t2", '\t'},
+		{`"a,b";c;d`, ';'},
+		{"1 2 3", ' '},
+		{"a b\t1", '\t'},
+	}
+	for _, tt := range tests {
+		if got := sniffComma([]byte(tt.head)); got != tt.want {
+			t.Errorf("sniffComma(%q) = %q, want %q", tt.head, got, tt.want)
+		}
+	}
+}

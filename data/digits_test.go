@@ -1,0 +1,69 @@
+package data
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+)
+
+func TestDigits(t *testing.T) {
+	v, err := Digits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.N != 1797 || v.D != 64 || len(v.X) != 1797*64 || len(v.Labels) != 1797 {
+		t.Fatalf("shape %d×%d, len(X) %d, len(Labels) %d; want 1797×64", v.N, v.D, len(v.X), len(v.Labels))
+	}
+	if err := v.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	wantClasses := []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+	if !reflect.DeepEqual(v.Classes, wantClasses) {
+		t.Errorf("Classes = %q, want %q", v.Classes, wantClasses)
+	}
+	if len(v.Features) != 64 || v.Features[0] != "pixel_0_0" || v.Features[9] != "pixel_1_1" || v.Features[63] != "pixel_7_7" {
+		t.Errorf("Features = %q", v.Features)
+	}
+	if v.Source != "embedded:digits (UCI ML hand-written digits, CC BY 4.0)" {
+		t.Errorf("Source = %q", v.Source)
+	}
+	counts := make([]int, 10)
+	for _, l := range v.Labels {
+		counts[l]++
+	}
+	// Class sizes of scikit-learn's load_digits().
+	if want := []int{178, 182, 177, 183, 181, 182, 181, 179, 174, 180}; !reflect.DeepEqual(counts, want) {
+		t.Errorf("class counts %v, want %v", counts, want)
+	}
+	sum := 0
+	for c, n := range counts {
+		if n < 174 || n > 183 {
+			t.Errorf("class %d has %d rows, want 174..183", c, n)
+		}
+		sum += n
+	}
+	if sum != 1797 {
+		t.Errorf("class counts sum to %d", sum)
+	}
+	if got, want := fmt.Sprint(v.X[:8]), "[0 0 5 13 9 1 0 0]"; got != want {
+		t.Errorf("first row starts %s, want %s", got, want)
+	}
+	if v.Labels[0] != 0 || v.Labels[1] != 1 || v.Labels[2] != 2 {
+		t.Errorf("first labels %v, want 0 1 2", v.Labels[:3])
+	}
+	for i, x := range v.X {
+		if x < 0 || x > 16 || x != float32(int(x)) {
+			t.Fatalf("X[%d] = %v, want an integer in 0..16", i, x)
+		}
+	}
+
+	// Each call returns an independent copy.
+	v.X[0] = 99
+	w, err := Digits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.X[0] != 0 {
+		t.Error("Digits shares its result between calls")
+	}
+}

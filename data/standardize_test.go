@@ -1,0 +1,129 @@
+package data
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestStandardize(t *testing.T) {
+	// Column 0 varies, column 1 is constant, column 2 has a large offset.
+	v := &Vectors{N: 4, D: 3, X: []float32{
+		1, 7, 1e6 + 1,
+		2, 7, 1e6 + 2,
+		3, 7, 1e6 + 3,
+		6, 7, 1e6 + 6,
+	}}
+	mean, std := v.Standardize()
+	wantMean := []float64{3, 7, 1e6 + 3}
+	wantStd := []float64{math.Sqrt(3.5), 1, math.Sqrt(3.5)}
+	for j := range 3 {
+		if math.Abs(float64(mean[j])-wantMean[j]) > 1e-6*math.Max(1, wantMean[j]) {
+			t.Errorf("mean[%d] = %v, want %v", j, mean[j], wantMean[j])
+		}
+		if math.Abs(float64(std[j])-wantStd[j]) > 1e-6 {
+			t.Errorf("std[%d] = %v, want %v", j, std[j], wantStd[j])
+		}
+		var s, ss float64
+		for i := range v.N {
+			x := float64(v.X[i*v.D+j])
+			s += x
+			ss += x * x
+		}
+		m := s / float64(v.N)
+		sd := math.Sqrt(ss/float64(v.N) - m*m)
+		if math.Abs(m) > 1e-6 {
+			t.Errorf("column %d: mean after = %v, want 0", j, m)
+		}
+		want := 1.0
+		if j == 1 {
+			want = 0 // constant: all zeros
+		}
+		if math.Abs(sd-want) > 1e-5 {
+			t.Errorf("column %d: std after = %v, want %v", j, sd, want)
+		}
+	}
+	for i := range v.N {
+		if v.X[i*v.D+1] != 0 {
+			t.Errorf("constant column row %d = %v, want 0", i, v.X[i*v.D+1])
+		}
+	}
+}
+
+func TestStandardizeConstantRounding(t *testing.T) {
+	// 0.1 is not exact in binary; a float64 mean of many copies can be an
+	// ulp off. The column must still become exactly zero, not noise.
+	n := 1001
+	v := &Vectors{N: n, D: 1, X: make([]float32, n)}
+	for i := range v.X {
+		v.X[i] = 0.1
+	}
+	_, std := v.Standardize()
+	if std[0] != 1 {
+		t.Errorf("std = %v, want 1", std[0])
+	}
+	for i, x := range v.X {
+		if x != 0 {
+			t.Fatalf("row %d = %v, want 0", i, x)
+		}
+	}
+}
+
+func TestStandardizeDigits(t *testing.T) {
+	v, err := Digits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Standardize()
+	if err := v.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for j := range v.D {
+		var s, ss float64
+		for i := range v.N {
+			x := float64(v.X[i*v.D+j])
+			s += x
+			ss += x * x
+		}
+		m := s / float64(v.N)
+		sd := math.Sqrt(ss/float64(v.N) - m*m)
+		// Digits has constant (all-zero) border pixels.
+		if math.Abs(m) > 1e-5 || !(math.Abs(sd-1) < 1e-4 || sd == 0) {
+			t.Errorf("column %d: mean %v std %v after standardising", j, m, sd)
+		}
+	}
+}
+
+func TestValidateStandard(t *testing.T) {
+	ok := func() *Vectors {
+		return &Vectors{X: []float32{1, 2, 3, 4}, N: 2, D: 2, Labels: []int{0, 1}, Classes: []string{"a", "b"}, Source: "v.csv"}
+	}
+	if err := ok().Validate(); err != nil {
+		t.Fatalf("valid vectors: %v", err)
+	}
+	tests := []struct {
+		name   string
+		mutate func(v *Vectors)
+		want   string
+	}{
+		{"no rows", func(v *Vectors) { v.N, v.X, v.Labels = 0, nil, nil }, "v.csv: no rows"},
+		{"no features", func(v *Vectors) { v.D = 0 }, "v.csv: no features"},
+		{"length", func(v *Vectors) { v.X = v.X[:3] }, "v.csv: 3 values, want N×D = 2×2"},
+		{"NaN", func(v *Vectors) { v.X[3] = float32(math.NaN()) }, "v.csv: NaN at row 1, column 1"},
+		{"Inf", func(v *Vectors) { v.X[0] = float32(math.Inf(1)) }, "v.csv: +Inf at row 0, column 0"},
+		{"labels length", func(v *Vectors) { v.Labels = []int{0} }, "v.csv: 1 labels, want N = 2"},
+		{"label range", func(v *Vectors) { v.Labels[1] = 2 }, "v.csv: row 1: label 2 out of range [0, 2)"},
+		{"negative label", func(v *Vectors) { v.Classes = nil; v.Labels[0] = -1 }, "v.csv: row 0: negative label -1"},
+		{"features", func(v *Vectors) { v.Features = []string{"x"} }, "v.csv: 1 feature names, want D = 2"},
+		{"classes without labels", func(v *Vectors) { v.Labels = nil }, "v.csv: 2 class names but no labels"},
+		{"unnamed source", func(v *Vectors) { v.Source = ""; v.D = 0 }, "vectors: no features"},
+	}
+	for _, tt := range tests {
+		v := ok()
+		tt.mutate(v)
+		err := v.Validate()
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
