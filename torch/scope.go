@@ -235,6 +235,11 @@ func (s *Scope) Ones(shape []int, dt DType, dev Device) *Tensor {
 	return s.create(C.ET_ONES, "ones", shape, 0, dt, dev)
 }
 
+// Empty makes an uninitialised tensor, to be filled in place.
+func (s *Scope) Empty(shape []int, dt DType, dev Device) *Tensor {
+	return s.create(C.ET_EMPTY, "empty", shape, 0, dt, dev)
+}
+
 // Full makes a tensor filled with v.
 func (s *Scope) Full(shape []int, v float64, dt DType, dev Device) *Tensor {
 	return s.create(C.ET_FULL, "full", shape, v, dt, dev)

@@ -1,0 +1,385 @@
+// Package model holds the networks g_θ of the paper — an MLP for vectors and the three
+// CNNs of Table net_archi for images — each ending in K relevance scores and the
+// relevance normalisation that turns them into a*.
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+
+	"emclust/torch"
+)
+
+// Spec is everything needed to rebuild a network; it is saved in every checkpoint.
+type Spec struct {
+	Arch   string `json:"arch"`             // mlp, mnist, cifar, stl10
+	In     int    `json:"in,omitempty"`     // MLP input features
+	Hidden []int  `json:"hidden,omitempty"` // MLP hidden widths
+	InC    int    `json:"in_c,omitempty"`   // CNN input planes (2: Sobel x and y)
+	H      int    `json:"h,omitempty"`      // CNN input height
+	W      int    `json:"w,omitempty"`      // CNN input width
+	K      int    `json:"k"`                // clusters
+	// Norm turns the relevance normalisation on; off only for the paper's ablation.
+	Norm bool `json:"norm"`
+	// Momentum of the running mean/var used at inference (BatchNorm-style).
+	Momentum float64 `json:"momentum"`
+}
+
+// Archs lists the architectures New builds.
+var Archs = []string{"mlp", "mnist", "cifar", "stl10"}
+
+// CNN layer plans of Table net_archi: C = 3×3 conv (pad 1) + BatchNorm + ReLU,
+// M = 2×2 max-pool, F = fully connected; the last F has K outputs.
+var cnnPlans = map[string]string{
+	"mnist": "C64 M C128 M C256 F32 FK",
+	"cifar": "C64 C64 M C128 C128 M C256 C256 FK",
+	"stl10": "C64 C64 M C128 C128 M C256 C256 M C256 C256 FK",
+}
+
+// ArchFor picks the paper's network for an image size: 28×28 → mnist, 32×32 →
+// cifar, 96×96 → stl10.
+func ArchFor(h, w int) (string, error) {
+	switch {
+	case h == 28 && w == 28:
+		return "mnist", nil
+	case h == 32 && w == 32:
+		return "cifar", nil
+	case h == 96 && w == 96:
+		return "stl10", nil
+	}
+	return "", fmt.Errorf("no network of the paper takes %dx%d images (28x28 mnist, 32x32 cifar, 96x96 stl10); resize the images", h, w)
+}
+
+func (sp Spec) validate() error {
+	if sp.K < 1 {
+		return fmt.Errorf("model: K = %d, want at least 1", sp.K)
+	}
+	switch sp.Arch {
+	case "mlp":
+		if sp.In < 1 {
+			return fmt.Errorf("model: mlp needs input features, got %d", sp.In)
+		}
+		for _, h := range sp.Hidden {
+			if h < 1 {
+				return fmt.Errorf("model: hidden width %d", h)
+			}
+		}
+	case "mnist", "cifar", "stl10":
+		if sp.InC < 1 || sp.H < 1 || sp.W < 1 {
+			return fmt.Errorf("model: %s needs input planes and size, got %dx%dx%d", sp.Arch, sp.InC, sp.H, sp.W)
+		}
+		pools := strings.Count(cnnPlans[sp.Arch], "M")
+		if sp.H%(1<<pools) != 0 || sp.W%(1<<pools) != 0 {
+			return fmt.Errorf("model: %s pools %d times; %dx%d is not divisible by %d", sp.Arch, pools, sp.H, sp.W, 1<<pools)
+		}
+	default:
+		return fmt.Errorf("model: unknown arch %q (want one of %s)", sp.Arch, strings.Join(Archs, ", "))
+	}
+	return nil
+}
+
+// layer is one stage of a network.
+type layer interface {
+	forward(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor
+	params() []torch.Named
+	buffers() []torch.Named
+}
+
+// Net is a network g_θ followed by the relevance normalisation.
+type Net struct {
+	Spec   Spec
+	Device torch.Device
+	layers []layer
+	norm   *relevanceNorm
+	store  *torch.Scope // owns parameters and buffers
+}
+
+// New builds the network of spec on dev with PyTorch's default initialisation, drawn
+// from libtorch's generator (seed it first for reproducible runs).
+func New(spec Spec, dev torch.Device) (*Net, error) {
+	if spec.Momentum == 0 {
+		spec.Momentum = 0.1
+	}
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	n := &Net{Spec: spec, Device: dev, store: torch.NoGrad()}
+	s := n.store
+	if spec.Arch == "mlp" {
+		in := spec.In
+		for i, h := range spec.Hidden {
+			n.layers = append(n.layers, newLinear(s, fmt.Sprintf("fc%d", i), in, h, dev), relu{})
+			in = h
+		}
+		n.layers = append(n.layers, newLinear(s, "out", in, spec.K, dev))
+	} else {
+		c, h, w := spec.InC, spec.H, spec.W
+		flat := false
+		nconv, nfc := 0, 0
+		for _, tok := range strings.Fields(cnnPlans[spec.Arch]) {
+			switch {
+			case tok == "M":
+				n.layers = append(n.layers, maxPool{})
+				h, w = h/2, w/2
+			case tok[0] == 'C':
+				var out int
+				fmt.Sscanf(tok[1:], "%d", &out)
+				n.layers = append(n.layers, newConvBN(s, fmt.Sprintf("conv%d", nconv), c, out, dev, spec.Momentum))
+				c = out
+				nconv++
+			case tok == "FK":
+				if !flat {
+					n.layers = append(n.layers, flatten{})
+					flat = true
+				}
+				n.layers = append(n.layers, newLinear(s, "out", c*h*w, spec.K, dev))
+			case tok[0] == 'F':
+				var out int
+				fmt.Sscanf(tok[1:], "%d", &out)
+				if !flat {
+					n.layers = append(n.layers, flatten{})
+					flat = true
+				}
+				n.layers = append(n.layers, newLinear(s, fmt.Sprintf("fc%d", nfc), c*h*w, out, dev), relu{})
+				c, h, w = out, 1, 1
+				nfc++
+			}
+		}
+	}
+	n.norm = newRelevanceNorm(s, spec.K, dev, spec.Norm, spec.Momentum)
+	if err := s.Err(); err != nil {
+		n.Close()
+		return nil, fmt.Errorf("model: build %s: %w", spec.Arch, err)
+	}
+	for _, p := range n.Params() {
+		if err := p.Tensor.SetRequiresGrad(true); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// Close frees the parameters and buffers.
+func (n *Net) Close() {
+	if n.store != nil {
+		n.store.Close()
+		n.store = nil
+	}
+}
+
+// Relevance returns the raw relevance scores a = g_θ(x), n×K.
+func (n *Net) Relevance(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor {
+	for _, l := range n.layers {
+		x = l.forward(s, x, train)
+	}
+	return x
+}
+
+// Forward returns the normalised relevance a* (n×K). In training the normalisation
+// uses the batch's statistics and updates the running ones; in eval it uses the
+// running ones, so any batch size works, even 1.
+func (n *Net) Forward(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor {
+	return n.norm.forward(s, n.Relevance(s, x, train), train)
+}
+
+// Normalize applies only the relevance normalisation to raw scores a.
+func (n *Net) Normalize(s *torch.Scope, a *torch.Tensor, train bool) *torch.Tensor {
+	return n.norm.forward(s, a, train)
+}
+
+// Params lists the trainable tensors by checkpoint name, in a fixed order.
+func (n *Net) Params() []torch.Named {
+	var out []torch.Named
+	for _, l := range n.layers {
+		out = append(out, l.params()...)
+	}
+	return out
+}
+
+// Buffers lists the running statistics by checkpoint name.
+func (n *Net) Buffers() []torch.Named {
+	var out []torch.Named
+	for _, l := range n.layers {
+		out = append(out, l.buffers()...)
+	}
+	return append(out, n.norm.buffers()...)
+}
+
+// NumParams counts trainable scalars.
+func (n *Net) NumParams() int {
+	total := 0
+	for _, p := range n.Params() {
+		total += p.Tensor.Numel()
+	}
+	return total
+}
+
+// FirstConv returns the first convolution's weight (out×in×3×3), or nil for an MLP.
+func (n *Net) FirstConv() *torch.Tensor {
+	for _, l := range n.layers {
+		if c, ok := l.(*convBN); ok {
+			return c.w
+		}
+	}
+	return nil
+}
+
+// SpecJSON is the spec as stored in checkpoint metadata.
+func (sp Spec) JSON() string {
+	b, _ := json.Marshal(sp)
+	return string(b)
+}
+
+// Load copies a checkpoint's parameters and buffers into n. Every tensor of the
+// network must be present with the same shape, else the error names what differs.
+func (n *Net) Load(f *torch.SafeFile, prefix string) error {
+	s := torch.NoGrad()
+	defer s.Close()
+	all := append(n.Params(), n.Buffers()...)
+	for _, nt := range all {
+		name := prefix + nt.Name
+		shape, ok := f.Shape(name)
+		if !ok {
+			return fmt.Errorf("checkpoint %s: no tensor %q: it was saved from another model (this one is %s, K=%d)", f.Path, name, n.Spec.Arch, n.Spec.K)
+		}
+		if want := nt.Tensor.Shape(); !sameShape(shape, want) {
+			return fmt.Errorf("checkpoint %s: tensor %q has shape %v, this %s model (K=%d) needs %v", f.Path, name, shape, n.Spec.Arch, n.Spec.K, want)
+		}
+		s.CopyInto(nt.Tensor, s.LoadTensor(f, name, n.Device))
+	}
+	return s.Err()
+}
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// linear is a fully connected layer with PyTorch's default init:
+// U(-1/√fan_in, 1/√fan_in) for weight and bias.
+type linear struct {
+	name string
+	w, b *torch.Tensor
+}
+
+func newLinear(s *torch.Scope, name string, in, out int, dev torch.Device) *linear {
+	bound := 1 / math.Sqrt(float64(in))
+	l := &linear{name: name, w: s.Empty([]int{out, in}, torch.Float32, dev), b: s.Empty([]int{out}, torch.Float32, dev)}
+	s.Uniform(l.w, -bound, bound)
+	s.Uniform(l.b, -bound, bound)
+	return l
+}
+
+func (l *linear) forward(s *torch.Scope, x *torch.Tensor, _ bool) *torch.Tensor {
+	return s.Linear(x, l.w, l.b)
+}
+func (l *linear) params() []torch.Named {
+	return []torch.Named{{Name: l.name + ".weight", Tensor: l.w}, {Name: l.name + ".bias", Tensor: l.b}}
+}
+func (l *linear) buffers() []torch.Named { return nil }
+
+// convBN is the paper's C block: 3×3 conv (pad 1, no bias: BatchNorm's shift makes
+// one redundant), BatchNorm with affine and running statistics, ReLU.
+type convBN struct {
+	name            string
+	w, gamma, beta  *torch.Tensor
+	runMean, runVar *torch.Tensor
+	momentum        float64
+}
+
+func newConvBN(s *torch.Scope, name string, in, out int, dev torch.Device, momentum float64) *convBN {
+	bound := 1 / math.Sqrt(float64(in*9))
+	c := &convBN{
+		name:     name,
+		w:        s.Empty([]int{out, in, 3, 3}, torch.Float32, dev),
+		gamma:    s.Ones([]int{out}, torch.Float32, dev),
+		beta:     s.Zeros([]int{out}, torch.Float32, dev),
+		runMean:  s.Zeros([]int{out}, torch.Float32, dev),
+		runVar:   s.Ones([]int{out}, torch.Float32, dev),
+		momentum: momentum,
+	}
+	s.Uniform(c.w, -bound, bound)
+	return c
+}
+
+func (c *convBN) forward(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor {
+	y := s.Conv2d(x, c.w, nil, 1, 1)
+	return s.ReLU(s.BatchNorm(y, c.gamma, c.beta, c.runMean, c.runVar, train, c.momentum, 1e-5))
+}
+func (c *convBN) params() []torch.Named {
+	return []torch.Named{
+		{Name: c.name + ".weight", Tensor: c.w},
+		{Name: c.name + ".bn.weight", Tensor: c.gamma},
+		{Name: c.name + ".bn.bias", Tensor: c.beta},
+	}
+}
+func (c *convBN) buffers() []torch.Named {
+	return []torch.Named{
+		{Name: c.name + ".bn.running_mean", Tensor: c.runMean},
+		{Name: c.name + ".bn.running_var", Tensor: c.runVar},
+	}
+}
+
+type relu struct{}
+
+func (relu) forward(s *torch.Scope, x *torch.Tensor, _ bool) *torch.Tensor { return s.ReLU(x) }
+func (relu) params() []torch.Named                                         { return nil }
+func (relu) buffers() []torch.Named                                        { return nil }
+
+type maxPool struct{}
+
+func (maxPool) forward(s *torch.Scope, x *torch.Tensor, _ bool) *torch.Tensor {
+	return s.MaxPool2d(x, 2, 2)
+}
+func (maxPool) params() []torch.Named  { return nil }
+func (maxPool) buffers() []torch.Named { return nil }
+
+type flatten struct{}
+
+func (flatten) forward(s *torch.Scope, x *torch.Tensor, _ bool) *torch.Tensor {
+	return s.Flatten(x, 1)
+}
+func (flatten) params() []torch.Named  { return nil }
+func (flatten) buffers() []torch.Named { return nil }
+
+// relevanceNorm is a* = (a − μ_j)/σ_j per cluster over the batch, biased σ, with no
+// affine parameters: an affine would let the network undo the normalisation that
+// keeps every cluster's h integrating to the same value.
+type relevanceNorm struct {
+	on              bool
+	runMean, runVar *torch.Tensor
+	momentum        float64
+}
+
+func newRelevanceNorm(s *torch.Scope, k int, dev torch.Device, on bool, momentum float64) *relevanceNorm {
+	return &relevanceNorm{
+		on:       on,
+		runMean:  s.Zeros([]int{k}, torch.Float32, dev),
+		runVar:   s.Ones([]int{k}, torch.Float32, dev),
+		momentum: momentum,
+	}
+}
+
+func (r *relevanceNorm) forward(s *torch.Scope, a *torch.Tensor, train bool) *torch.Tensor {
+	if !r.on {
+		return a
+	}
+	return s.BatchNorm(a, nil, nil, r.runMean, r.runVar, train, r.momentum, 1e-5)
+}
+
+func (r *relevanceNorm) buffers() []torch.Named {
+	return []torch.Named{
+		{Name: "relevance_norm.running_mean", Tensor: r.runMean},
+		{Name: "relevance_norm.running_var", Tensor: r.runVar},
+	}
+}

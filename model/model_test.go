@@ -1,0 +1,154 @@
+package model
+
+import (
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"emclust/torch"
+)
+
+func build(t *testing.T, sp Spec) *Net {
+	t.Helper()
+	n, err := New(sp, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(n.Close)
+	return n
+}
+
+// The paper's Table net_archi gives ≈0.8M, ≈1.3M and ≈2.7M parameters for 2-plane
+// (Sobel) inputs and 10 clusters. The exact counts follow from the layer plans.
+func TestParamCountsMatchPaper(t *testing.T) {
+	for _, tc := range []struct {
+		arch      string
+		h         int
+		exact     int
+		paper     float64
+		wantShape []int
+	}{
+		// conv weights + BN (2 per channel) + F32 + F10
+		{"mnist", 28, 1152 + 128 + 73728 + 256 + 294912 + 512 + (256*7*7*32 + 32) + (32*10 + 10), 0.8e6, nil},
+		{"cifar", 32, 1152 + 36864 + 73728 + 147456 + 294912 + 589824 + 2*(64+64+128+128+256+256) + (256*8*8*10 + 10), 1.3e6, nil},
+		{"stl10", 96, 1152 + 36864 + 73728 + 147456 + 294912 + 3*589824 + 2*(64+64+128+128+4*256) + (256*12*12*10 + 10), 2.7e6, nil},
+	} {
+		n := build(t, Spec{Arch: tc.arch, InC: 2, H: tc.h, W: tc.h, K: 10, Norm: true})
+		got := n.NumParams()
+		if got != tc.exact {
+			t.Errorf("%s: %d params, want %d", tc.arch, got, tc.exact)
+		}
+		if math.Abs(float64(got)-tc.paper)/tc.paper > 0.05 {
+			t.Errorf("%s: %d params is not within 5%% of the paper's %.1fM", tc.arch, got, tc.paper/1e6)
+		}
+		s := torch.NoGrad()
+		a := n.Forward(s, s.Randn([]int{3, 2, tc.h, tc.h}, torch.Float32, torch.CPU), false)
+		if sh := a.Shape(); len(sh) != 2 || sh[0] != 3 || sh[1] != 10 {
+			t.Errorf("%s: output shape %v, want [3 10]", tc.arch, sh)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// CIFAR-100-20 takes K=20: only the last layer grows.
+	n := build(t, Spec{Arch: "cifar", InC: 2, H: 32, W: 32, K: 20, Norm: true})
+	base := build(t, Spec{Arch: "cifar", InC: 2, H: 32, W: 32, K: 10, Norm: true})
+	if d := n.NumParams() - base.NumParams(); d != 10*(256*8*8+1) {
+		t.Errorf("K=20 adds %d params, want %d", d, 10*(256*8*8+1))
+	}
+}
+
+func TestMLPParamCount(t *testing.T) {
+	n := build(t, Spec{Arch: "mlp", In: 2, Hidden: []int{32, 32}, K: 10, Norm: true})
+	if got, want := n.NumParams(), (2*32+32)+(32*32+32)+(32*10+10); got != want {
+		t.Fatalf("mlp params %d, want %d", got, want)
+	}
+}
+
+// In training the normalised scores have zero mean and unit (biased) variance per
+// cluster over the batch; in eval the running statistics make batch size 1 work.
+func TestRelevanceNormalisation(t *testing.T) {
+	n := build(t, Spec{Arch: "mlp", In: 5, Hidden: []int{16}, K: 4, Norm: true})
+	s := torch.NewScope()
+	defer s.Close()
+	x := s.Randn([]int{64, 5}, torch.Float32, torch.CPU)
+	a := n.Forward(s, x, true)
+	mean := s.Float32s(s.Mean(a, false, 0))
+	v := s.Float32s(s.Var(a, false, 0))
+	for j := range mean {
+		if math.Abs(float64(mean[j])) > 1e-5 || math.Abs(float64(v[j])-1) > 1e-3 {
+			t.Fatalf("cluster %d: mean %v var %v, want 0 and 1", j, mean[j], v[j])
+		}
+	}
+	one := n.Forward(s, s.Narrow(x, 0, 0, 1), false)
+	if sh := one.Shape(); sh[0] != 1 || sh[1] != 4 {
+		t.Fatalf("eval on one row: shape %v", sh)
+	}
+	vals := s.Float32s(one)
+	for _, f := range vals {
+		if math.IsNaN(float64(f)) {
+			t.Fatal("NaN in eval output for batch of 1")
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Without normalisation the output is the raw relevance.
+	off := build(t, Spec{Arch: "mlp", In: 5, Hidden: []int{16}, K: 4, Norm: false})
+	raw := s.Float32s(off.Relevance(s, x, true))
+	got := s.Float32s(off.Forward(s, x, true))
+	for i := range raw {
+		if raw[i] != got[i] {
+			t.Fatal("norm off changed the scores")
+		}
+	}
+}
+
+func TestCheckpointLoadChecksShapes(t *testing.T) {
+	sp := Spec{Arch: "mlp", In: 3, Hidden: []int{8}, K: 4, Norm: true}
+	a := build(t, sp)
+	path := filepath.Join(t.TempDir(), "m.safetensors")
+	all := append(a.Params(), a.Buffers()...)
+	if err := torch.SaveSafetensors(path, all, map[string]string{"spec": sp.JSON()}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := torch.ReadSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := build(t, sp)
+	if err := b.Load(f, ""); err != nil {
+		t.Fatal(err)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	wa, wb := s.Float32s(a.Params()[0].Tensor), s.Float32s(b.Params()[0].Tensor)
+	for i := range wa {
+		if wa[i] != wb[i] {
+			t.Fatal("loaded weights differ")
+		}
+	}
+	other := build(t, Spec{Arch: "mlp", In: 3, Hidden: []int{8}, K: 5, Norm: true})
+	err = other.Load(f, "")
+	if err == nil || !strings.Contains(err.Error(), "out.weight") || !strings.Contains(err.Error(), "[4 8]") {
+		t.Fatalf("wrong-K load: %v", err)
+	}
+	cnn := build(t, Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 10, Norm: true})
+	if err := cnn.Load(f, ""); err == nil || !strings.Contains(err.Error(), "another model") {
+		t.Fatalf("wrong-arch load: %v", err)
+	}
+}
+
+func TestSpecErrors(t *testing.T) {
+	for _, sp := range []Spec{
+		{Arch: "mlp", In: 0, K: 3},
+		{Arch: "mlp", In: 3, K: 0},
+		{Arch: "resnet", K: 3},
+		{Arch: "cifar", InC: 2, H: 30, W: 30, K: 10},
+	} {
+		if _, err := New(sp, torch.CPU); err == nil {
+			t.Errorf("New(%+v) succeeded", sp)
+		}
+	}
+}
