@@ -396,11 +396,15 @@ func (s *Scope) SubScalar(a *Tensor, v float64) *Tensor { return s.scalar(C.ET_S
 func (s *Scope) MulScalar(a *Tensor, v float64) *Tensor { return s.scalar(C.ET_MUL_S, "mul", a, v) }
 func (s *Scope) DivScalar(a *Tensor, v float64) *Tensor { return s.scalar(C.ET_DIV_S, "div", a, v) }
 func (s *Scope) PowScalar(a *Tensor, v float64) *Tensor { return s.scalar(C.ET_POW_S, "pow", a, v) }
-func (s *Scope) ClampMin(a *Tensor, v float64) *Tensor  { return s.scalar(C.ET_CLAMP_MIN, "clamp_min", a, v) }
-func (s *Scope) ClampMax(a *Tensor, v float64) *Tensor  { return s.scalar(C.ET_CLAMP_MAX, "clamp_max", a, v) }
-func (s *Scope) LtScalar(a *Tensor, v float64) *Tensor  { return s.scalar(C.ET_LT_S, "lt", a, v) }
-func (s *Scope) GtScalar(a *Tensor, v float64) *Tensor  { return s.scalar(C.ET_GT_S, "gt", a, v) }
-func (s *Scope) EqScalar(a *Tensor, v float64) *Tensor  { return s.scalar(C.ET_EQ_S, "eq", a, v) }
+func (s *Scope) ClampMin(a *Tensor, v float64) *Tensor {
+	return s.scalar(C.ET_CLAMP_MIN, "clamp_min", a, v)
+}
+func (s *Scope) ClampMax(a *Tensor, v float64) *Tensor {
+	return s.scalar(C.ET_CLAMP_MAX, "clamp_max", a, v)
+}
+func (s *Scope) LtScalar(a *Tensor, v float64) *Tensor { return s.scalar(C.ET_LT_S, "lt", a, v) }
+func (s *Scope) GtScalar(a *Tensor, v float64) *Tensor { return s.scalar(C.ET_GT_S, "gt", a, v) }
+func (s *Scope) EqScalar(a *Tensor, v float64) *Tensor { return s.scalar(C.ET_EQ_S, "eq", a, v) }
 
 // RSubScalar is v - a.
 func (s *Scope) RSubScalar(a *Tensor, v float64) *Tensor { return s.scalar(C.ET_RSUB_S, "rsub", a, v) }
@@ -488,9 +492,11 @@ func (s *Scope) Softmax(a *Tensor, dim int) *Tensor { return s.dim(C.ET_SOFTMAX,
 func (s *Scope) LogSoftmax(a *Tensor, dim int) *Tensor {
 	return s.dim(C.ET_LOG_SOFTMAX, "log_softmax", a, dim)
 }
-func (s *Scope) Unsqueeze(a *Tensor, dim int) *Tensor { return s.dim(C.ET_UNSQUEEZE, "unsqueeze", a, dim) }
-func (s *Scope) Squeeze(a *Tensor, dim int) *Tensor   { return s.dim(C.ET_SQUEEZE, "squeeze", a, dim) }
-func (s *Scope) CumSum(a *Tensor, dim int) *Tensor    { return s.dim(C.ET_CUMSUM, "cumsum", a, dim) }
+func (s *Scope) Unsqueeze(a *Tensor, dim int) *Tensor {
+	return s.dim(C.ET_UNSQUEEZE, "unsqueeze", a, dim)
+}
+func (s *Scope) Squeeze(a *Tensor, dim int) *Tensor { return s.dim(C.ET_SQUEEZE, "squeeze", a, dim) }
+func (s *Scope) CumSum(a *Tensor, dim int) *Tensor  { return s.dim(C.ET_CUMSUM, "cumsum", a, dim) }
 
 // Flatten merges dims from start on into one.
 func (s *Scope) Flatten(a *Tensor, start int) *Tensor {
