@@ -1,0 +1,95 @@
+package eval
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// maxLabelLine bounds the length of one line of a labels file; anything
+// longer is certainly not a label and more likely a binary or CSV file
+// passed by mistake.
+const maxLabelLine = 1 << 20
+
+// ReadLabels reads one label per line from the file at path.
+//
+// If every label is a non-negative integer the values are used as they
+// are, so cluster ids written by this tool read back unchanged. Otherwise
+// each distinct string (such as "cat" or "-1") is given an id in order of
+// first appearance; the metrics do not depend on which ids the labels get,
+// only on which points share one.
+//
+// Surrounding white space is ignored and blank lines may end the file, but a
+// blank line followed by a label is an error: it would shift every later
+// label onto the wrong point. Errors name the file and line, as in
+// "labels.txt:7: empty label".
+func ReadLabels(path string) ([]int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read labels: %w", err)
+	}
+	defer f.Close()
+	return readLabels(f, path)
+}
+
+// readLabels parses labels from r; name identifies r in errors.
+func readLabels(r io.Reader, name string) ([]int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, maxLabelLine)
+	var (
+		raw       []string
+		line      int
+		firstGap  int // line number of the first blank line, 0 if none yet
+		allNumber = true
+	)
+	for sc.Scan() {
+		line++
+		s := sc.Text()
+		if line == 1 {
+			s = strings.TrimPrefix(s, "\ufeff") // byte order mark
+		}
+		s = strings.TrimSpace(s)
+		if s == "" {
+			if firstGap == 0 {
+				firstGap = line
+			}
+			continue
+		}
+		if firstGap != 0 {
+			return nil, fmt.Errorf("%s:%d: empty label", name, firstGap)
+		}
+		if allNumber {
+			if v, err := strconv.Atoi(s); err != nil || v < 0 {
+				allNumber = false
+			}
+		}
+		raw = append(raw, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("%s: no labels", name)
+	}
+
+	labels := make([]int, len(raw))
+	if allNumber {
+		for i, s := range raw {
+			labels[i], _ = strconv.Atoi(s) // validated above
+		}
+		return labels, nil
+	}
+	ids := make(map[string]int)
+	for i, s := range raw {
+		id, ok := ids[s]
+		if !ok {
+			id = len(ids)
+			ids[s] = id
+		}
+		labels[i] = id
+	}
+	return labels, nil
+}

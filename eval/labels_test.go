@@ -1,0 +1,87 @@
+package eval
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// writeLabels writes content to labels.txt in a fresh directory and returns
+// its path.
+func writeLabels(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "labels.txt")
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestReadLabels(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    []int
+	}{
+		{"integers", "3\n0\n3\n12\n", []int{3, 0, 3, 12}},
+		{"no final newline", "1\n2", []int{1, 2}},
+		{"trailing blank lines", "1\n2\n\n  \n\n", []int{1, 2}},
+		{"CRLF and spaces", " 4\r\n5 \r\n\t4\r\n", []int{4, 5, 4}},
+		{"byte order mark", "\ufeff2\n1\n", []int{2, 1}},
+		{"strings by first appearance", "cat\ndog\ncat\nbird\n", []int{0, 1, 0, 2}},
+		// Labels with spaces are one label, not two fields.
+		{"spaces inside", "New York\nParis\nNew York\n", []int{0, 1, 0}},
+		// One non-integer makes the whole file strings, so "7" and "x"
+		// cannot collide with an id given to another string.
+		{"mixed", "7\nx\n7\n0\n", []int{0, 1, 0, 2}},
+		// Negative ids (noise in DBSCAN-style output) become ordinary labels.
+		{"negative", "-1\n0\n-1\n", []int{0, 1, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := ReadLabels(writeLabels(t, tt.content))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadLabelsErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		content string
+		want    string // expected error, after the path
+	}{
+		{"blank line in the middle", "1\n2\n\n3\n", ":3: empty label"},
+		{"first of several blank lines", "a\n\n\n\nb\n", ":2: empty label"},
+		{"blank first line", "\n1\n", ":1: empty label"},
+		{"empty file", "", ": no labels"},
+		{"only blank lines", "\n \n\n", ": no labels"},
+		{"line too long", "1\n" + strings.Repeat("x", maxLabelLine+1) + "\n", ":2: bufio.Scanner: token too long"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeLabels(t, tt.content)
+			_, err := ReadLabels(path)
+			if err == nil || err.Error() != path+tt.want {
+				t.Fatalf("err = %v, want %q", err, path+tt.want)
+			}
+		})
+	}
+
+	t.Run("missing file", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "nope.txt")
+		_, err := ReadLabels(path)
+		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+			t.Fatalf("err = %v, want a not-exist error naming %s", err, path)
+		}
+	})
+}
