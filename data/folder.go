@@ -1,0 +1,314 @@
+package data
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	_ "image/jpeg" // register the JPEG decoder with image.Decode
+	_ "image/png"  // register the PNG decoder with image.Decode
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// ListImageFiles returns the PNG and JPEG files under dir, recursively, as sorted paths
+// relative to dir. Files are recognised by extension (.png, .jpg, .jpeg, in any case);
+// names starting with a dot are skipped, so editor and macOS metadata files (._x.jpg)
+// and hidden folders do not break a load.
+func ListImageFiles(dir string) ([]string, error) {
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if path != dir && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		switch strings.ToLower(filepath.Ext(path)) {
+		case ".png", ".jpg", ".jpeg":
+		default:
+			return nil
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		files = append(files, rel)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// LoadImageFolder loads the PNG and JPEG images under dir (see ListImageFiles) in sorted
+// path order. When the images sit in sub-folders, each top-level sub-folder is a class,
+// numbered in sorted name order; when they sit directly in dir they are unlabelled. A
+// mix of the two is an error, since it is more likely a mistake than a meaningful
+// layout.
+//
+// Images are resized to size×size by bilinear interpolation, without keeping the aspect
+// ratio. With size 0 they are kept as they are and must all have the first image's
+// size. They have three channels (RGB; transparency is composited over black) or, when
+// gray is set, one (ITU-R BT.601 luma).
+func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
+	if size < 0 {
+		return nil, fmt.Errorf("image folder %s: negative size %d", dir, size)
+	}
+	files, err := ListImageFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("image folder %s: no PNG or JPEG files", dir)
+	}
+	labels, classes, err := folderLabels(dir, files)
+	if err != nil {
+		return nil, err
+	}
+	c := 3
+	if gray {
+		c = 1
+	}
+	// The first image fixes the size when size is 0, so it is decoded before the rest.
+	first, err := decodeImageFile(dir, files[0])
+	if err != nil {
+		return nil, err
+	}
+	h, w := size, size
+	if size == 0 {
+		b := first.Bounds()
+		h, w = b.Dy(), b.Dx()
+		if h == 0 || w == 0 {
+			return nil, fmt.Errorf("%s: empty image", files[0])
+		}
+	}
+	im := &Images{
+		Pix: make([]uint8, len(files)*c*h*w),
+		N:   len(files),
+		C:   c, H: h, W: w,
+		Labels:  labels,
+		Classes: classes,
+		Source:  dir,
+	}
+	imgBytes := c * h * w
+	put := func(i int, img image.Image) error {
+		b := img.Bounds()
+		if size == 0 && (b.Dx() != w || b.Dy() != h) {
+			return fmt.Errorf("%s: image is %dx%d, but %s is %dx%d (give a size to resize them)",
+				files[i], b.Dx(), b.Dy(), files[0], w, h)
+		}
+		if b.Dx() == 0 || b.Dy() == 0 {
+			return fmt.Errorf("%s: empty image", files[i])
+		}
+		planes := toPlanes(img, gray)
+		dst := im.Pix[i*imgBytes : (i+1)*imgBytes]
+		if b.Dx() == w && b.Dy() == h {
+			copy(dst, planes)
+		} else {
+			resizeBilinear(dst, planes, c, b.Dy(), b.Dx(), h, w)
+		}
+		return nil
+	}
+	if err := put(0, first); err != nil {
+		return nil, err
+	}
+	// Decoding dominates (JPEG especially), so the rest is spread over all CPUs. Each
+	// worker writes only its own images' bytes; the first error by file order wins,
+	// which keeps messages deterministic.
+	errs := make([]error, len(files))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(files)-1) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1))
+				if i >= len(files) {
+					return
+				}
+				img, err := decodeImageFile(dir, files[i])
+				if err == nil {
+					err = put(i, img)
+				}
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return im, nil
+}
+
+// folderLabels derives labels from the top-level sub-folder of each file. It returns nil
+// labels when all files sit directly in dir.
+func folderLabels(dir string, files []string) ([]int, []string, error) {
+	top := make([]string, len(files))
+	var flat, nested string
+	for i, f := range files {
+		if j := strings.IndexRune(f, filepath.Separator); j >= 0 {
+			top[i] = f[:j]
+			if nested == "" {
+				nested = f
+			}
+		} else if flat == "" {
+			flat = f
+		}
+	}
+	if nested == "" {
+		return nil, nil, nil
+	}
+	if flat != "" {
+		return nil, nil, fmt.Errorf("image folder %s: %s sits at the top level but %s is in a class folder; put every image in a class folder, or none",
+			dir, flat, nested)
+	}
+	var classes []string
+	ids := map[string]int{}
+	for _, t := range top { // files are sorted, so classes come out sorted
+		if _, ok := ids[t]; !ok {
+			ids[t] = len(classes)
+			classes = append(classes, t)
+		}
+	}
+	labels := make([]int, len(files))
+	for i, t := range top {
+		labels[i] = ids[t]
+	}
+	return labels, classes, nil
+}
+
+// decodeImageFile decodes dir/rel, naming rel in errors.
+func decodeImageFile(dir, rel string) (image.Image, error) {
+	f, err := os.Open(filepath.Join(dir, rel))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	img, _, err := image.Decode(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: decode: %w", rel, err)
+	}
+	return img, nil
+}
+
+// toPlanes converts an image to channel-planar bytes: R, G, B planes, or one luma plane
+// when gray is set. The common decoder outputs get fast paths; anything else goes
+// through color.Color, which composites transparency over black.
+func toPlanes(img image.Image, gray bool) []uint8 {
+	b := img.Bounds()
+	w, h := b.Dx(), b.Dy()
+	n := w * h
+	c := 3
+	if gray {
+		c = 1
+	}
+	out := make([]uint8, c*n)
+	set := func(i int, r, g, bl uint8) {
+		if gray {
+			out[i] = luma(r, g, bl)
+			return
+		}
+		out[i], out[n+i], out[2*n+i] = r, g, bl
+	}
+	switch src := img.(type) {
+	case *image.Gray:
+		for y := range h {
+			row := src.Pix[y*src.Stride : y*src.Stride+w]
+			for x, v := range row {
+				set(y*w+x, v, v, v)
+			}
+		}
+	case *image.RGBA:
+		for y := range h {
+			row := src.Pix[y*src.Stride : y*src.Stride+4*w]
+			for x := range w {
+				set(y*w+x, row[4*x], row[4*x+1], row[4*x+2])
+			}
+		}
+	case *image.YCbCr:
+		for y := range h {
+			for x := range w {
+				yi := src.YOffset(b.Min.X+x, b.Min.Y+y)
+				ci := src.COffset(b.Min.X+x, b.Min.Y+y)
+				if gray {
+					// The Y' channel is BT.601 luma already.
+					out[y*w+x] = src.Y[yi]
+					continue
+				}
+				r, g, bl := color.YCbCrToRGB(src.Y[yi], src.Cb[ci], src.Cr[ci])
+				set(y*w+x, r, g, bl)
+			}
+		}
+	default:
+		for y := range h {
+			for x := range w {
+				r, g, bl, _ := img.At(b.Min.X+x, b.Min.Y+y).RGBA()
+				set(y*w+x, uint8(r>>8), uint8(g>>8), uint8(bl>>8))
+			}
+		}
+	}
+	return out
+}
+
+// luma is BT.601 luma with the weights of color.GrayModel.
+func luma(r, g, b uint8) uint8 {
+	y := (19595*uint32(r) + 38470*uint32(g) + 7471*uint32(b) + 1<<15) >> 16
+	return uint8(y)
+}
+
+// resizeBilinear resamples c planes of sh×sw bytes in src to c planes of dh×dw bytes in
+// dst, sampling at pixel centres. It is plain bilinear interpolation: strong
+// downscaling aliases, which is acceptable for the small thumbnails clustering uses.
+func resizeBilinear(dst, src []uint8, c, sh, sw, dh, dw int) {
+	type tap struct {
+		i0, i1 int
+		f      float32 // weight of i1
+	}
+	taps := func(sn, dn int) []tap {
+		t := make([]tap, dn)
+		scale := float32(sn) / float32(dn)
+		for i := range t {
+			s := (float32(i)+0.5)*scale - 0.5
+			if s < 0 {
+				s = 0
+			}
+			i0 := int(s)
+			if i0 > sn-1 {
+				i0 = sn - 1
+			}
+			i1 := min(i0+1, sn-1)
+			t[i] = tap{i0, i1, s - float32(i0)}
+		}
+		return t
+	}
+	ty, tx := taps(sh, dh), taps(sw, dw)
+	for ch := range c {
+		s := src[ch*sh*sw : (ch+1)*sh*sw]
+		d := dst[ch*dh*dw : (ch+1)*dh*dw]
+		for y, ry := range ty {
+			r0, r1 := s[ry.i0*sw:(ry.i0+1)*sw], s[ry.i1*sw:(ry.i1+1)*sw]
+			for x, rx := range tx {
+				top := float32(r0[rx.i0]) + rx.f*(float32(r0[rx.i1])-float32(r0[rx.i0]))
+				bot := float32(r1[rx.i0]) + rx.f*(float32(r1[rx.i1])-float32(r1[rx.i0]))
+				v := top + ry.f*(bot-top)
+				d[y*dw+x] = uint8(v + 0.5)
+			}
+		}
+	}
+}

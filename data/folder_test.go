@@ -1,0 +1,191 @@
+package data
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// folderColor is the test pattern of image-folder tests.
+func folderColor(img, x, y int) color.NRGBA {
+	return color.NRGBA{uint8(img*50 + x*10), uint8(y * 20), uint8(200 - img*30), 255}
+}
+
+func pngBytes(t *testing.T, img image.Image) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func patternImage(img, w, h int) *image.NRGBA {
+	m := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			m.SetNRGBA(x, y, folderColor(img, x, y))
+		}
+	}
+	return m
+}
+
+func TestListImageFiles(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"b/2.png", "b/1.JPG", "a/x/3.jpeg", "a/0.png", "notes.txt", "a/._0.png", ".hidden/9.png"} {
+		imgWriteFile(t, filepath.Join(dir, filepath.FromSlash(f)), []byte("x"))
+	}
+	got, err := ListImageFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a/0.png", "a/x/3.jpeg", "b/1.JPG", "b/2.png"}
+	for i := range want {
+		want[i] = filepath.FromSlash(want[i])
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestLoadImageFolderClasses(t *testing.T) {
+	dir := t.TempDir()
+	files := []string{"cats/001.png", "cats/002.png", "dogs/001.png"}
+	for i, f := range files {
+		imgWriteFile(t, filepath.Join(dir, filepath.FromSlash(f)), pngBytes(t, patternImage(i, 4, 3)))
+	}
+	im, err := LoadImageFolder(dir, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if im.N != 3 || im.C != 3 || im.H != 3 || im.W != 4 {
+		t.Fatalf("shape N=%d C=%d H=%d W=%d, want 3 3 3 4", im.N, im.C, im.H, im.W)
+	}
+	if !slices.Equal(im.Labels, []int{0, 0, 1}) || !slices.Equal(im.Classes, []string{"cats", "dogs"}) {
+		t.Errorf("labels %v classes %q", im.Labels, im.Classes)
+	}
+	for i := range 3 {
+		for y := range 3 {
+			for x := range 4 {
+				want := folderColor(i, x, y)
+				base := i*36 + y*4 + x
+				got := [3]uint8{im.Pix[base], im.Pix[base+12], im.Pix[base+24]}
+				if got != [3]uint8{want.R, want.G, want.B} {
+					t.Fatalf("image %d pixel (%d,%d) = %v, want %v", i, x, y, got, want)
+				}
+			}
+		}
+	}
+
+	// A different size is an error naming both files when no size is given.
+	imgWriteFile(t, filepath.Join(dir, "dogs", "002.png"), pngBytes(t, patternImage(0, 5, 3)))
+	_, err = LoadImageFolder(dir, 0, false)
+	imgWantErr(t, err, filepath.Join("dogs", "002.png")+": image is 5x3, but "+filepath.Join("cats", "001.png")+" is 4x3")
+
+	// With a size they are all resized.
+	im, err = LoadImageFolder(dir, 8, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.N != 4 || im.C != 1 || im.H != 8 || im.W != 8 || len(im.Pix) != 4*64 {
+		t.Fatalf("shape N=%d C=%d H=%d W=%d, want 4 1 8 8", im.N, im.C, im.H, im.W)
+	}
+}
+
+func TestLoadImageFolderFlat(t *testing.T) {
+	dir := t.TempDir()
+	// Pure red, one pixel: luma 0.299*255.
+	red := image.NewRGBA(image.Rect(0, 0, 1, 1))
+	red.Set(0, 0, color.RGBA{255, 0, 0, 255})
+	imgWriteFile(t, filepath.Join(dir, "a.png"), pngBytes(t, red))
+	gray := image.NewGray(image.Rect(0, 0, 2, 2))
+	copy(gray.Pix, []uint8{10, 20, 30, 40})
+	imgWriteFile(t, filepath.Join(dir, "b.png"), pngBytes(t, gray))
+
+	im, err := LoadImageFolder(dir, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if im.Labels != nil || im.Classes != nil {
+		t.Errorf("flat folder has labels %v classes %v", im.Labels, im.Classes)
+	}
+	// Shrinking 2×2 to 1×1 samples the centre, which bilinear makes the mean.
+	if want := []uint8{76, 25}; !slices.Equal(im.Pix, want) {
+		t.Errorf("pixels %v, want %v", im.Pix, want)
+	}
+
+	im, err = LoadImageFolder(dir, 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []uint8{255, 255, 255, 255, 0, 0, 0, 0, 0, 0, 0, 0}; !slices.Equal(im.Pix[:12], want) {
+		t.Errorf("red upscaled to %v, want %v", im.Pix[:12], want)
+	}
+	if want := []uint8{10, 20, 30, 40}; !slices.Equal(im.Pix[12:16], want) {
+		t.Errorf("same-size gray image became %v, want %v", im.Pix[12:16], want)
+	}
+}
+
+func TestLoadImageFolderJPEG(t *testing.T) {
+	dir := t.TempDir()
+	m := image.NewRGBA(image.Rect(0, 0, 16, 16))
+	for i := range m.Pix {
+		m.Pix[i] = []uint8{200, 100, 50, 255}[i%4]
+	}
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, m, &jpeg.Options{Quality: 95}); err != nil {
+		t.Fatal(err)
+	}
+	imgWriteFile(t, filepath.Join(dir, "x.jpg"), b.Bytes())
+	im, err := LoadImageFolder(dir, 4, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ch, want := range []int{200, 100, 50} {
+		for _, v := range im.Pix[ch*16 : (ch+1)*16] {
+			if d := int(v) - want; d < -4 || d > 4 {
+				t.Fatalf("channel %d value %d, want about %d", ch, v, want)
+			}
+		}
+	}
+}
+
+func TestResizeBilinear(t *testing.T) {
+	// A horizontal ramp stays a ramp; the edges clamp.
+	src := []uint8{0, 100, 0, 100}
+	dst := make([]uint8, 4*2)
+	resizeBilinear(dst, src, 1, 2, 2, 2, 4)
+	if want := []uint8{0, 25, 75, 100, 0, 25, 75, 100}; !slices.Equal(dst, want) {
+		t.Errorf("got %v, want %v", dst, want)
+	}
+}
+
+func TestLoadImageFolderErrors(t *testing.T) {
+	dir := t.TempDir()
+	imgWriteFile(t, filepath.Join(dir, "cats", "001.png"), pngBytes(t, patternImage(0, 2, 2)))
+	imgWriteFile(t, filepath.Join(dir, "cats", "003.png"), []byte("not a png"))
+	_, err := LoadImageFolder(dir, 0, false)
+	imgWantErr(t, err, filepath.Join("cats", "003.png")+": decode: ")
+
+	dir = t.TempDir()
+	imgWriteFile(t, filepath.Join(dir, "cats", "001.png"), pngBytes(t, patternImage(0, 2, 2)))
+	imgWriteFile(t, filepath.Join(dir, "stray.png"), pngBytes(t, patternImage(0, 2, 2)))
+	_, err = LoadImageFolder(dir, 0, false)
+	imgWantErr(t, err, "stray.png sits at the top level")
+
+	dir = t.TempDir()
+	imgWriteFile(t, filepath.Join(dir, "readme.txt"), []byte("hi"))
+	_, err = LoadImageFolder(dir, 0, false)
+	imgWantErr(t, err, "no PNG or JPEG files")
+
+	_, err = LoadImageFolder(filepath.Join(dir, "nope"), 0, false)
+	imgWantErr(t, err, "nope")
+}
