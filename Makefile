@@ -1,0 +1,67 @@
+# emclust: `make run` clusters the embedded digits, `make test` runs every check.
+# Both install what is missing first (Debian/Ubuntu, with apt-get).
+
+GO          ?= go
+CXX         ?= g++
+BUILD       := build
+SHIM        := $(BUILD)/libemtorch.so
+SHIM_SRC    := torch/csrc/emtorch.cpp torch/csrc/emtorch.h
+# Debian's libtorch-dev puts the C++ API headers here.
+TORCH_INC   ?= /usr/include/torch/csrc/api/include
+CXXFLAGS    ?= -O2
+SHIM_FLAGS  := -std=c++17 -fPIC -shared -Wall -Wno-unused-parameter
+DEB_PKGS    := libtorch-dev g++ dataset-fashion-mnist
+SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+GO_MIN      := 1.25
+
+# CUDA shim: make cuda-lib LIBTORCH=/path/to/site-packages/torch (see scripts/build-shim.sh)
+LIBTORCH    ?=
+
+.PHONY: all deps lib build test vet fmt-check run bench cuda-lib clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+		echo "make deps: installing$$missing"; \
+		$(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+	@command -v $(GO) >/dev/null || { echo "make deps: Go $(GO_MIN) or newer is needed (https://go.dev/dl); Debian's golang-go is too old"; exit 1; }
+	@v=$$($(GO) env GOVERSION | sed 's/^go//'); \
+	if [ "$$(printf '%s\n' $(GO_MIN) $$v | sort -V | head -1)" != "$(GO_MIN)" ]; then \
+		echo "make deps: Go $$v is older than $(GO_MIN)"; exit 1; fi
+
+lib: $(SHIM)
+
+$(SHIM): $(SHIM_SRC) | deps
+	@mkdir -p $(BUILD)
+	$(CXX) $(SHIM_FLAGS) $(CXXFLAGS) -I$(TORCH_INC) torch/csrc/emtorch.cpp -o $@ \
+		-Wl,--no-as-needed -ltorch -ltorch_cpu -lc10
+
+build: lib
+	$(GO) build -o emclust .
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet: lib
+	$(GO) vet ./...
+
+test: deps lib fmt-check vet
+	$(GO) test -count=1 -timeout 40m ./...
+
+run: build
+	./emclust train --out runs/digits-$$(date +%Y%m%d-%H%M%S)
+
+bench: build
+	./emclust bench --model mlp,mnist,cifar,stl10 --device auto
+
+cuda-lib:
+	@[ -n "$(LIBTORCH)" ] || { echo "give LIBTORCH=<folder with include/ and lib/>, e.g. a PyTorch install's torch/"; exit 1; }
+	scripts/build-shim.sh "$(LIBTORCH)" $(BUILD)/cuda
+
+clean:
+	rm -rf $(BUILD) emclust

@@ -1,0 +1,323 @@
+package baseline
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"emclust/torch"
+)
+
+// blobs draws n points round each centre with standard deviation sd, in order of
+// centre, and returns them row-major with their true labels.
+func blobs(seed uint64, n int, sd float64, centres [][]float64) ([]float32, []int) {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	d := len(centres[0])
+	x := make([]float32, 0, n*len(centres)*d)
+	var labels []int
+	for k, c := range centres {
+		for range n {
+			for _, m := range c {
+				x = append(x, float32(m+sd*rng.NormFloat64()))
+			}
+			labels = append(labels, k)
+		}
+	}
+	return x, labels
+}
+
+// tensor puts row-major host data in a scope on the CPU.
+func tensor(t *testing.T, s *torch.Scope, x []float32, d int) *torch.Tensor {
+	t.Helper()
+	xt := s.FromFloat32(x, []int{len(x) / d, d}, torch.CPU)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return xt
+}
+
+// sameClustering reports whether got is want up to a renaming of the clusters: each
+// true cluster maps to exactly one found cluster and no two true clusters to the same.
+func sameClustering(got, want []int) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	fwd := map[int]int{}
+	back := map[int]int{}
+	for i := range want {
+		if g, ok := fwd[want[i]]; ok && g != got[i] {
+			return false
+		}
+		if w, ok := back[got[i]]; ok && w != want[i] {
+			return false
+		}
+		fwd[want[i]], back[got[i]] = got[i], want[i]
+	}
+	return true
+}
+
+// hostInertia recomputes the inertia in float64 from the returned centres and labels.
+func hostInertia(x []float32, d int, centres []float32, labels []int) float64 {
+	sum := 0.0
+	for i, l := range labels {
+		for j := range d {
+			v := float64(x[i*d+j]) - float64(centres[l*d+j])
+			sum += v * v
+		}
+	}
+	return sum
+}
+
+func TestKMeansRecoversBlobs(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	xs, truth := blobs(1, 100, 0.5, [][]float64{{0, 0}, {10, 0}, {5, 8}})
+	res, err := KMeans(tensor(t, s, xs, 2), KMeansConfig{K: 3, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sameClustering(res.Labels, truth) {
+		t.Fatalf("labels do not match the blobs: %v", res.Labels)
+	}
+	if len(res.Centers) != 3*2 || res.Iters < 1 {
+		t.Fatalf("centres %v, iters %d", res.Centers, res.Iters)
+	}
+	want := hostInertia(xs, 2, res.Centers, res.Labels)
+	if rel := math.Abs(res.Inertia-want) / want; rel > 1e-3 {
+		t.Fatalf("inertia %g, host recomputation %g (relative error %g)", res.Inertia, want, rel)
+	}
+	// At convergence each centre is the mean of its points and each point's label
+	// names its nearest centre.
+	for k := range 3 {
+		var sum [2]float64
+		n := 0
+		for i, l := range res.Labels {
+			if l == k {
+				sum[0] += float64(xs[2*i])
+				sum[1] += float64(xs[2*i+1])
+				n++
+			}
+		}
+		for j := range 2 {
+			if m := sum[j] / float64(n); math.Abs(m-float64(res.Centers[2*k+j])) > 1e-4 {
+				t.Errorf("centre %d = %v, mean of its points %v", k, res.Centers[2*k:2*k+2], m)
+			}
+		}
+	}
+	for i, l := range res.Labels {
+		p := []float32{xs[2*i], xs[2*i+1]}
+		for k := range 3 {
+			if hostInertia(p, 2, res.Centers, []int{k}) < hostInertia(p, 2, res.Centers, []int{l}) {
+				t.Fatalf("point %d labelled %d but nearer centre %d", i, l, k)
+			}
+		}
+	}
+}
+
+func TestKMeansHandExample(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	res, err := KMeans(tensor(t, s, []float32{0, 1, 10, 11}, 1), KMeansConfig{K: 2, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := slices.Clone(res.Centers)
+	slices.Sort(c)
+	if c[0] != 0.5 || c[1] != 10.5 {
+		t.Fatalf("centres %v, want 0.5 and 10.5", res.Centers)
+	}
+	if res.Inertia != 1 {
+		t.Fatalf("inertia %g, want 4 × 0.25 = 1", res.Inertia)
+	}
+	if !sameClustering(res.Labels, []int{0, 0, 1, 1}) {
+		t.Fatalf("labels %v", res.Labels)
+	}
+}
+
+func TestKMeansDeterministic(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(5, 5))
+	xs := make([]float32, 500*4)
+	for i := range xs {
+		xs[i] = float32(rng.NormFloat64())
+	}
+	x := tensor(t, s, xs, 4)
+	cfg := KMeansConfig{K: 6, Restarts: 3, Seed: 42}
+	a, err := KMeans(x, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := KMeans(x, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.Labels, b.Labels) || a.Inertia != b.Inertia || !slices.Equal(a.Centers, b.Centers) {
+		t.Fatalf("same seed, different results: inertia %g vs %g", a.Inertia, b.Inertia)
+	}
+	// More restarts can only find an equal or lower inertia: restarts 0..2 are shared.
+	c, err := KMeans(x, KMeansConfig{K: 6, Restarts: 6, Seed: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Inertia > a.Inertia {
+		t.Fatalf("6 restarts gave inertia %g, 3 restarts %g", c.Inertia, a.Inertia)
+	}
+	// Other dtypes are cast: float64 input gives the same clustering.
+	d, err := KMeans(s.Cast(x, torch.Float64), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(a.Labels, d.Labels) {
+		t.Fatal("float64 input clustered differently from float32")
+	}
+}
+
+func TestKMeansKEqualsN(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(9, 9))
+	xs := make([]float32, 10*3)
+	for i := range xs {
+		xs[i] = float32(rng.NormFloat64() * 100)
+	}
+	res, err := KMeans(tensor(t, s, xs, 3), KMeansConfig{K: 10, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Inertia != 0 {
+		t.Fatalf("inertia %g, want 0 with one point per cluster", res.Inertia)
+	}
+	seen := slices.Clone(res.Labels)
+	slices.Sort(seen)
+	if !slices.Equal(seen, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}) {
+		t.Fatalf("labels %v are not a permutation", res.Labels)
+	}
+}
+
+func TestKMeansErrors(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	x := tensor(t, s, make([]float32, 10*2), 2)
+	for _, tc := range []struct {
+		cfg  KMeansConfig
+		want string
+	}{
+		{KMeansConfig{K: 20}, "k-means: K=20 is larger than the 10 rows of data"},
+		{KMeansConfig{K: 0}, "k-means: K=0, want at least 1"},
+		{KMeansConfig{K: 2, Tol: -1}, "Tol=-1"},
+		{KMeansConfig{K: 2, Restarts: -1}, "Restarts=-1"},
+	} {
+		if _, err := KMeans(x, tc.cfg); err == nil || err.Error() != tc.want && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: err = %v, want %q", tc.cfg, err, tc.want)
+		}
+	}
+	bad := tensor(t, s, []float32{0, 1, float32(math.NaN()), 3, 4, 5}, 2)
+	if _, err := KMeans(bad, KMeansConfig{K: 2}); err == nil || !strings.Contains(err.Error(), "1 NaN") {
+		t.Errorf("NaN data: err = %v", err)
+	}
+	if _, err := KMeans(s.Reshape(x, 20), KMeansConfig{K: 2}); err == nil || !strings.Contains(err.Error(), "want N×D") {
+		t.Errorf("1-D data: err = %v", err)
+	}
+	if _, err := KMeans(nil, KMeansConfig{K: 2}); err == nil {
+		t.Error("nil data accepted")
+	}
+}
+
+// All data equal: k-means++ finds no point with positive distance and falls back to
+// uniform draws, and Lloyd stops at once.
+func TestKMeansIdenticalPoints(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	xs := make([]float32, 8*2)
+	for i := range xs {
+		xs[i] = 3
+	}
+	res, err := KMeans(tensor(t, s, xs, 2), KMeansConfig{K: 4, Seed: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Inertia != 0 {
+		t.Fatalf("inertia %g", res.Inertia)
+	}
+	for _, c := range res.Centers {
+		if c != 3 {
+			t.Fatalf("centres %v, want all 3", res.Centers)
+		}
+	}
+}
+
+// A centre that wins no point is moved to the point farthest from its own centre.
+func TestLloydReseedsEmptyCluster(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	p, err := preparePoints(s, tensor(t, s, []float32{0, 1, 10, 11}, 1), 2, "k-means")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Centred data is -5.5 -4.5 4.5 5.5; centre 1 is far from everything.
+	centres := s.FromFloat32([]float32{-5, 100}, []int{2, 1}, torch.CPU)
+	st, err := p.lloydStep(s, centres, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.Float32s(st.centers)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Centre 0 took every point (mean 0); centre 1 moves to 5.5, 10.5 from centre 0.
+	if got[0] != 0 || got[1] != 5.5 {
+		t.Fatalf("centres after the step %v, want [0 5.5]", got)
+	}
+	if want := 5.0*5.0 + 94.5*94.5; math.Abs(st.shift-want) > 1e-2 {
+		t.Fatalf("shift %g, want %g", st.shift, want)
+	}
+}
+
+func TestNoTensorsLeak(t *testing.T) {
+	s := torch.NoGrad()
+	xs, _ := blobs(2, 50, 1, [][]float64{{0, 0, 0}, {5, 5, 5}})
+	x := tensor(t, s, xs, 3)
+	before := torch.LiveTensors()
+	if _, err := KMeans(x, KMeansConfig{K: 2, Restarts: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := GMM(x, GMMConfig{K: 2, Covariance: "full"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := GMM(x, GMMConfig{K: 2, Covariance: "diag"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := KMeans(x, KMeansConfig{K: 200}); err == nil {
+		t.Fatal("K > N accepted")
+	}
+	if n := torch.LiveTensors() - before; n != 0 {
+		t.Fatalf("%d tensors leaked", n)
+	}
+	s.Close()
+}
+
+// BenchmarkKMeansDigitsSize times K=10 with 10 restarts on random data the size of the
+// embedded digits set (1797×64) on the CPU.
+func BenchmarkKMeansDigitsSize(b *testing.B) {
+	s := torch.NoGrad()
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	xs := make([]float32, 1797*64)
+	for i := range xs {
+		xs[i] = float32(rng.IntN(17))
+	}
+	x := s.FromFloat32(xs, []int{1797, 64}, torch.CPU)
+	iters := 0
+	b.ResetTimer()
+	for i := range b.N {
+		res, err := KMeans(x, KMeansConfig{K: 10, Seed: uint64(i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		iters += res.Iters
+	}
+	b.ReportMetric(float64(iters)/float64(b.N), "iters/op")
+}

@@ -1,0 +1,115 @@
+// Package baseline holds the classical clustering baselines that every emclust run is
+// compared with: k-means (k-means++ and Lloyd) and Gaussian mixtures fitted by EM.
+//
+// They run on the tensor's own device with the same libtorch binding as training, so a
+// run on a GPU can print "emclust vs k-means" on the very features it clustered without
+// copying them to the host. Only small things cross to the host: the N distances that
+// k-means++ samples from, K cluster sizes and a shift per Lloyd iteration, and for a
+// full-covariance mixture the K D×D covariances, whose Cholesky factors are computed in
+// Go with gonum.
+//
+// The algorithms follow scikit-learn's KMeans and GaussianMixture closely (greedy
+// k-means++, the relative tolerance on the centre shift, reg_covar, k-means
+// initialisation of the responsibilities) so that numbers can be read against published
+// baselines; where they differ, the doc comments say so. Randomness comes from a Go PCG
+// seeded by the caller, never from libtorch's generator, so a result depends only on the
+// data and the seed, not on the device or on what else used libtorch's generator.
+package baseline
+
+import (
+	"fmt"
+
+	"emclust/torch"
+)
+
+// pcgStream is the second PCG word. Restart r of a run with seed s draws from
+// PCG(s+r, pcgStream), so neighbouring seeds give unrelated streams while a restart
+// can still be replayed on its own.
+const pcgStream = 0x9e3779b97f4a7c15
+
+// points is the data as both algorithms see it: float32 on the caller's device, minus
+// its column means. Centring is what scikit-learn does too: the distance expansion
+// ||x||² − 2x·c + ||c||² loses the fewest digits near the origin, and neither inertia nor
+// likelihood changes under a translation.
+type points struct {
+	x       *torch.Tensor // N×D, centred
+	sq      *torch.Tensor // N×1 squared row norms of x
+	mean    []float32     // D column means, added back to returned centres
+	meanVar float64       // mean over columns of the (biased) column variance
+	n, d    int
+	dev     torch.Device
+	k       int    // number of clusters
+	who     string // "k-means" or "gmm", prefixed to errors
+}
+
+// preparePoints checks x and the cluster count k and builds the centred data in s,
+// which owns it. who names the algorithm in error messages.
+func preparePoints(s *torch.Scope, x *torch.Tensor, k int, who string) (*points, error) {
+	if x == nil {
+		return nil, fmt.Errorf("%s: nil data tensor", who)
+	}
+	shape := x.Shape()
+	if shape == nil {
+		return nil, fmt.Errorf("%s: data tensor is freed", who)
+	}
+	if len(shape) != 2 {
+		return nil, fmt.Errorf("%s: data has shape %v, want N×D", who, shape)
+	}
+	n, d := shape[0], shape[1]
+	if n == 0 || d == 0 {
+		return nil, fmt.Errorf("%s: data has shape %v, want at least one row and one column", who, shape)
+	}
+	if k < 1 {
+		return nil, fmt.Errorf("%s: K=%d, want at least 1", who, k)
+	}
+	if k > n {
+		return nil, fmt.Errorf("%s: K=%d is larger than the %d rows of data", who, k, n)
+	}
+	xf := x
+	if x.DType() != torch.Float32 {
+		xf = s.Cast(x, torch.Float32)
+	}
+	// One reduction, one scalar to the host: a NaN would otherwise surface as a
+	// meaningless clustering (argmin of NaN rows is arbitrary) rather than an error.
+	bad := s.Item(s.Sum(s.Not(s.IsFinite(xf)), false))
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("%s: checking data: %w", who, err)
+	}
+	if bad > 0 {
+		return nil, fmt.Errorf("%s: data contains %d NaN or infinite values", who, int64(bad))
+	}
+	mean := s.Mean(xf, true, 0)
+	xc := s.Sub(xf, mean)
+	p := &points{
+		x:       xc,
+		sq:      s.Sum(s.Square(xc), true, 1),
+		mean:    s.Float32s(mean),
+		meanVar: s.Item(s.Mean(s.Var(xc, false, 0), false)),
+		n:       n,
+		d:       d,
+		dev:     x.Device(),
+		k:       k,
+		who:     who,
+	}
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("%s: preparing data: %w", who, err)
+	}
+	return p, nil
+}
+
+// sqDist is the N×K matrix of squared distances from every point to the rows of c,
+// by the expansion ||x||² − 2x·cᵀ + ||c||² (one matmul instead of an N×K×D tensor),
+// clamped at 0 where rounding made it negative.
+func (p *points) sqDist(s *torch.Scope, c *torch.Tensor) *torch.Tensor {
+	cc := s.Reshape(s.Sum(s.Square(c), false, 1), 1, -1)
+	xc := s.MatMul(p.x, s.Transpose(c, 0, 1))
+	return s.ClampMin(s.Add(s.Sub(p.sq, s.MulScalar(xc, 2)), cc), 0)
+}
+
+// moveTo hands tensors made in a short-lived scope to a longer-lived one, so that the
+// scope of one iteration can close while its results live on.
+func moveTo(dst, src *torch.Scope, ts ...*torch.Tensor) {
+	for _, t := range ts {
+		dst.Adopt(src.Keep(t))
+	}
+}

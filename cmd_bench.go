@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v2"
+
+	"emclust/data"
+	"emclust/torch"
+	"emclust/train"
+)
+
+// benchShapes are the paper's data sizes: rows per epoch and the input of each model.
+var benchShapes = map[string]struct {
+	rows, c, h, w, features int
+}{
+	"mlp":   {rows: 1797, features: 64},
+	"mnist": {rows: 70000, c: 1, h: 28, w: 28},
+	"cifar": {rows: 60000, c: 3, h: 32, w: 32},
+	"stl10": {rows: 13000, c: 3, h: 96, w: 96},
+}
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "bench",
+		Usage:     "time training steps of a model and objective on synthetic data of the paper's sizes",
+		UsageText: "emclust bench --model mlp|mnist|cifar|stl10[,...] --objective em|em-aug|twofold|iic[,...] --device D [--json]",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "model", Value: "mlp,mnist", Usage: "comma-separated: mlp, mnist, cifar, stl10"},
+			&cli.StringFlag{Name: "objective", Usage: "comma-separated objectives (default: em for mlp, twofold for CNNs)"},
+			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
+			&cli.IntFlag{Name: "batch-size", Value: 128, Usage: "rows per step"},
+			&cli.IntFlag{Name: "steps", Value: 20, Usage: "timed steps"},
+			&cli.IntFlag{Name: "warmup", Value: 3, Usage: "untimed steps first (allocator, cuDNN autotuning)"},
+			&cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: its default)"},
+			&cli.BoolFlag{Name: "json", Usage: "print JSON lines instead of a table"},
+		},
+		Action: func(c *cli.Context) error {
+			dev, err := torch.ParseDevice(c.String("device"))
+			if err != nil {
+				return err
+			}
+			if c.Int("threads") > 0 {
+				torch.SetNumThreads(c.Int("threads"))
+			}
+			if dev.CUDA {
+				torch.SetCuDNNBenchmark(true)
+			}
+			var results []*train.BenchResult
+			for _, m := range strings.Split(c.String("model"), ",") {
+				shape, ok := benchShapes[m]
+				if !ok {
+					return usageError{fmt.Errorf("bench: unknown model %q: want mlp, mnist, cifar or stl10", m)}
+				}
+				objs := c.String("objective")
+				if objs == "" {
+					objs = "twofold"
+					if m == "mlp" {
+						objs = "em"
+					}
+				}
+				for _, obj := range strings.Split(objs, ",") {
+					res, err := benchOne(m, obj, shape.rows, shape.c, shape.h, shape.w, shape.features, dev, c)
+					if err != nil {
+						return fmt.Errorf("bench %s %s: %w", m, obj, err)
+					}
+					results = append(results, res)
+					if c.Bool("json") {
+						b, _ := json.Marshal(res)
+						fmt.Println(string(b))
+					}
+				}
+			}
+			if c.Bool("json") {
+				return nil
+			}
+			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "model\tobjective\tdevice\tparams\tms/step\trows/s\tepoch rows\tepoch s\tpeak MiB\t")
+			for _, r := range results {
+				peak := "-"
+				if r.PeakBytes >= 0 {
+					peak = fmt.Sprintf("%.0f", float64(r.PeakBytes)/(1<<20))
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.2f\t%.0f\t%d\t%.1f\t%s\t\n", r.Arch, r.Objective, r.Device, r.Params,
+					r.StepMS, r.ImagesPerSec, r.EpochRows, r.EpochSeconds, peak)
+			}
+			return tw.Flush()
+		},
+	}
+}
+
+func benchOne(arch, obj string, rows, ch, h, w, features int, dev torch.Device, c *cli.Context) (*train.BenchResult, error) {
+	bs := c.Int("batch-size")
+	n := max(4*bs, 1024)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var src train.Source
+	var err error
+	cfg := train.ImageDefaults()
+	if arch == "mlp" {
+		cfg = train.VectorDefaults()
+		v := &data.Vectors{N: n, D: features, X: make([]float32, n*features), Source: "synthetic"}
+		for i := range v.X {
+			v.X[i] = float32(rng.NormFloat64())
+		}
+		src, err = train.NewVectorSource(v, dev)
+	} else {
+		im := &data.Images{N: n, C: ch, H: h, W: w, Pix: make([]uint8, n*ch*h*w), Source: "synthetic"}
+		for i := range im.Pix {
+			im.Pix[i] = uint8(rng.IntN(256))
+		}
+		src, err = train.NewImageSource(im, dev)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	cfg.Arch, cfg.Objective, cfg.BatchSize, cfg.Device = arch, obj, bs, dev.String()
+	return train.Bench(cfg, src, dev, c.Int("warmup"), c.Int("steps"), rows)
+}

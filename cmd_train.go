@@ -1,0 +1,389 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"emclust/baseline"
+	"emclust/data"
+	"emclust/eval"
+	"emclust/torch"
+	"emclust/train"
+)
+
+// dataFlags select what to cluster; train, predict and eval share them.
+func dataFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "dataset", Usage: "digits (embedded), mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)"},
+		&cli.StringFlag{Name: "data-dir", Usage: "folder with the data set's official files (fashion-mnist defaults to Debian's /usr/share/datasets/fashion-mnist)"},
+		&cli.StringFlag{Name: "data", Usage: "vectors to cluster: a .csv/.tsv/.txt (optionally .gz) or .npy file"},
+		&cli.StringFlag{Name: "label-col", Usage: "CSV column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring"},
+		&cli.StringFlag{Name: "header", Value: "auto", Usage: "CSV header row: auto, yes or no"},
+		&cli.BoolFlag{Name: "standardize", Usage: "z-score each feature column before training (default on for the embedded digits)"},
+		&cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match)"},
+		&cli.BoolFlag{Name: "gray", Usage: "with --dataset folder: load images as grayscale"},
+	}
+}
+
+func trainCommand() *cli.Command {
+	vd, id := train.VectorDefaults(), train.ImageDefaults()
+	flags := append(dataFlags(),
+		&cli.IntFlag{Name: "k", Usage: "number of clusters (default: the number of classes when labels are known, else 10)"},
+		&cli.IntFlag{Name: "epochs", Usage: fmt.Sprintf("passes over the data (default %d for vectors, %d for images)", vd.Epochs, id.Epochs)},
+		&cli.IntFlag{Name: "batch-size", Value: 128, Usage: "rows per batch; the relevance normalisation runs over each batch"},
+		&cli.StringFlag{Name: "gamma", Value: "5", Usage: "γ in h = sigmoid(a*/γ): a number, or auto = ((n−1)/√n)/2.245 for batch size n"},
+		&cli.Float64Flag{Name: "lr", Usage: fmt.Sprintf("Adam learning rate of the EM step (default %g for vectors, %g for images)", vd.LR, id.LR)},
+		&cli.Float64Flag{Name: "lr-kl", Value: id.LRKL, Usage: "Adam learning rate of the KL step (twofold)"},
+		&cli.StringFlag{Name: "objective", Usage: "em, em-aug, twofold or iic (default em for vectors, twofold for images)"},
+		&cli.StringFlag{Name: "arch", Usage: "network: mlp, mnist, cifar or stl10 (default: chosen from the data)"},
+		&cli.StringFlag{Name: "hidden", Value: "32,32", Usage: "MLP hidden layer widths"},
+		&cli.BoolFlag{Name: "no-norm", Usage: "turn off the relevance normalisation (the paper's ablation: expect collapse)"},
+		&cli.StringFlag{Name: "prior", Value: "uniform", Usage: "cluster prior: uniform (the paper) or learned (running mean of posteriors, for imbalanced data)"},
+		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed for init, shuffling and augmentation"},
+		&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
+		&cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: its default)"},
+		&cli.IntFlag{Name: "eval-every", Value: 1, Usage: "epochs between full evaluations (0: only at the end)"},
+		&cli.BoolFlag{Name: "kmeans", Value: true, Usage: "also cluster the same features with k-means and print both"},
+		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments (default runs/<data>-<time>)"},
+		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it)"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary line"},
+		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
+	)
+	return &cli.Command{
+		Name:      "train",
+		Usage:     "cluster a data set and save the run",
+		UsageText: "emclust train [--dataset NAME --data-dir D | --data FILE.csv --label-col C] --k K --epochs N --out RUN",
+		Flags:     flags,
+		Action:    runTrain,
+	}
+}
+
+func runTrain(c *cli.Context) error {
+	if c.Args().Present() {
+		return usageError{fmt.Errorf("train takes flags only; unexpected %q", c.Args().First())}
+	}
+	var cfg train.Config
+	var runDir string
+	var ckpt *torch.SafeFile
+	if dir := c.String("resume"); dir != "" {
+		f, saved, _, err := train.ReadCheckpoint(dir)
+		if err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		cfg, runDir, ckpt = *saved, dir, f
+		if c.IsSet("epochs") {
+			cfg.Epochs = c.Int("epochs")
+		}
+		if c.IsSet("device") {
+			cfg.Device = c.String("device")
+		}
+	} else {
+		var err error
+		if cfg, err = configFromFlags(c); err != nil {
+			return err
+		}
+		runDir = c.String("out")
+		if runDir == "" {
+			runDir = filepath.Join("runs", fmt.Sprintf("%s-%s", dataName(cfg), time.Now().Format("20060102-150405")))
+		}
+		if _, err := os.Stat(filepath.Join(runDir, "checkpoint.safetensors")); err == nil {
+			return fmt.Errorf("%s already holds a run; continue it with --resume %s or pick another --out", runDir, runDir)
+		}
+	}
+	dev, err := torch.ParseDevice(cfg.Device)
+	if err != nil {
+		return err
+	}
+	if cfg.Threads > 0 {
+		torch.SetNumThreads(cfg.Threads)
+	}
+	quiet := c.Bool("quiet")
+	src, err := openSource(&cfg, dev)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if !c.IsSet("k") && ckpt == nil {
+		if n := numClasses(src.Labels()); n > 0 {
+			cfg.K = n
+		}
+	}
+	run, err := train.New(cfg, src, dev, runDir)
+	if err != nil {
+		return err
+	}
+	defer run.Close()
+	if ckpt != nil {
+		if err := run.Restore(ckpt); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		if run.EpochsDone() >= run.Cfg.Epochs {
+			return fmt.Errorf("resume: %s already finished %d of %d epochs; pass --epochs N with N > %d to train longer", runDir, run.EpochsDone(), run.Cfg.Epochs, run.EpochsDone())
+		}
+	}
+	log := io.Writer(os.Stderr)
+	if quiet {
+		log = io.Discard
+	}
+	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads)\n", src.Describe(), dev, torch.Version(), torch.NumThreads())
+	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %d epochs → %s\n",
+		run.Spec.Arch, run.Net.NumParams(), run.Cfg.K, run.Cfg.Objective, run.Cfg.GammaVal, run.Cfg.BatchSize, run.Cfg.Epochs, runDir)
+	if ckpt != nil {
+		fmt.Fprintf(log, "emclust: resuming after epoch %d\n", run.EpochsDone())
+	}
+	run.Progress = newProgress(log, quiet)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	if err := run.Train(ctx); err != nil {
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("interrupted after %d epochs; the last checkpoint is kept: continue with emclust train --resume %s", run.EpochsDone(), runDir)
+		}
+		var te *torch.Error
+		if errors.As(err, &te) && te.OutOfMemory() {
+			return fmt.Errorf("%w (out of device memory: lower --batch-size, or use a smaller --image-size)", err)
+		}
+		return err
+	}
+	return finishRun(c, run, src, dev, time.Since(start), log)
+}
+
+// finishRun writes assignments and the summary, runs the k-means baseline and prints.
+func finishRun(c *cli.Context, run *train.Run, src train.Source, dev torch.Device, elapsed time.Duration, log io.Writer) error {
+	pred, err := train.Predict(run.Net, src, dev, run.Prior())
+	if err != nil {
+		return err
+	}
+	labels := src.Labels()
+	if err := writeAssignments(filepath.Join(run.Dir, "assignments.csv"), pred, labels); err != nil {
+		return err
+	}
+	sum := summary{Run: run.Dir, Epochs: run.EpochsDone(), Seconds: round3(elapsed.Seconds()), K: run.Cfg.K,
+		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K)}
+	if labels != nil {
+		sc, err := eval.Score(labels, pred.Cluster)
+		if err != nil {
+			return err
+		}
+		sum.Scores = &sc
+		if run.Cfg.KMeans {
+			t0 := time.Now()
+			km, err := kmeansScores(src, run.Cfg.K, run.Cfg.Seed, labels)
+			if err != nil {
+				return fmt.Errorf("k-means baseline: %w", err)
+			}
+			sum.KMeans = km
+			sum.KMeansSeconds = round3(time.Since(t0).Seconds())
+		}
+	}
+	if err := writeJSONFile(filepath.Join(run.Dir, "summary.json"), sum); err != nil {
+		return err
+	}
+	return printSummary(c, sum, log)
+}
+
+type summary struct {
+	Run           string       `json:"run"`
+	Epochs        int          `json:"epochs"`
+	Seconds       float64      `json:"seconds"`
+	K             int          `json:"k"`
+	Sizes         []int        `json:"sizes"`
+	Scores        *eval.Scores `json:"scores,omitempty"`
+	KMeans        *eval.Scores `json:"kmeans,omitempty"`
+	KMeansSeconds float64      `json:"kmeans_seconds,omitempty"`
+}
+
+func printSummary(c *cli.Context, s summary, log io.Writer) error {
+	if c.Bool("json") {
+		b, _ := json.Marshal(s)
+		fmt.Println(string(b))
+		return nil
+	}
+	empty := 0
+	for _, n := range s.Sizes {
+		if n == 0 {
+			empty++
+		}
+	}
+	fmt.Fprintf(log, "emclust: %d epochs in %.1fs; cluster sizes %v (%d empty); run saved in %s\n", s.Epochs, s.Seconds, s.Sizes, empty, s.Run)
+	if s.Scores == nil {
+		fmt.Printf("clusters %d sizes %s\n", s.K, strings.Trim(fmt.Sprint(s.Sizes), "[]"))
+		return nil
+	}
+	if s.KMeans != nil {
+		fmt.Fprintf(log, "emclust  %s\nk-means  %s  (%.1fs, same features, 10 restarts)\n", s.Scores, s.KMeans, s.KMeansSeconds)
+	}
+	fmt.Println(s.Scores.String())
+	return nil
+}
+
+func kmeansScores(src train.Source, k int, seed uint64, labels []int) (*eval.Scores, error) {
+	s := torch.NoGrad()
+	defer s.Close()
+	x := src.Features(s)
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	res, err := baseline.KMeans(x, baseline.KMeansConfig{K: k, Restarts: 10, Seed: seed})
+	if err != nil {
+		return nil, err
+	}
+	sc, err := eval.Score(labels, res.Labels)
+	return &sc, err
+}
+
+// configFromFlags starts from the paper's defaults for the kind of data and applies
+// the flags the user set.
+func configFromFlags(c *cli.Context) (train.Config, error) {
+	images := isImageSet(c.String("dataset"))
+	cfg := train.VectorDefaults()
+	if images {
+		cfg = train.ImageDefaults()
+		cfg.KMeans = c.Bool("kmeans") && c.IsSet("kmeans")
+	} else {
+		cfg.KMeans = c.Bool("kmeans")
+	}
+	cfg.Dataset = c.String("dataset")
+	cfg.DataDir = c.String("data-dir")
+	cfg.DataFile = c.String("data")
+	cfg.LabelCol = c.String("label-col")
+	cfg.Header = c.String("header")
+	cfg.Standardize = c.Bool("standardize")
+	if cfg.DataFile != "" && cfg.Dataset != "" {
+		return cfg, usageError{errors.New("give either --data FILE or --dataset NAME, not both")}
+	}
+	if cfg.DataFile == "" && (cfg.Dataset == "" || cfg.Dataset == "digits") {
+		cfg.Dataset = "digits"
+		if !c.IsSet("standardize") {
+			cfg.Standardize = true
+		}
+	}
+	if c.IsSet("k") {
+		cfg.K = c.Int("k")
+	}
+	if c.IsSet("epochs") {
+		cfg.Epochs = c.Int("epochs")
+	}
+	cfg.BatchSize = c.Int("batch-size")
+	cfg.Gamma = c.String("gamma")
+	if c.IsSet("lr") {
+		cfg.LR = c.Float64("lr")
+	}
+	cfg.LRKL = c.Float64("lr-kl")
+	if c.IsSet("objective") {
+		cfg.Objective = c.String("objective")
+	}
+	if c.IsSet("arch") {
+		cfg.Arch = c.String("arch")
+	}
+	hidden, err := parseInts(c.String("hidden"))
+	if err != nil {
+		return cfg, fmt.Errorf("--hidden: %w", err)
+	}
+	cfg.Hidden = hidden
+	cfg.Norm = !c.Bool("no-norm")
+	cfg.Prior = c.String("prior")
+	cfg.Seed = c.Uint64("seed")
+	cfg.Device = c.String("device")
+	cfg.Threads = c.Int("threads")
+	cfg.EvalEvery = c.Int("eval-every")
+	if images {
+		cfg.ImageSize = c.Int("image-size")
+		cfg.Gray = c.Bool("gray")
+	}
+	return cfg, cfg.Validate()
+}
+
+func isImageSet(name string) bool {
+	switch name {
+	case "mnist", "fashion-mnist", "cifar10", "cifar100", "stl10", "folder":
+		return true
+	}
+	return false
+}
+
+func dataName(cfg train.Config) string {
+	if cfg.DataFile != "" {
+		base := filepath.Base(cfg.DataFile)
+		return strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	return cfg.Dataset
+}
+
+// openSource loads the configured data onto dev.
+func openSource(cfg *train.Config, dev torch.Device) (train.Source, error) {
+	switch {
+	case cfg.DataFile != "":
+		v, err := data.LoadVectors(cfg.DataFile, data.CSVOptions{Header: cfg.Header, LabelCol: cfg.LabelCol})
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Standardize {
+			v.Standardize()
+		}
+		return train.NewVectorSource(v, dev)
+	case cfg.Dataset == "" || cfg.Dataset == "digits":
+		v, err := data.Digits()
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Standardize {
+			v.Standardize()
+		}
+		return train.NewVectorSource(v, dev)
+	case cfg.Dataset == "folder":
+		if cfg.DataDir == "" {
+			return nil, usageError{errors.New("--dataset folder needs --data-dir with the images")}
+		}
+		im, err := data.LoadImageFolder(cfg.DataDir, cfg.ImageSize, cfg.Gray)
+		if err != nil {
+			return nil, err
+		}
+		return train.NewImageSource(im, dev)
+	case isImageSet(cfg.Dataset):
+		im, err := data.LoadImages(cfg.Dataset, cfg.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		return train.NewImageSource(im, dev)
+	}
+	return nil, usageError{fmt.Errorf("unknown dataset %q: want digits, mnist, fashion-mnist, cifar10, cifar100, stl10 or folder", cfg.Dataset)}
+}
+
+func numClasses(labels []int) int {
+	n := 0
+	for _, l := range labels {
+		n = max(n, l+1)
+	}
+	return n
+}
+
+func parseInts(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

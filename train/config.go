@@ -1,0 +1,128 @@
+// Package train runs the paper's batch-wise EM: one loop, every hyper-parameter in one
+// Config saved with each run, a checkpoint per epoch written atomically, and a run
+// folder a script can read (config.json, metrics.jsonl, assignments.csv, summary.json).
+package train
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"emclust/atomicfile"
+	"emclust/transform"
+)
+
+// Config holds every choice a run makes. It is saved as RUN/config.json and inside
+// each checkpoint, and a resumed run takes it from there.
+type Config struct {
+	// Data: one of Dataset (embedded digits or an image set) or DataFile (vectors).
+	Dataset     string `json:"dataset,omitempty"`
+	DataDir     string `json:"data_dir,omitempty"`
+	DataFile    string `json:"data_file,omitempty"`
+	LabelCol    string `json:"label_col,omitempty"`
+	Header      string `json:"header,omitempty"`
+	Standardize bool   `json:"standardize"`
+	ImageSize   int    `json:"image_size,omitempty"` // folder images: resize to this square size
+	Gray        bool   `json:"gray,omitempty"`       // folder images: load as grayscale
+
+	// Model.
+	Arch   string `json:"arch"`             // mlp, mnist, cifar, stl10 (chosen from the data when empty)
+	Hidden []int  `json:"hidden,omitempty"` // MLP hidden widths
+	K      int    `json:"k"`
+	Norm   bool   `json:"norm"` // relevance normalisation (off only for the ablation)
+
+	// Optimisation.
+	Objective string                   `json:"objective"` // em, em-aug, twofold, iic
+	Epochs    int                      `json:"epochs"`
+	BatchSize int                      `json:"batch_size"`
+	Gamma     string                   `json:"gamma"`       // a number or "auto"
+	GammaVal  float64                  `json:"gamma_value"` // the γ in use
+	LR        float64                  `json:"lr"`          // the EM (or IIC) optimiser
+	LRKL      float64                  `json:"lr_kl"`       // the KL optimiser of twofold
+	Prior     string                   `json:"prior"`       // uniform, learned
+	Seed      uint64                   `json:"seed"`        // shuffling, init and augmentation
+	Device    string                   `json:"device"`      // as given: auto, cpu, cuda, cuda:N
+	EvalEvery int                      `json:"eval_every"`  // epochs between full evaluations (0: last only)
+	Threads   int                      `json:"threads"`     // CPU intra-op threads (0: libtorch's default)
+	KMeans    bool                     `json:"kmeans"`      // also run the k-means baseline on the same features
+	LogEvery  int                      `json:"log_every"`   // steps between loss reads for the progress bar
+	Augment   *transform.AugmentConfig `json:"augment,omitempty"`
+}
+
+// Objectives lists the training objectives.
+var Objectives = []string{"em", "em-aug", "twofold", "iic"}
+
+// VectorDefaults are the paper's §8.1 settings for vector data.
+func VectorDefaults() Config {
+	return Config{
+		Arch: "mlp", Hidden: []int{32, 32}, K: 10, Norm: true,
+		Objective: "em", Epochs: 30, BatchSize: 128, Gamma: "5", LR: 1e-3, LRKL: 1e-4,
+		Prior: "uniform", Seed: 1, Device: "auto", EvalEvery: 1, KMeans: true, LogEvery: 20,
+	}
+}
+
+// ImageDefaults are the paper's §8.2 settings for images.
+func ImageDefaults() Config {
+	aug := transform.DefaultAugment()
+	return Config{
+		K: 10, Norm: true,
+		Objective: "twofold", Epochs: 250, BatchSize: 128, Gamma: "5", LR: 5e-5, LRKL: 1e-4,
+		Prior: "uniform", Seed: 1, Device: "auto", EvalEvery: 1, KMeans: false, LogEvery: 20,
+		Augment: &aug,
+	}
+}
+
+// needsAugment reports whether the objective trains on transformed batches.
+func (c *Config) needsAugment() bool { return c.Objective != "em" }
+
+// Validate checks the settings that do not depend on the data.
+func (c *Config) Validate() error {
+	ok := false
+	for _, o := range Objectives {
+		ok = ok || c.Objective == o
+	}
+	if !ok {
+		return fmt.Errorf("objective %q: want one of %s", c.Objective, strings.Join(Objectives, ", "))
+	}
+	switch {
+	case c.K < 1:
+		return fmt.Errorf("k = %d: want at least 1 cluster", c.K)
+	case c.Epochs < 1:
+		return fmt.Errorf("epochs = %d: want at least 1", c.Epochs)
+	case c.BatchSize < 2:
+		return fmt.Errorf("batch size %d: the relevance normalisation needs at least 2 rows a batch", c.BatchSize)
+	case !(c.LR > 0):
+		return fmt.Errorf("lr %v: want > 0", c.LR)
+	case c.Objective == "twofold" && !(c.LRKL > 0):
+		return fmt.Errorf("lr-kl %v: want > 0", c.LRKL)
+	case c.Prior != "uniform" && c.Prior != "learned":
+		return fmt.Errorf("prior %q: want uniform or learned", c.Prior)
+	case c.EvalEvery < 0:
+		return fmt.Errorf("eval-every %d: want ≥ 0", c.EvalEvery)
+	}
+	return nil
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return atomicfile.WriteBytes(path, append(b, '\n'))
+}
+
+// LoadConfig reads RUN/config.json.
+func LoadConfig(runDir string) (*Config, error) {
+	path := filepath.Join(runDir, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read run config: %w", err)
+	}
+	var c Config
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return &c, nil
+}

@@ -1,0 +1,130 @@
+package train
+
+import (
+	"fmt"
+
+	"emclust/data"
+	"emclust/model"
+	"emclust/torch"
+	"emclust/transform"
+)
+
+// Source feeds the network. Its data live on the training device, so a batch is an
+// index_select there: no host copy in the step.
+type Source interface {
+	Len() int
+	// Labels are the ground-truth classes, nil when unknown.
+	Labels() []int
+	// Batch returns the network input for rows idx (int64 on the device) and, when
+	// aug is set, the transformed batch T(x).
+	Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.AugmentConfig) (x, xt *torch.Tensor)
+	// Features is what the k-means baseline clusters: the vectors, or raw pixels.
+	Features(s *torch.Scope) *torch.Tensor
+	// Spec fills in the model's input shape.
+	Spec(cfg *Config) (model.Spec, error)
+	Describe() string
+	Close()
+}
+
+// VectorSource holds an N×D float32 table on the device.
+type VectorSource struct {
+	v *data.Vectors
+	x *torch.Tensor
+}
+
+// NewVectorSource copies v to dev.
+func NewVectorSource(v *data.Vectors, dev torch.Device) (*VectorSource, error) {
+	if err := v.Validate(); err != nil {
+		return nil, err
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	x := s.Keep(s.FromFloat32(v.X, []int{v.N, v.D}, dev))
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("copy %s to %v: %w", v.Source, dev, err)
+	}
+	return &VectorSource{v: v, x: x}, nil
+}
+
+func (vs *VectorSource) Len() int      { return vs.v.N }
+func (vs *VectorSource) Labels() []int { return vs.v.Labels }
+func (vs *VectorSource) Describe() string {
+	return fmt.Sprintf("%s: %d rows × %d features", vs.v.Source, vs.v.N, vs.v.D)
+}
+func (vs *VectorSource) Close() { vs.x.Free() }
+
+func (vs *VectorSource) Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.AugmentConfig) (x, xt *torch.Tensor) {
+	x = s.IndexSelect(vs.x, 0, idx)
+	if aug != nil {
+		s.Fail(fmt.Errorf("objectives with augmentation need images; %s is vectors (use --objective em)", vs.v.Source))
+	}
+	return x, nil
+}
+
+func (vs *VectorSource) Features(s *torch.Scope) *torch.Tensor { return vs.x }
+
+func (vs *VectorSource) Spec(cfg *Config) (model.Spec, error) {
+	if cfg.Arch != "" && cfg.Arch != "mlp" {
+		return model.Spec{}, fmt.Errorf("arch %s takes images; vectors use mlp", cfg.Arch)
+	}
+	return model.Spec{Arch: "mlp", In: vs.v.D, Hidden: cfg.Hidden, K: cfg.K, Norm: cfg.Norm}, nil
+}
+
+// ImageSource holds N×C×H×W uint8 images on the device; batches are made float,
+// augmented and Sobel-filtered there.
+type ImageSource struct {
+	im  *data.Images
+	pix *torch.Tensor
+}
+
+// NewImageSource copies the images to dev (70k MNIST images are 55 MB).
+func NewImageSource(im *data.Images, dev torch.Device) (*ImageSource, error) {
+	if err := im.Validate(); err != nil {
+		return nil, err
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	pix := s.Keep(s.FromUint8(im.Pix, []int{im.N, im.C, im.H, im.W}, dev))
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("copy %s to %v: %w", im.Source, dev, err)
+	}
+	return &ImageSource{im: im, pix: pix}, nil
+}
+
+func (is *ImageSource) Len() int      { return is.im.N }
+func (is *ImageSource) Labels() []int { return is.im.Labels }
+func (is *ImageSource) Describe() string {
+	return fmt.Sprintf("%s: %d images %dx%dx%d", is.im.Source, is.im.N, is.im.C, is.im.H, is.im.W)
+}
+func (is *ImageSource) Close() { is.pix.Free() }
+
+func (is *ImageSource) Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.AugmentConfig) (x, xt *torch.Tensor) {
+	raw := s.IndexSelect(is.pix, 0, idx)
+	x = transform.Pipeline(s, raw, nil)
+	if aug != nil {
+		xt = transform.Pipeline(s, raw, aug)
+	}
+	return x, xt
+}
+
+func (is *ImageSource) Features(s *torch.Scope) *torch.Tensor {
+	return s.DivScalar(s.Reshape(s.Cast(is.pix, torch.Float32), is.im.N, -1), 255)
+}
+
+// Images returns the loaded images (for reports).
+func (is *ImageSource) Images() *data.Images { return is.im }
+
+func (is *ImageSource) Spec(cfg *Config) (model.Spec, error) {
+	arch := cfg.Arch
+	if arch == "" {
+		a, err := model.ArchFor(is.im.H, is.im.W)
+		if err != nil {
+			return model.Spec{}, err
+		}
+		arch = a
+	}
+	if arch == "mlp" {
+		return model.Spec{}, fmt.Errorf("arch mlp takes vectors; images use mnist, cifar or stl10")
+	}
+	return model.Spec{Arch: arch, InC: 2, H: is.im.H, W: is.im.W, K: cfg.K, Norm: cfg.Norm}, nil
+}

@@ -1,0 +1,561 @@
+package train
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"emclust/atomicfile"
+	"emclust/eval"
+	"emclust/loss"
+	"emclust/model"
+	"emclust/torch"
+)
+
+// EpochMetrics is one line of RUN/metrics.jsonl.
+type EpochMetrics struct {
+	Epoch   int       `json:"epoch"`
+	Steps   int       `json:"steps"`
+	Loss    float64   `json:"loss"`              // mean EM (or IIC) loss of the epoch's steps
+	LossKL  float64   `json:"loss_kl,omitempty"` // mean KL loss (twofold)
+	Seconds float64   `json:"seconds"`           // training time of the epoch
+	HMean   []float64 `json:"h_mean"`            // batch mean of sigmoid(a*/γ) per cluster
+	Sizes   []int     `json:"sizes,omitempty"`   // cluster sizes at evaluation
+	Empty   int       `json:"empty_clusters"`
+	ACC     *float64  `json:"acc,omitempty"`
+	NMI     *float64  `json:"nmi,omitempty"`
+	ARI     *float64  `json:"ari,omitempty"`
+}
+
+// Progress receives training progress; the CLI draws a bar from it.
+type Progress interface {
+	Start(epoch, epochs, steps int)
+	Step(done int, loss float64, read bool) // loss is the epoch's running mean when read
+	End(m EpochMetrics)
+}
+
+// Run is a training run: config, data, network, optimisers and history.
+type Run struct {
+	Cfg      Config
+	Dir      string
+	Spec     model.Spec
+	Net      *model.Net
+	Dev      torch.Device
+	Src      Source
+	History  []EpochMetrics
+	Progress Progress
+
+	optA, optB *torch.Adam // EM (or IIC) step; KL step of twofold
+	prior      *torch.Tensor
+	epoch      int // epochs completed
+}
+
+// New builds the network and optimisers for cfg on src's device and writes
+// RUN/config.json. The network's init is drawn from cfg.Seed.
+func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.K > src.Len() {
+		return nil, fmt.Errorf("k = %d is larger than the %d rows of data", cfg.K, src.Len())
+	}
+	if cfg.BatchSize > src.Len() {
+		cfg.BatchSize = src.Len()
+	}
+	g, err := loss.ParseGamma(cfg.Gamma, cfg.BatchSize)
+	if err != nil {
+		return nil, err
+	}
+	cfg.GammaVal = g
+	spec, err := src.Spec(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Arch = spec.Arch
+	if cfg.Threads > 0 {
+		if err := torch.SetNumThreads(cfg.Threads); err != nil {
+			return nil, err
+		}
+	}
+	if err := torch.ManualSeed(cfg.Seed); err != nil {
+		return nil, err
+	}
+	net, err := model.New(spec, dev)
+	if err != nil {
+		return nil, err
+	}
+	r := &Run{Cfg: cfg, Dir: dir, Spec: net.Spec, Net: net, Dev: dev, Src: src}
+	params := net.Params()
+	ts := make([]*torch.Tensor, len(params))
+	lrA := make([]float64, len(params))
+	lrB := make([]float64, len(params))
+	for i, p := range params {
+		ts[i] = p.Tensor
+		lrA[i] = cfg.LR
+		lrB[i] = cfg.LRKL
+	}
+	if r.optA, err = torch.NewAdam(ts, lrA, torch.AdamConfig{}); err != nil {
+		r.Close()
+		return nil, err
+	}
+	if cfg.Objective == "twofold" {
+		if r.optB, err = torch.NewAdam(ts, lrB, torch.AdamConfig{}); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	if cfg.Prior == "learned" {
+		s := torch.NoGrad()
+		r.prior = s.Keep(s.Full([]int{1, cfg.K}, 1/float64(cfg.K), torch.Float32, dev))
+		if err := s.Close(); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("run folder: %w", err)
+		}
+		if err := writeJSON(filepath.Join(dir, "config.json"), r.Cfg); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Close frees the network, optimisers and prior (not the source).
+func (r *Run) Close() {
+	if r.optA != nil {
+		r.optA.Close()
+	}
+	if r.optB != nil {
+		r.optB.Close()
+	}
+	r.prior.Free()
+	if r.Net != nil {
+		r.Net.Close()
+	}
+}
+
+// EpochsDone is the number of completed epochs.
+func (r *Run) EpochsDone() int { return r.epoch }
+
+// epochSeed derives the generator seed of an epoch, so that a run resumed at an epoch
+// boundary draws the same shuffles and augmentations as one that never stopped.
+func epochSeed(seed uint64, epoch int) uint64 {
+	z := seed + 0x9e3779b97f4a7c15*uint64(epoch+1)
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// Train runs the remaining epochs, evaluating and checkpointing as configured.
+// Cancelling ctx stops after the current step; the last checkpoint stays valid.
+func (r *Run) Train(ctx context.Context) error {
+	for r.epoch < r.Cfg.Epochs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		m, err := r.trainEpoch(ctx)
+		if err != nil {
+			return fmt.Errorf("epoch %d: %w", r.epoch+1, err)
+		}
+		last := r.epoch+1 == r.Cfg.Epochs
+		if last || (r.Cfg.EvalEvery > 0 && (r.epoch+1)%r.Cfg.EvalEvery == 0) {
+			if err := r.evaluate(&m); err != nil {
+				return fmt.Errorf("epoch %d: evaluate: %w", r.epoch+1, err)
+			}
+		}
+		r.epoch++
+		r.History = append(r.History, m)
+		if r.Progress != nil {
+			r.Progress.End(m)
+		}
+		if r.Dir != "" {
+			if err := r.Save(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// trainEpoch is one pass over a fresh shuffle, dropping the last partial batch (a
+// normalisation over a handful of rows would be noise).
+func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
+	cfg := &r.Cfg
+	m := EpochMetrics{Epoch: r.epoch + 1}
+	seed := epochSeed(cfg.Seed, r.epoch)
+	if err := torch.ManualSeed(seed); err != nil {
+		return m, err
+	}
+	n := r.Src.Len()
+	steps := n / cfg.BatchSize
+	rng := rand.New(rand.NewPCG(seed, cfg.Seed))
+	perm := make([]int64, n)
+	for i, p := range rng.Perm(n) {
+		perm[i] = int64(p)
+	}
+
+	// Per-epoch tensors: the permutation and the on-device accumulators, read once at
+	// the end (and every LogEvery steps for the progress bar) so steps never wait.
+	ep := torch.NoGrad()
+	defer ep.Close()
+	permT := ep.FromInt64(perm, []int{n}, r.Dev)
+	lossSum := ep.Zeros(nil, torch.Float32, r.Dev)
+	klSum := ep.Zeros(nil, torch.Float32, r.Dev)
+	hSum := ep.Zeros([]int{cfg.K}, torch.Float32, r.Dev)
+	if err := ep.Err(); err != nil {
+		return m, err
+	}
+	if r.Progress != nil {
+		r.Progress.Start(r.epoch+1, cfg.Epochs, steps)
+	}
+	start := time.Now()
+	for step := 0; step < steps; step++ {
+		if err := ctx.Err(); err != nil {
+			return m, err
+		}
+		s := torch.NewScope()
+		idx := s.Narrow(permT, 0, step*cfg.BatchSize, cfg.BatchSize)
+		l, kl, h := r.step(s, idx)
+		// Accumulate in place of the old sums, outside the step's scope.
+		lossSum = swap(ep, lossSum, s.Add(lossSum, s.Detach(l)))
+		hSum = swap(ep, hSum, s.Add(hSum, h))
+		if kl != nil {
+			klSum = swap(ep, klSum, s.Add(klSum, s.Detach(kl)))
+		}
+		if err := s.Close(); err != nil {
+			return m, err
+		}
+		if r.Progress != nil {
+			// Reading the loss waits for the device, so only every LogEvery steps.
+			read := cfg.LogEvery > 0 && ((step+1)%cfg.LogEvery == 0 || step+1 == steps)
+			var l float64
+			if read {
+				l = ep.Item(lossSum) / float64(step+1)
+			}
+			r.Progress.Step(step+1, l, read)
+		}
+	}
+	m.Steps = steps
+	m.Loss = ep.Item(lossSum) / float64(steps)
+	if cfg.Objective == "twofold" {
+		m.LossKL = ep.Item(klSum) / float64(steps)
+	}
+	hs := ep.Float32s(ep.DivScalar(hSum, float64(steps)))
+	if err := ep.Err(); err != nil {
+		return m, err
+	}
+	m.Seconds = time.Since(start).Seconds()
+	m.HMean = make([]float64, len(hs))
+	for j, v := range hs {
+		m.HMean[j] = round6(float64(v))
+	}
+	if math.IsNaN(m.Loss) || math.IsInf(m.Loss, 0) {
+		return m, fmt.Errorf("loss is %v: training diverged (try a lower --lr or a larger --gamma)", m.Loss)
+	}
+	return m, nil
+}
+
+// swap moves next into the epoch scope in place of old.
+func swap(ep *torch.Scope, old, next *torch.Tensor) *torch.Tensor {
+	if next == nil {
+		return old
+	}
+	ep.Adopt(next)
+	old.Free()
+	return next
+}
+
+// step is one batch of Algorithm 1 (or its single-objective variants). It returns the
+// main loss, the KL loss (twofold), and the batch mean of h per cluster.
+func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tensor) {
+	cfg := &r.Cfg
+	var aug = cfg.Augment
+	if !cfg.needsAugment() {
+		aug = nil
+	}
+	x, xt := r.Src.Batch(s, idx, aug)
+
+	// EM (or IIC) step with optimiser A.
+	aStar := r.Net.Forward(s, x, true)
+	var logPrior *torch.Tensor
+	if r.prior != nil {
+		logPrior = s.Log(r.prior)
+	}
+	p := loss.Posterior(s, aStar, logPrior)
+	switch cfg.Objective {
+	case "em":
+		l = loss.EM(s, aStar, p, cfg.GammaVal)
+	case "em-aug", "twofold":
+		l = loss.EMAug(s, aStar, r.Net.Forward(s, xt, true), p, cfg.GammaVal)
+	case "iic":
+		l = loss.IIC(s, aStar, r.Net.Forward(s, xt, true))
+	}
+	hMean = s.Mean(s.Sigmoid(s.DivScalar(s.Detach(aStar), cfg.GammaVal)), false, 0)
+	r.update(s, r.optA, l)
+	if r.prior != nil {
+		// π ← 0.99 π + 0.01 mean_i p_i: the priors come from the previous posteriors.
+		next := s.Add(s.MulScalar(r.prior, 0.99), s.MulScalar(s.Mean(p, true, 0), 0.01))
+		s.CopyInto(r.prior, next)
+	}
+	if cfg.Objective != "twofold" {
+		return l, nil, hMean
+	}
+
+	// KL step with optimiser B: fresh posteriors of the originals under the updated θ
+	// (constants, so computed without a graph), and q of the transformed batch.
+	ng := torch.NoGrad()
+	pNew := loss.Posterior(ng, r.Net.Forward(ng, x, true), logPrior)
+	if err := ng.Err(); err != nil {
+		s.Fail(err)
+	}
+	kl = loss.KL(s, pNew, r.Net.Forward(s, xt, true))
+	r.update(s, r.optB, kl)
+	ng.Close()
+	return l, kl, hMean
+}
+
+func (r *Run) update(s *torch.Scope, opt *torch.Adam, l *torch.Tensor) {
+	if s.Err() != nil {
+		return
+	}
+	s.Fail(opt.ZeroGrad())
+	s.Backward(l)
+	if s.Err() == nil {
+		s.Fail(opt.Step())
+	}
+}
+
+func round6(v float64) float64 { return math.Round(v*1e6) / 1e6 }
+
+// Prediction is the network's clustering of the whole source in eval mode.
+type Prediction struct {
+	Cluster   []int
+	Posterior []float32 // N×K
+	K         int
+}
+
+// Predict clusters every row in eval mode (running statistics), 1024 rows at a time.
+func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) (*Prediction, error) {
+	n, k := src.Len(), net.Spec.K
+	out := &Prediction{Cluster: make([]int, n), Posterior: make([]float32, 0, n*k), K: k}
+	const chunk = 1024
+	all := torch.NoGrad()
+	defer all.Close()
+	rows := all.Arange(n, torch.Int64, dev)
+	if err := all.Err(); err != nil {
+		return nil, err
+	}
+	for lo := 0; lo < n; lo += chunk {
+		s := torch.NoGrad()
+		m := min(chunk, n-lo)
+		idx := s.Narrow(rows, 0, lo, m)
+		x, _ := src.Batch(s, idx, nil)
+		aStar := net.Forward(s, x, false)
+		var logPrior *torch.Tensor
+		if prior != nil {
+			logPrior = s.Log(prior)
+		}
+		p := loss.Posterior(s, aStar, logPrior)
+		am := s.Int64s(s.ArgMax(p, 1, false))
+		out.Posterior = append(out.Posterior, s.Float32s(p)...)
+		if err := s.Close(); err != nil {
+			return nil, err
+		}
+		for i, c := range am {
+			out.Cluster[lo+i] = int(c)
+		}
+	}
+	return out, nil
+}
+
+func (r *Run) evaluate(m *EpochMetrics) error {
+	pred, err := Predict(r.Net, r.Src, r.Dev, r.prior)
+	if err != nil {
+		return err
+	}
+	m.Sizes = eval.ClusterSizes(pred.Cluster, r.Cfg.K)
+	for _, c := range m.Sizes {
+		if c == 0 {
+			m.Empty++
+		}
+	}
+	if labels := r.Src.Labels(); labels != nil {
+		sc, err := eval.Score(labels, pred.Cluster)
+		if err != nil {
+			return err
+		}
+		acc, nmi, ari := round6(sc.ACC), round6(sc.NMI), round6(sc.ARI)
+		m.ACC, m.NMI, m.ARI = &acc, &nmi, &ari
+	}
+	return nil
+}
+
+// Final returns the last evaluated metrics.
+func (r *Run) Final() (EpochMetrics, bool) {
+	for i := len(r.History) - 1; i >= 0; i-- {
+		if r.History[i].Sizes != nil {
+			return r.History[i], true
+		}
+	}
+	return EpochMetrics{}, false
+}
+
+// Checkpoint layout: model tensors under "model.", optimiser moments under
+// "optA.<i>.*" / "optB.<i>.*", the learned prior as "prior"; config, spec, epoch,
+// optimiser step counts and history in the metadata.
+const checkpointName = "checkpoint.safetensors"
+
+type checkpointMeta struct {
+	Epoch   int            `json:"epoch"`
+	StepsA  []int64        `json:"steps_a"`
+	StepsB  []int64        `json:"steps_b,omitempty"`
+	History []EpochMetrics `json:"history"`
+}
+
+// Save writes RUN/checkpoint.safetensors and RUN/metrics.jsonl atomically.
+func (r *Run) Save() error {
+	s := torch.NoGrad()
+	defer s.Close()
+	var ts []torch.Named
+	for _, nt := range append(r.Net.Params(), r.Net.Buffers()...) {
+		ts = append(ts, torch.Named{Name: "model." + nt.Name, Tensor: nt.Tensor})
+	}
+	meta := checkpointMeta{Epoch: r.epoch, History: r.History}
+	for _, o := range []struct {
+		name  string
+		opt   *torch.Adam
+		steps *[]int64
+	}{{"optA", r.optA, &meta.StepsA}, {"optB", r.optB, &meta.StepsB}} {
+		if o.opt == nil {
+			continue
+		}
+		for i := 0; i < o.opt.Len(); i++ {
+			m, v, st := o.opt.State(s, i)
+			ts = append(ts, torch.Named{Name: fmt.Sprintf("%s.%d.exp_avg", o.name, i), Tensor: m},
+				torch.Named{Name: fmt.Sprintf("%s.%d.exp_avg_sq", o.name, i), Tensor: v})
+			*o.steps = append(*o.steps, st)
+		}
+	}
+	if r.prior != nil {
+		ts = append(ts, torch.Named{Name: "prior", Tensor: r.prior})
+	}
+	if err := s.Err(); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	cfgJSON, _ := json.Marshal(r.Cfg)
+	metaJSON, _ := json.Marshal(meta)
+	md := map[string]string{
+		"format":   "emclust-checkpoint-1",
+		"config":   string(cfgJSON),
+		"spec":     r.Net.Spec.JSON(),
+		"state":    string(metaJSON),
+		"epoch":    strconv.Itoa(r.epoch),
+		"libtorch": torch.Version(),
+	}
+	if err := torch.SaveSafetensors(filepath.Join(r.Dir, checkpointName), ts, md); err != nil {
+		return err
+	}
+	return r.writeMetrics()
+}
+
+func (r *Run) writeMetrics() error {
+	var buf []byte
+	for _, m := range r.History {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	return atomicfile.WriteBytes(filepath.Join(r.Dir, "metrics.jsonl"), buf)
+}
+
+// ReadCheckpoint reads a run's checkpoint and the config and spec saved in it.
+func ReadCheckpoint(runDir string) (*torch.SafeFile, *Config, model.Spec, error) {
+	path := runDir
+	if st, err := os.Stat(runDir); err == nil && st.IsDir() {
+		path = filepath.Join(runDir, checkpointName)
+	}
+	f, err := torch.ReadSafetensors(path)
+	if err != nil {
+		return nil, nil, model.Spec{}, err
+	}
+	if f.Meta["format"] != "emclust-checkpoint-1" {
+		return nil, nil, model.Spec{}, fmt.Errorf("%s: not an emclust checkpoint (format %q)", path, f.Meta["format"])
+	}
+	var cfg Config
+	var spec model.Spec
+	if err := json.Unmarshal([]byte(f.Meta["config"]), &cfg); err != nil {
+		return nil, nil, spec, fmt.Errorf("%s: config: %w", path, err)
+	}
+	if err := json.Unmarshal([]byte(f.Meta["spec"]), &spec); err != nil {
+		return nil, nil, spec, fmt.Errorf("%s: spec: %w", path, err)
+	}
+	return f, &cfg, spec, nil
+}
+
+// Restore loads a checkpoint's network, optimiser states, prior and history into r,
+// which must have been built with the same config.
+func (r *Run) Restore(f *torch.SafeFile) error {
+	var spec model.Spec
+	if err := json.Unmarshal([]byte(f.Meta["spec"]), &spec); err != nil {
+		return fmt.Errorf("%s: spec: %w", f.Path, err)
+	}
+	if spec.JSON() != r.Net.Spec.JSON() {
+		return fmt.Errorf("%s: saved model %s does not match this run's %s", f.Path, spec.JSON(), r.Net.Spec.JSON())
+	}
+	if err := r.Net.Load(f, "model."); err != nil {
+		return err
+	}
+	var meta checkpointMeta
+	if err := json.Unmarshal([]byte(f.Meta["state"]), &meta); err != nil {
+		return fmt.Errorf("%s: state: %w", f.Path, err)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	for _, o := range []struct {
+		name  string
+		opt   *torch.Adam
+		steps []int64
+	}{{"optA", r.optA, meta.StepsA}, {"optB", r.optB, meta.StepsB}} {
+		if o.opt == nil {
+			continue
+		}
+		if len(o.steps) != o.opt.Len() {
+			return fmt.Errorf("%s: %s has %d parameter states, this run needs %d", f.Path, o.name, len(o.steps), o.opt.Len())
+		}
+		for i := 0; i < o.opt.Len(); i++ {
+			m := s.LoadTensor(f, fmt.Sprintf("%s.%d.exp_avg", o.name, i), r.Dev)
+			v := s.LoadTensor(f, fmt.Sprintf("%s.%d.exp_avg_sq", o.name, i), r.Dev)
+			if err := s.Err(); err != nil {
+				return err
+			}
+			if err := o.opt.SetState(i, m, v, o.steps[i]); err != nil {
+				return fmt.Errorf("%s: %s state %d: %w", f.Path, o.name, i, err)
+			}
+		}
+	}
+	if r.prior != nil {
+		s.CopyInto(r.prior, s.LoadTensor(f, "prior", r.Dev))
+	}
+	if err := s.Err(); err != nil {
+		return err
+	}
+	r.epoch = meta.Epoch
+	r.History = meta.History
+	return nil
+}
+
+// Prior is the learned prior π (1×K), nil for uniform.
+func (r *Run) Prior() *torch.Tensor { return r.prior }
