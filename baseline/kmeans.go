@@ -59,6 +59,9 @@ type Result struct {
 // squared moves), or after cfg.MaxIter iterations. The labels returned are always the
 // nearest-centre assignment of the returned centres, and the inertia is computed from
 // them by direct differences in float64, not from the distance expansion.
+//
+// Each iteration holds an N×K distance matrix on the device besides x and a centred
+// copy of it; nothing of size N×D crosses to the host.
 func KMeans(x *torch.Tensor, cfg KMeansConfig) (*Result, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
