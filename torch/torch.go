@@ -186,11 +186,15 @@ func (t *Tensor) Numel() int {
 	return n
 }
 
-// Dim returns the size of dimension i (negative counts from the end).
+// Dim returns the size of dimension i (negative counts from the end); 0 for a nil
+// tensor or a dimension it does not have, so code after a failed op need not check.
 func (t *Tensor) Dim(i int) int {
 	s := t.Shape()
 	if i < 0 {
 		i += len(s)
+	}
+	if i < 0 || i >= len(s) {
+		return 0
 	}
 	return s[i]
 }

@@ -16,6 +16,7 @@ import (
 	"emclust/loss"
 	"emclust/model"
 	"emclust/torch"
+	"emclust/transform"
 )
 
 // EpochMetrics is one line of RUN/metrics.jsonl.
@@ -67,6 +68,18 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 	}
 	if cfg.BatchSize > src.Len() {
 		cfg.BatchSize = src.Len()
+	}
+	if cfg.needsAugment() {
+		if _, vectors := src.(*VectorSource); vectors {
+			return nil, fmt.Errorf("objective %s trains on transformed images and needs images; use --objective em for vectors", cfg.Objective)
+		}
+		if cfg.Augment == nil {
+			aug := transform.DefaultAugment()
+			cfg.Augment = &aug
+		}
+		if err := cfg.Augment.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	g, err := loss.ParseGamma(cfg.Gamma, cfg.BatchSize)
 	if err != nil {
@@ -285,6 +298,9 @@ func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tenso
 		aug = nil
 	}
 	x, xt := r.Src.Batch(s, idx, aug)
+	if s.Err() != nil {
+		return nil, nil, nil
+	}
 
 	// EM (or IIC) step with optimiser A.
 	aStar := r.Net.Forward(s, x, true)

@@ -1,0 +1,263 @@
+package train
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"emclust/data"
+	"emclust/torch"
+)
+
+func digitsSource(t *testing.T) *VectorSource {
+	t.Helper()
+	v, err := data.Digits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Standardize()
+	src, err := NewVectorSource(v, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	return src
+}
+
+func newRun(t *testing.T, cfg Config, src Source, dir string) *Run {
+	t.Helper()
+	r, err := New(cfg, src, torch.CPU, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+// The paper's vector setting learns the digits: the loss falls, no cluster is empty,
+// and the clustering agrees with the labels far beyond chance (ACC 0.1).
+func TestTrainDigitsLearns(t *testing.T) {
+	cfg := VectorDefaults()
+	cfg.Epochs = 8
+	r := newRun(t, cfg, digitsSource(t), t.TempDir())
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first, last := r.History[0], r.History[len(r.History)-1]
+	if !(last.Loss < first.Loss) {
+		t.Errorf("loss did not fall: %v → %v", first.Loss, last.Loss)
+	}
+	if last.Empty != 0 {
+		t.Errorf("%d empty clusters: %v", last.Empty, last.Sizes)
+	}
+	if last.ACC == nil || *last.ACC < 0.45 || *last.NMI < 0.45 {
+		t.Errorf("ACC %v NMI %v: not learning", *last.ACC, *last.NMI)
+	}
+	// Normalised relevances keep the batch mean of h at ≈ 0.5 (Table avg_dist).
+	for j, h := range last.HMean {
+		if h < 0.45 || h > 0.55 {
+			t.Errorf("cluster %d: mean h %v, want ≈ 0.5", j, h)
+		}
+	}
+	for _, f := range []string{"config.json", "metrics.jsonl", "checkpoint.safetensors"} {
+		if _, err := os.Stat(filepath.Join(r.Dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// Without the normalisation one cluster takes (nearly) everything: the paper's ablation.
+func TestNoNormCollapses(t *testing.T) {
+	cfg := VectorDefaults()
+	cfg.Epochs = 8
+	cfg.Norm = false
+	r := newRun(t, cfg, digitsSource(t), "")
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	last := r.History[len(r.History)-1]
+	big := 0
+	for _, n := range last.Sizes {
+		big = max(big, n)
+	}
+	if big < 1797*8/10 {
+		t.Errorf("largest cluster %d of 1797: expected collapse without normalisation (sizes %v)", big, last.Sizes)
+	}
+}
+
+// A run stopped after 2 epochs and resumed to 4 matches a straight 4-epoch run bit
+// for bit: weights, optimiser moments and history.
+func TestResumeIsExact(t *testing.T) {
+	src := digitsSource(t)
+	cfg := VectorDefaults()
+	cfg.Epochs = 4
+	cfg.Prior = "learned"
+	straight := newRun(t, cfg, src, t.TempDir())
+	if err := straight.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	half := cfg
+	half.Epochs = 2
+	first := newRun(t, half, src, dir)
+	if err := first.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+
+	f, saved, _, err := ReadCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved.Epochs = 4
+	resumed := newRun(t, *saved, src, dir)
+	if err := resumed.Restore(f); err != nil {
+		t.Fatal(err)
+	}
+	if resumed.EpochsDone() != 2 {
+		t.Fatalf("resumed at epoch %d, want 2", resumed.EpochsDone())
+	}
+	if err := resumed.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	a, b := straight.Net.Params(), resumed.Net.Params()
+	for i := range a {
+		x, y := s.Float32s(a[i].Tensor), s.Float32s(b[i].Tensor)
+		for k := range x {
+			if x[k] != y[k] {
+				t.Fatalf("%s[%d]: %v straight vs %v resumed", a[i].Name, k, x[k], y[k])
+			}
+		}
+	}
+	if len(resumed.History) != 4 || resumed.History[3].Loss != straight.History[3].Loss {
+		t.Fatalf("history differs: %+v vs %+v", resumed.History, straight.History)
+	}
+	px, py := s.Float32s(straight.Prior()), s.Float32s(resumed.Prior())
+	for j := range px {
+		if px[j] != py[j] {
+			t.Fatalf("learned prior differs: %v vs %v", px, py)
+		}
+	}
+}
+
+func rssBytes(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		t.Skip("no /proc/self/statm")
+	}
+	f := strings.Fields(string(b))
+	pages, _ := strconv.ParseInt(f[1], 10, 64)
+	return pages * int64(os.Getpagesize())
+}
+
+type countingProgress struct {
+	t         *testing.T
+	live      []int64
+	rss       []int64
+	stepsSeen int
+}
+
+func (c *countingProgress) Start(epoch, epochs, steps int) {}
+func (c *countingProgress) Step(done int, loss float64, read bool) {
+	c.stepsSeen++
+}
+func (c *countingProgress) End(m EpochMetrics) {
+	c.live = append(c.live, torch.LiveTensors())
+	c.rss = append(c.rss, rssBytes(c.t))
+}
+
+// Thousands of steps keep the number of live tensors constant and RSS flat: every
+// step's temporaries are freed when its scope closes, not by the GC.
+func TestMemoryStaysFlat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	v := &data.Vectors{N: 128 * 100, D: 16, Source: "random"}
+	v.X = make([]float32, v.N*v.D)
+	for i := range v.X {
+		v.X[i] = float32(rng.NormFloat64())
+	}
+	src, err := NewVectorSource(v, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cfg := VectorDefaults()
+	cfg.Epochs = 30 // 3000 steps
+	cfg.EvalEvery = 5
+	cfg.Prior = "learned"
+	r := newRun(t, cfg, src, "")
+	p := &countingProgress{t: t}
+	r.Progress = p
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if p.stepsSeen != 3000 {
+		t.Fatalf("%d steps, want 3000", p.stepsSeen)
+	}
+	for i, n := range p.live {
+		if n != p.live[0] {
+			t.Fatalf("live tensors after epoch %d: %d, after epoch 1: %d (leak)", i+1, n, p.live[0])
+		}
+	}
+	// Allow the allocator some slack, but not growth per step: a leak of one 128×16
+	// float tensor per step alone would add 24 MB over these 2900 steps.
+	if grow := p.rss[len(p.rss)-1] - p.rss[2]; grow > 8<<20 {
+		t.Fatalf("RSS grew by %d MB from epoch 3 to 30", grow>>20)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	src := digitsSource(t)
+	for _, tc := range []struct {
+		mod  func(*Config)
+		want string
+	}{
+		{func(c *Config) { c.K = 5000 }, "larger than the 1797 rows"},
+		{func(c *Config) { c.K = 0 }, "at least 1 cluster"},
+		{func(c *Config) { c.Objective = "kmeans" }, "objective"},
+		{func(c *Config) { c.BatchSize = 1 }, "batch size"},
+		{func(c *Config) { c.Gamma = "-2" }, "gamma"},
+		{func(c *Config) { c.Arch = "mnist" }, "arch mnist"},
+		{func(c *Config) { c.Prior = "zipf" }, "prior"},
+	} {
+		cfg := VectorDefaults()
+		tc.mod(&cfg)
+		_, err := New(cfg, src, torch.CPU, "")
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("want error with %q, got %v", tc.want, err)
+		}
+	}
+	// Objectives that augment need images.
+	cfg := VectorDefaults()
+	cfg.Objective = "twofold"
+	if _, err := New(cfg, src, torch.CPU, ""); err == nil || !strings.Contains(err.Error(), "needs images") {
+		t.Errorf("twofold on vectors: %v", err)
+	}
+}
+
+func TestRestoreRejectsOtherModel(t *testing.T) {
+	src := digitsSource(t)
+	dir := t.TempDir()
+	cfg := VectorDefaults()
+	cfg.Epochs = 1
+	r := newRun(t, cfg, src, dir)
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f, _, _, err := ReadCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := cfg
+	other.K = 7
+	o := newRun(t, other, src, "")
+	if err := o.Restore(f); err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Fatalf("restore into K=7: %v", err)
+	}
+}
