@@ -20,6 +20,8 @@ type Source interface {
 	Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.AugmentConfig) (x, xt *torch.Tensor)
 	// Features is what the k-means baseline clusters: the vectors, or raw pixels.
 	Features(s *torch.Scope) *torch.Tensor
+	// IndexDevice is where the row indices given to Batch should live.
+	IndexDevice() torch.Device
 	// Spec fills in the model's input shape.
 	Spec(cfg *Config) (model.Spec, error)
 	Describe() string
@@ -63,6 +65,8 @@ func (vs *VectorSource) Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.
 
 func (vs *VectorSource) Features(s *torch.Scope) *torch.Tensor { return vs.x }
 
+func (vs *VectorSource) IndexDevice() torch.Device { return vs.x.Device() }
+
 func (vs *VectorSource) Spec(cfg *Config) (model.Spec, error) {
 	if cfg.Arch != "" && cfg.Arch != "mlp" {
 		return model.Spec{}, fmt.Errorf("arch %s takes images; vectors use mlp", cfg.Arch)
@@ -71,10 +75,32 @@ func (vs *VectorSource) Spec(cfg *Config) (model.Spec, error) {
 }
 
 // ImageSource holds N×C×H×W uint8 images on the device; batches are made float,
-// augmented and Sobel-filtered there.
+// augmented and Sobel-filtered there. A set too large for the device stays in pinned
+// host memory instead, and each batch is copied over without blocking.
 type ImageSource struct {
-	im  *data.Images
-	pix *torch.Tensor
+	im   *data.Images
+	pix  *torch.Tensor
+	dev  torch.Device // where batches are computed
+	host bool         // pix lives on the host
+}
+
+// NewHostImageSource keeps the images in host memory (pinned when dev is CUDA) and
+// sends each batch to dev with a non-blocking copy.
+func NewHostImageSource(im *data.Images, dev torch.Device) (*ImageSource, error) {
+	if err := im.Validate(); err != nil {
+		return nil, err
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	pix := s.FromUint8(im.Pix, []int{im.N, im.C, im.H, im.W}, torch.CPU)
+	if dev.CUDA {
+		pix = s.PinMemory(pix)
+	}
+	pix = s.Keep(pix)
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("load %s into host memory: %w", im.Source, err)
+	}
+	return &ImageSource{im: im, pix: pix, dev: dev, host: true}, nil
 }
 
 // NewImageSource copies the images to dev (70k MNIST images are 55 MB).
@@ -88,7 +114,7 @@ func NewImageSource(im *data.Images, dev torch.Device) (*ImageSource, error) {
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("copy %s to %v: %w", im.Source, dev, err)
 	}
-	return &ImageSource{im: im, pix: pix}, nil
+	return &ImageSource{im: im, pix: pix, dev: dev}, nil
 }
 
 func (is *ImageSource) Len() int      { return is.im.N }
@@ -100,6 +126,9 @@ func (is *ImageSource) Close() { is.pix.Free() }
 
 func (is *ImageSource) Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.AugmentConfig) (x, xt *torch.Tensor) {
 	raw := s.IndexSelect(is.pix, 0, idx)
+	if is.host {
+		raw = s.ToDevice(raw, is.dev, true)
+	}
 	x = transform.Pipeline(s, raw, nil)
 	if aug != nil {
 		xt = transform.Pipeline(s, raw, aug)
@@ -108,8 +137,11 @@ func (is *ImageSource) Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.A
 }
 
 func (is *ImageSource) Features(s *torch.Scope) *torch.Tensor {
-	return s.DivScalar(s.Reshape(s.Cast(is.pix, torch.Float32), is.im.N, -1), 255)
+	return s.DivScalar(s.Reshape(s.To(is.pix, is.dev, torch.Float32), is.im.N, -1), 255)
 }
+
+// IndexDevice is the host for a host-resident set: the batch is gathered there.
+func (is *ImageSource) IndexDevice() torch.Device { return is.pix.Device() }
 
 // Images returns the loaded images (for reports).
 func (is *ImageSource) Images() *data.Images { return is.im }

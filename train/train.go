@@ -222,7 +222,7 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 	// the end (and every LogEvery steps for the progress bar) so steps never wait.
 	ep := torch.NoGrad()
 	defer ep.Close()
-	permT := ep.FromInt64(perm, []int{n}, r.Dev)
+	permT := ep.FromInt64(perm, []int{n}, r.Src.IndexDevice())
 	lossSum := ep.Zeros(nil, torch.Float32, r.Dev)
 	klSum := ep.Zeros(nil, torch.Float32, r.Dev)
 	hSum := ep.Zeros([]int{cfg.K}, torch.Float32, r.Dev)
@@ -368,7 +368,7 @@ func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) 
 	const chunk = 1024
 	all := torch.NoGrad()
 	defer all.Close()
-	rows := all.Arange(n, torch.Int64, dev)
+	rows := all.Arange(n, torch.Int64, src.IndexDevice())
 	if err := all.Err(); err != nil {
 		return nil, err
 	}

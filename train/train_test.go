@@ -261,3 +261,36 @@ func TestRestoreRejectsOtherModel(t *testing.T) {
 		t.Fatalf("restore into K=7: %v", err)
 	}
 }
+
+// Images kept on the host and copied per batch train exactly like images on the device.
+func TestHostImageSourceMatchesDevice(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	im := &data.Images{N: 128, C: 1, H: 28, W: 28, Source: "random"}
+	im.Pix = make([]uint8, im.N*28*28)
+	for i := range im.Pix {
+		im.Pix[i] = uint8(rng.IntN(256))
+	}
+	dev, err := NewImageSource(im, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	host, err := NewHostImageSource(im, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	cfg := ImageDefaults()
+	cfg.Epochs, cfg.BatchSize, cfg.K, cfg.Objective = 1, 64, 4, "em-aug"
+	var losses []float64
+	for _, src := range []Source{dev, host} {
+		r := newRun(t, cfg, src, "")
+		if err := r.Train(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		losses = append(losses, r.History[0].Loss)
+	}
+	if losses[0] != losses[1] {
+		t.Fatalf("host-resident loss %v differs from device-resident %v", losses[1], losses[0])
+	}
+}
