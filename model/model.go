@@ -28,7 +28,7 @@ type Spec struct {
 }
 
 // Archs lists the architectures New builds.
-var Archs = []string{"mlp", "mnist", "cifar", "stl10"}
+var Archs = []string{"mlp", "mnist", "cifar", "stl10", "mnist2d"}
 
 // CNN layer plans of Table net_archi: C = 3×3 conv (pad 1) + BatchNorm + ReLU,
 // M = 2×2 max-pool, F = fully connected; the last F has K outputs.
@@ -36,6 +36,9 @@ var cnnPlans = map[string]string{
 	"mnist": "C64 M C128 M C256 F32 FK",
 	"cifar": "C64 C64 M C128 C128 M C256 C256 FK",
 	"stl10": "C64 C64 M C128 C128 M C256 C256 M C256 C256 FK",
+	// §8.1's supervised network for 2-d data: the MNIST CNN with a linear 2-unit
+	// bottleneck (B2) before the K-way output.
+	"mnist2d": "C64 M C128 M C256 F32 B2 FK",
 }
 
 // ArchFor picks the paper's network for an image size: 28×28 → mnist, 32×32 →
@@ -66,7 +69,7 @@ func (sp Spec) validate() error {
 				return fmt.Errorf("model: hidden width %d", h)
 			}
 		}
-	case "mnist", "cifar", "stl10":
+	case "mnist", "cifar", "stl10", "mnist2d":
 		if sp.InC < 1 || sp.H < 1 || sp.W < 1 {
 			return fmt.Errorf("model: %s needs input planes and size, got %dx%dx%d", sp.Arch, sp.InC, sp.H, sp.W)
 		}
@@ -94,6 +97,8 @@ type Net struct {
 	layers []layer
 	norm   *relevanceNorm
 	store  *torch.Scope // owns parameters and buffers
+	// bottleneck is the number of layers up to and including the bottleneck; 0: none.
+	bottleneck int
 }
 
 // New builds the network of spec on dev with PyTorch's default initialisation, drawn
@@ -135,6 +140,12 @@ func New(spec Spec, dev torch.Device) (*Net, error) {
 					flat = true
 				}
 				n.layers = append(n.layers, newLinear(s, "out", c*h*w, spec.K, dev))
+			case tok[0] == 'B':
+				var out int
+				fmt.Sscanf(tok[1:], "%d", &out)
+				n.layers = append(n.layers, newLinear(s, "bottleneck", c*h*w, out, dev))
+				n.bottleneck = len(n.layers)
+				c, h, w = out, 1, 1
 			case tok[0] == 'F':
 				var out int
 				fmt.Sscanf(tok[1:], "%d", &out)
@@ -174,6 +185,18 @@ func (n *Net) Close() {
 func (n *Net) Relevance(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor {
 	for _, l := range n.layers {
 		x = l.forward(s, x, train)
+	}
+	return x
+}
+
+// Bottleneck returns the output of the 2-unit bottleneck of a mnist2d network.
+func (n *Net) Bottleneck(s *torch.Scope, x *torch.Tensor) *torch.Tensor {
+	if n.bottleneck == 0 {
+		s.Fail(fmt.Errorf("model: %s has no bottleneck layer", n.Spec.Arch))
+		return nil
+	}
+	for _, l := range n.layers[:n.bottleneck] {
+		x = l.forward(s, x, false)
 	}
 	return x
 }

@@ -152,3 +152,26 @@ func TestSpecErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestBottleneckNet(t *testing.T) {
+	n := build(t, Spec{Arch: "mnist2d", InC: 2, H: 28, W: 28, K: 10})
+	s := torch.NoGrad()
+	defer s.Close()
+	x := s.Randn([]int{5, 2, 28, 28}, torch.Float32, torch.CPU)
+	z := n.Bottleneck(s, x)
+	if sh := z.Shape(); len(sh) != 2 || sh[0] != 5 || sh[1] != 2 {
+		t.Fatalf("bottleneck shape %v, want [5 2]", sh)
+	}
+	if sh := n.Relevance(s, x, false).Shape(); sh[1] != 10 {
+		t.Fatalf("logits shape %v", sh)
+	}
+	// F32 → B2 → F10 replaces the 32→10 output layer of mnist.
+	if got, want := n.NumParams(), 772458-(32*10+10)+(32*2+2)+(2*10+10); got != want {
+		t.Fatalf("params %d, want %d", got, want)
+	}
+	mlp := build(t, Spec{Arch: "mlp", In: 3, K: 2, Norm: true})
+	mlp.Bottleneck(s, x)
+	if s.Err() == nil {
+		t.Fatal("mlp has no bottleneck but no error")
+	}
+}

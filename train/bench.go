@@ -22,6 +22,41 @@ type BenchResult struct {
 	PeakBytes    int64   `json:"peak_device_bytes"`
 	Params       int     `json:"params"`
 	Threads      int     `json:"cpu_threads"`
+	// GFLOPPerStep is the network's arithmetic in one training step (see StepFLOPs);
+	// AchievedTFLOPS is that over the measured step time.
+	GFLOPPerStep   float64 `json:"gflop_per_step"`
+	AchievedTFLOPS float64 `json:"achieved_tflops"`
+}
+
+// ForwardEquivalents is the work of one training step of objective in forward passes
+// of the batch: a forward that backpropagates counts 3 (its backward computes the
+// gradients of both the activations and the weights, about twice the forward), a
+// forward without a graph counts 1.
+//
+//	em        forward x with grad                                       3
+//	em-aug    forward x and T(x) with grad                              6
+//	iic       forward x and T(x) with grad                              6
+//	twofold   EM step: x and T(x) with grad (6); KL step: x without
+//	          grad (1), T(x) with grad (3)                             10
+//
+// It slightly overstates the backward: the first layer needs no input gradient.
+func ForwardEquivalents(objective string) int {
+	switch objective {
+	case "em":
+		return 3
+	case "em-aug", "iic":
+		return 6
+	case "twofold":
+		return 10
+	}
+	return 0
+}
+
+// StepFLOPs is the network's FLOPs in one training step: per-input forward FLOPs
+// (model.Net.ForwardFLOPs) × batch × ForwardEquivalents. Optimiser updates, losses and
+// the augmentation and Sobel preprocessing are not counted.
+func StepFLOPs(forwardPerInput int64, batch int, objective string) int64 {
+	return forwardPerInput * int64(batch) * int64(ForwardEquivalents(objective))
 }
 
 // Bench times steps training steps (after warmup ones) of cfg on src. It waits for the
@@ -73,5 +108,8 @@ func Bench(cfg Config, src Source, dev torch.Device, warmup, steps, epochRows in
 		PeakBytes: torch.PeakMemory(dev), Params: r.Net.NumParams(), Threads: torch.NumThreads(),
 	}
 	res.EpochSeconds = float64(epochRows/bs) / res.StepsPerSec
+	flops := float64(StepFLOPs(r.Net.ForwardFLOPs(), bs, cfg.Objective))
+	res.GFLOPPerStep = flops / 1e9
+	res.AchievedTFLOPS = flops * res.StepsPerSec / 1e12
 	return res, nil
 }

@@ -51,8 +51,9 @@ type Config struct {
 	Augment   *transform.AugmentConfig `json:"augment,omitempty"`
 }
 
-// Objectives lists the training objectives.
-var Objectives = []string{"em", "em-aug", "twofold", "iic"}
+// Objectives lists the training objectives. supervised (cross-entropy on the labels)
+// trains the §8.1 network whose 2-d bottleneck makes the 2-d data set.
+var Objectives = []string{"em", "em-aug", "twofold", "iic", "supervised"}
 
 // VectorDefaults are the paper's §8.1 settings for vector data.
 func VectorDefaults() Config {
@@ -75,7 +76,9 @@ func ImageDefaults() Config {
 }
 
 // needsAugment reports whether the objective trains on transformed batches.
-func (c *Config) needsAugment() bool { return c.Objective != "em" }
+func (c *Config) needsAugment() bool {
+	return c.Objective == "em-aug" || c.Objective == "twofold" || c.Objective == "iic"
+}
 
 // Validate checks the settings that do not depend on the data.
 func (c *Config) Validate() error {

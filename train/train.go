@@ -54,6 +54,7 @@ type Run struct {
 
 	optA, optB *torch.Adam // EM (or IIC) step; KL step of twofold
 	prior      *torch.Tensor
+	labels     *torch.Tensor // int64 labels on the index device (supervised)
 	epoch      int // epochs completed
 }
 
@@ -86,6 +87,12 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		return nil, err
 	}
 	cfg.GammaVal = g
+	if cfg.Objective == "supervised" {
+		if src.Labels() == nil {
+			return nil, fmt.Errorf("objective supervised needs labels; %s has none", src.Describe())
+		}
+		cfg.Norm = false // cross-entropy on the raw scores
+	}
 	spec, err := src.Spec(&cfg)
 	if err != nil {
 		return nil, err
@@ -123,6 +130,18 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 			return nil, err
 		}
 	}
+	if cfg.Objective == "supervised" {
+		s := torch.NoGrad()
+		lab := make([]int64, src.Len())
+		for i, l := range src.Labels() {
+			lab[i] = int64(l)
+		}
+		r.labels = s.Keep(s.FromInt64(lab, []int{len(lab)}, src.IndexDevice()))
+		if err := s.Close(); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
 	if cfg.Prior == "learned" {
 		s := torch.NoGrad()
 		r.prior = s.Keep(s.Full([]int{1, cfg.K}, 1/float64(cfg.K), torch.Float32, dev))
@@ -153,6 +172,7 @@ func (r *Run) Close() {
 		r.optB.Close()
 	}
 	r.prior.Free()
+	r.labels.Free()
 	if r.Net != nil {
 		r.Net.Close()
 	}
@@ -300,6 +320,16 @@ func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tenso
 	x, xt := r.Src.Batch(s, idx, aug)
 	if s.Err() != nil {
 		return nil, nil, nil
+	}
+
+	if cfg.Objective == "supervised" {
+		y := s.IndexSelect(r.labels, 0, idx)
+		if y != nil && y.Device() != r.Dev {
+			y = s.ToDevice(y, r.Dev, true)
+		}
+		l = loss.CrossEntropy(s, r.Net.Relevance(s, x, true), y)
+		r.update(s, r.optA, l)
+		return l, nil, s.Zeros([]int{cfg.K}, torch.Float32, r.Dev)
 	}
 
 	// EM (or IIC) step with optimiser A.

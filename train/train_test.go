@@ -294,3 +294,52 @@ func TestHostImageSourceMatchesDevice(t *testing.T) {
 		t.Fatalf("host-resident loss %v differs from device-resident %v", losses[1], losses[0])
 	}
 }
+
+// The supervised mode learns labels through the 2-unit bottleneck of §8.1's network.
+func TestSupervisedBottleneck(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	// Two classes: bright top half or bright bottom half.
+	im := &data.Images{N: 256, C: 1, H: 28, W: 28, Source: "halves"}
+	im.Pix = make([]uint8, im.N*28*28)
+	im.Labels = make([]int, im.N)
+	for i := 0; i < im.N; i++ {
+		im.Labels[i] = i % 2
+		for y := 0; y < 28; y++ {
+			for x := 0; x < 28; x++ {
+				v := rng.IntN(40)
+				if (y < 14) == (i%2 == 0) {
+					v += 180
+				}
+				im.Pix[i*784+y*28+x] = uint8(v)
+			}
+		}
+	}
+	src, err := NewImageSource(im, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cfg := ImageDefaults()
+	cfg.Arch, cfg.Objective, cfg.K, cfg.Epochs, cfg.BatchSize, cfg.LR = "mnist2d", "supervised", 2, 3, 64, 1e-3
+	r := newRun(t, cfg, src, "")
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	last := r.History[len(r.History)-1]
+	if *last.ACC < 0.95 {
+		t.Fatalf("supervised ACC %v on two trivially separable classes", *last.ACC)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	x, _ := src.Batch(s, s.Arange(4, torch.Int64, torch.CPU), nil)
+	if sh := r.Net.Bottleneck(s, x).Shape(); sh[1] != 2 {
+		t.Fatalf("bottleneck shape %v", sh)
+	}
+	// Without labels, supervised training is refused.
+	im.Labels = nil
+	nolab, _ := NewImageSource(im, torch.CPU)
+	defer nolab.Close()
+	if _, err := New(cfg, nolab, torch.CPU, ""); err == nil || !strings.Contains(err.Error(), "needs labels") {
+		t.Fatalf("supervised without labels: %v", err)
+	}
+}
