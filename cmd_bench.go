@@ -41,7 +41,13 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON lines instead of a table"},
 		},
 		Action: func(c *cli.Context) error {
-			dev, err := torch.ParseDevice(c.String("device"))
+			if c.Args().Present() {
+				return usageError{fmt.Errorf("bench takes flags only; unexpected %q", c.Args().First())}
+			}
+			if c.Int("steps") < 1 || c.Int("warmup") < 0 {
+				return usageError{fmt.Errorf("--steps %d --warmup %d: want at least 1 timed step and no negative warmup", c.Int("steps"), c.Int("warmup"))}
+			}
+			dev, err := parseDevice(c.String("device"))
 			if err != nil {
 				return err
 			}
@@ -80,14 +86,14 @@ func benchCommand() *cli.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "model\tobjective\tdevice\tparams\tms/step\trows/s\tepoch rows\tepoch s\tpeak MiB\t")
+			fmt.Fprintln(tw, "model\tobjective\tdevice\tparams\tms/step\trows/s\tGFLOP/step\tTFLOP/s\tepoch rows\tepoch s\tpeak MiB\t")
 			for _, r := range results {
 				peak := "-"
 				if r.PeakBytes >= 0 {
 					peak = fmt.Sprintf("%.0f", float64(r.PeakBytes)/(1<<20))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.2f\t%.0f\t%d\t%.1f\t%s\t\n", r.Arch, r.Objective, r.Device, r.Params,
-					r.StepMS, r.ImagesPerSec, r.EpochRows, r.EpochSeconds, peak)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.2f\t%.0f\t%s\t%s\t%d\t%.1f\t%s\t\n", r.Arch, r.Objective, r.Device, r.Params,
+					r.StepMS, r.ImagesPerSec, sigFig(r.GFLOPPerStep), sigFig(r.AchievedTFLOPS), r.EpochRows, r.EpochSeconds, peak)
 			}
 			return tw.Flush()
 		},
@@ -121,4 +127,20 @@ func benchOne(arch, obj string, rows, ch, h, w, features int, dev torch.Device, 
 	defer src.Close()
 	cfg.Arch, cfg.Objective, cfg.BatchSize, cfg.Device = arch, obj, bs, dev.String()
 	return train.Bench(cfg, src, dev, c.Int("warmup"), c.Int("steps"), rows)
+}
+
+// sigFig formats a positive value with three significant digits, so that the MLP's
+// few MFLOPs and a CNN's hundreds of GFLOPs both read sensibly in one column.
+func sigFig(v float64) string {
+	switch {
+	case v == 0:
+		return "0"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
 }

@@ -49,6 +49,20 @@ func loadModel(path string, dev torch.Device) (*model.Net, *train.Config, *torch
 	return net, cfg, prior, nil
 }
 
+// checkModelArgs checks the command line of predict and eval.
+func checkModelArgs(c *cli.Context) error {
+	if c.Args().Present() {
+		return usageError{fmt.Errorf("%s takes flags only; unexpected %q", c.Command.Name, c.Args().First())}
+	}
+	if err := requireFlags(c, "model"); err != nil {
+		return err
+	}
+	if c.String("data") != "" && c.String("dataset") != "" {
+		return usageError{errors.New("give either --data FILE or --dataset NAME, not both")}
+	}
+	return nil
+}
+
 // sourceFor opens the data a command names, or else the data the model trained on.
 func sourceFor(c *cli.Context, cfg *train.Config, dev torch.Device) (train.Source, error) {
 	if c.IsSet("data") || c.IsSet("dataset") {
@@ -66,14 +80,18 @@ func sourceFor(c *cli.Context, cfg *train.Config, dev torch.Device) (train.Sourc
 	return openSource(cfg, dev)
 }
 
-func checkInput(net *model.Net, src train.Source, cfg *train.Config) error {
+func checkInput(modelPath string, net *model.Net, src train.Source, cfg *train.Config) error {
 	want := net.Spec
 	got, err := src.Spec(cfg)
 	if err != nil {
 		return err
 	}
 	if got.In != want.In || got.H != want.H || got.W != want.W || got.InC != want.InC {
-		return fmt.Errorf("the model takes %s input but %s", describeInput(want), src.Describe())
+		msg := fmt.Sprintf("%s, but the model in %s takes %s input", src.Describe(), modelPath, describeInput(want))
+		if want.Arch == "mlp" && got.Arch == "mlp" && got.In == want.In+1 && cfg.LabelCol == "" {
+			msg += " (if one column holds labels, name it with --label-col)"
+		}
+		return errors.New(msg)
 	}
 	return nil
 }
@@ -90,14 +108,17 @@ func predictCommand() *cli.Command {
 		Name:      "predict",
 		Usage:     "assign rows or images to clusters with a trained model",
 		UsageText: "emclust predict --model RUN [--data FILE.csv | --dataset NAME --data-dir D] --out assignments.csv",
-		Flags: append(dataFlags(),
-			&cli.StringFlag{Name: "model", Required: true, Usage: "run folder or checkpoint file"},
+		Flags: append(dataFlags("the data the model trained on", "as in training"),
+			&cli.StringFlag{Name: "model", Usage: "run folder or checkpoint file (required)"},
 			&cli.StringFlag{Name: "out", Value: "assignments.csv", Usage: "CSV of index,cluster,posterior (and label when known), written atomically"},
 			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
 			&cli.BoolFlag{Name: "all-posteriors", Usage: "also write the posterior of every cluster (p0..pK-1)"},
 		),
 		Action: func(c *cli.Context) error {
-			dev, err := torch.ParseDevice(c.String("device"))
+			if err := checkModelArgs(c); err != nil {
+				return err
+			}
+			dev, err := parseDevice(c.String("device"))
 			if err != nil {
 				return err
 			}
@@ -112,7 +133,7 @@ func predictCommand() *cli.Command {
 				return err
 			}
 			defer src.Close()
-			if err := checkInput(net, src, cfg); err != nil {
+			if err := checkInput(c.String("model"), net, src, cfg); err != nil {
 				return err
 			}
 			pred, err := train.Predict(net, src, dev, prior)
@@ -146,13 +167,16 @@ func evalCommand() *cli.Command {
 		Name:      "eval",
 		Usage:     "score a trained model on a labelled data set",
 		UsageText: "emclust eval --model RUN [--dataset NAME --data-dir D | --data FILE.csv --label-col C] [--json]",
-		Flags: append(dataFlags(),
-			&cli.StringFlag{Name: "model", Required: true, Usage: "run folder or checkpoint file"},
+		Flags: append(dataFlags("the data the model trained on", "as in training"),
+			&cli.StringFlag{Name: "model", Usage: "run folder or checkpoint file (required)"},
 			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		),
 		Action: func(c *cli.Context) error {
-			dev, err := torch.ParseDevice(c.String("device"))
+			if err := checkModelArgs(c); err != nil {
+				return err
+			}
+			dev, err := parseDevice(c.String("device"))
 			if err != nil {
 				return err
 			}
@@ -167,7 +191,7 @@ func evalCommand() *cli.Command {
 				return err
 			}
 			defer src.Close()
-			if err := checkInput(net, src, cfg); err != nil {
+			if err := checkInput(c.String("model"), net, src, cfg); err != nil {
 				return err
 			}
 			labels := src.Labels()
@@ -200,11 +224,17 @@ func scoreCommand() *cli.Command {
 		Usage:     "compare two label files (one label per line): prints ACC NMI ARI",
 		UsageText: "emclust score --truth LABELS --pred LABELS [--json]",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "truth", Required: true, Usage: "file of ground-truth labels, one per line"},
-			&cli.StringFlag{Name: "pred", Required: true, Usage: "file of predicted clusters, one per line"},
+			&cli.StringFlag{Name: "truth", Usage: "file of ground-truth labels, one per line (required)"},
+			&cli.StringFlag{Name: "pred", Usage: "file of predicted clusters, one per line (required)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageError{fmt.Errorf("score takes flags only; unexpected %q", c.Args().First())}
+			}
+			if err := requireFlags(c, "truth", "pred"); err != nil {
+				return err
+			}
 			truth, err := eval.ReadLabels(c.String("truth"))
 			if err != nil {
 				return err
@@ -266,17 +296,26 @@ func dataCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "data",
 		Usage: "manage data sets",
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageError{fmt.Errorf("unknown command \"data %s\"; see emclust data --help", c.Args().First())}
+			}
+			return cli.ShowSubcommandHelp(c)
+		},
 		Subcommands: []*cli.Command{{
 			Name:      "fetch",
 			Usage:     "download a data set's official files, check their MD5 and unpack them",
 			UsageText: "emclust data fetch NAME --dir D   (NAME: mnist, fashion-mnist, cifar10, cifar100, stl10)",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "dir", Required: true, Usage: "folder to put the files in"},
+				&cli.StringFlag{Name: "dir", Usage: "folder to put the files in (required)"},
 				&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
 			},
 			Action: func(c *cli.Context) error {
 				if c.NArg() != 1 {
-					return usageError{errors.New("data fetch takes one data set name")}
+					return usageError{errors.New("data fetch takes one data set name: mnist, fashion-mnist, cifar10, cifar100 or stl10")}
+				}
+				if err := requireFlags(c, "dir"); err != nil {
+					return err
 				}
 				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 				defer stop()

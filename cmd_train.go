@@ -19,19 +19,21 @@ import (
 	"emclust/baseline"
 	"emclust/data"
 	"emclust/eval"
+	"emclust/loss"
 	"emclust/torch"
 	"emclust/train"
 )
 
-// dataFlags select what to cluster; train, predict and eval share them.
-func dataFlags() []cli.Flag {
+// dataFlags select what to cluster; train, predict and eval share them. dflt says
+// what is read when none is given, standardize what --standardize defaults to.
+func dataFlags(dflt, standardize string) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "dataset", Usage: "digits (embedded), mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)"},
+		&cli.StringFlag{Name: "dataset", Usage: "digits (embedded), mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt},
 		&cli.StringFlag{Name: "data-dir", Usage: "folder with the data set's official files (fashion-mnist defaults to Debian's /usr/share/datasets/fashion-mnist)"},
-		&cli.StringFlag{Name: "data", Usage: "vectors to cluster: a .csv/.tsv/.txt (optionally .gz) or .npy file"},
-		&cli.StringFlag{Name: "label-col", Usage: "CSV column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring"},
+		&cli.StringFlag{Name: "data", Usage: "vectors to cluster: a .csv/.tsv/.txt (optionally .gz) or .npy file", DefaultText: dflt},
+		&cli.StringFlag{Name: "label-col", Usage: "CSV column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring", DefaultText: "none"},
 		&cli.StringFlag{Name: "header", Value: "auto", Usage: "CSV header row: auto, yes or no"},
-		&cli.BoolFlag{Name: "standardize", Usage: "z-score each feature column before training (default on for the embedded digits)"},
+		&cli.BoolFlag{Name: "standardize", Usage: "z-score each feature column", DefaultText: standardize},
 		&cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match)"},
 		&cli.BoolFlag{Name: "gray", Usage: "with --dataset folder: load images as grayscale"},
 	}
@@ -39,15 +41,15 @@ func dataFlags() []cli.Flag {
 
 func trainCommand() *cli.Command {
 	vd, id := train.VectorDefaults(), train.ImageDefaults()
-	flags := append(dataFlags(),
-		&cli.IntFlag{Name: "k", Usage: "number of clusters (default: the number of classes when labels are known, else 10)"},
-		&cli.IntFlag{Name: "epochs", Usage: fmt.Sprintf("passes over the data (default %d for vectors, %d for images)", vd.Epochs, id.Epochs)},
+	flags := append(dataFlags("the embedded digits", "on for the embedded digits, else off"),
+		&cli.IntFlag{Name: "k", Usage: "number of clusters", DefaultText: "the number of classes when labels are known, else 10"},
+		&cli.IntFlag{Name: "epochs", Usage: "passes over the data", DefaultText: fmt.Sprintf("%d for vectors, %d for images", vd.Epochs, id.Epochs)},
 		&cli.IntFlag{Name: "batch-size", Value: 128, Usage: "rows per batch; the relevance normalisation runs over each batch"},
 		&cli.StringFlag{Name: "gamma", Value: "5", Usage: "γ in h = sigmoid(a*/γ): a number, or auto = ((n−1)/√n)/2.245 for batch size n"},
-		&cli.Float64Flag{Name: "lr", Usage: fmt.Sprintf("Adam learning rate of the EM step (default %g for vectors, %g for images)", vd.LR, id.LR)},
+		&cli.Float64Flag{Name: "lr", Usage: "Adam learning rate of the EM step", DefaultText: fmt.Sprintf("%g for vectors, %g for images", vd.LR, id.LR)},
 		&cli.Float64Flag{Name: "lr-kl", Value: id.LRKL, Usage: "Adam learning rate of the KL step (twofold)"},
-		&cli.StringFlag{Name: "objective", Usage: "em, em-aug, twofold or iic (default em for vectors, twofold for images)"},
-		&cli.StringFlag{Name: "arch", Usage: "network: mlp, mnist, cifar or stl10 (default: chosen from the data)"},
+		&cli.StringFlag{Name: "objective", Usage: "em, em-aug, twofold or iic (all but em train on augmented images)", DefaultText: "em for vectors, twofold for images"},
+		&cli.StringFlag{Name: "arch", Usage: "network: mlp, mnist, cifar or stl10", DefaultText: "chosen from the data"},
 		&cli.StringFlag{Name: "hidden", Value: "32,32", Usage: "MLP hidden layer widths"},
 		&cli.BoolFlag{Name: "no-norm", Usage: "turn off the relevance normalisation (the paper's ablation: expect collapse)"},
 		&cli.StringFlag{Name: "prior", Value: "uniform", Usage: "cluster prior: uniform (the paper) or learned (running mean of posteriors, for imbalanced data)"},
@@ -55,9 +57,9 @@ func trainCommand() *cli.Command {
 		&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
 		&cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: its default)"},
 		&cli.IntFlag{Name: "eval-every", Value: 1, Usage: "epochs between full evaluations (0: only at the end)"},
-		&cli.BoolFlag{Name: "kmeans", Value: true, Usage: "also cluster the same features with k-means and print both"},
-		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments (default runs/<data>-<time>)"},
-		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it)"},
+		&cli.BoolFlag{Name: "kmeans", Value: true, Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
+		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
+		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it; the run's other settings are kept)", DefaultText: "off"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary line"},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
 	)
@@ -74,10 +76,24 @@ func runTrain(c *cli.Context) error {
 	if c.Args().Present() {
 		return usageError{fmt.Errorf("train takes flags only; unexpected %q", c.Args().First())}
 	}
+	// Catch Ctrl-C (and SIGTERM) from the start, so that one arriving while the data
+	// load still ends in the one-line message below; a second one kills at once.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	var cfg train.Config
 	var runDir string
 	var ckpt *torch.SafeFile
 	if dir := c.String("resume"); dir != "" {
+		if err := checkResumeFlags(c); err != nil {
+			return err
+		}
+		if err := checkRunDir(dir); err != nil {
+			return err
+		}
 		f, saved, _, err := train.ReadCheckpoint(dir)
 		if err != nil {
 			return fmt.Errorf("resume: %w", err)
@@ -88,6 +104,9 @@ func runTrain(c *cli.Context) error {
 		}
 		if c.IsSet("device") {
 			cfg.Device = c.String("device")
+		}
+		if c.IsSet("threads") {
+			cfg.Threads = c.Int("threads")
 		}
 	} else {
 		var err error
@@ -102,7 +121,7 @@ func runTrain(c *cli.Context) error {
 			return fmt.Errorf("%s already holds a run; continue it with --resume %s or pick another --out", runDir, runDir)
 		}
 	}
-	dev, err := torch.ParseDevice(cfg.Device)
+	dev, err := parseDevice(cfg.Device)
 	if err != nil {
 		return err
 	}
@@ -119,6 +138,13 @@ func runTrain(c *cli.Context) error {
 		if n := numClasses(src.Labels()); n > 0 {
 			cfg.K = n
 		}
+	}
+	if cfg.K > src.Len() {
+		name := cfg.DataFile
+		if name == "" {
+			name = cfg.Dataset
+		}
+		return fmt.Errorf("--k %d: more clusters than the %d rows of %s", cfg.K, src.Len(), name)
 	}
 	run, err := train.New(cfg, src, dev, runDir)
 	if err != nil {
@@ -145,12 +171,14 @@ func runTrain(c *cli.Context) error {
 	}
 	run.Progress = newProgress(log, quiet)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	start := time.Now()
 	if err := run.Train(ctx); err != nil {
 		if errors.Is(err, context.Canceled) {
-			return fmt.Errorf("interrupted after %d epochs; the last checkpoint is kept: continue with emclust train --resume %s", run.EpochsDone(), runDir)
+			if run.EpochsDone() == 0 {
+				return fmt.Errorf("interrupted before the first epoch ended, so %s holds no checkpoint to resume: start the run again", runDir)
+			}
+			return fmt.Errorf("interrupted after %s; checkpoint kept in %s: continue with emclust train --resume %s",
+				plural(run.EpochsDone(), "epoch"), runDir, runDir)
 		}
 		var te *torch.Error
 		if errors.As(err, &te) && te.OutOfMemory() {
@@ -291,7 +319,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	}
 	hidden, err := parseInts(c.String("hidden"))
 	if err != nil {
-		return cfg, fmt.Errorf("--hidden: %w", err)
+		return cfg, usageError{fmt.Errorf("--hidden: %w", err)}
 	}
 	cfg.Hidden = hidden
 	cfg.Norm = !c.Bool("no-norm")
@@ -304,7 +332,64 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		cfg.ImageSize = c.Int("image-size")
 		cfg.Gray = c.Bool("gray")
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err}
+	}
+	// γ auto depends on the batch size, which the data may lower; a number is
+	// checked here, before any data are read.
+	if cfg.Gamma != "auto" {
+		if _, err := loss.ParseGamma(cfg.Gamma, cfg.BatchSize); err != nil {
+			return cfg, usageError{err}
+		}
+	}
+	if !images && cfg.Objective != "em" {
+		return cfg, usageError{fmt.Errorf("objective %q trains on augmented copies of images; vectors (--data, digits) use --objective em", cfg.Objective)}
+	}
+	return cfg, nil
+}
+
+// resumeFlags are the train flags that apply to a resumed run; the rest of its
+// settings come from the checkpoint.
+var resumeFlags = map[string]bool{"resume": true, "epochs": true, "device": true, "threads": true, "quiet": true, "json": true}
+
+func checkResumeFlags(c *cli.Context) error {
+	for _, f := range c.Command.Flags {
+		name := f.Names()[0]
+		if c.IsSet(name) && !resumeFlags[name] {
+			if name == "out" && c.String("out") == c.String("resume") {
+				continue
+			}
+			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved in %s; only --epochs, --device, --threads, --quiet and --json apply",
+				name, filepath.Join(c.String("resume"), "config.json"))}
+		}
+	}
+	return nil
+}
+
+// checkRunDir explains a --resume folder without a checkpoint better than the error
+// from opening it would.
+func checkRunDir(dir string) error {
+	st, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("resume: %s does not exist", dir)
+	}
+	if err != nil {
+		return fmt.Errorf("resume: %w", err)
+	}
+	if !st.IsDir() {
+		return nil // a checkpoint file
+	}
+	if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("resume: %s has no checkpoint.safetensors (a run saves one after each epoch); start a new run with --out %s", dir, dir)
+	}
+	return nil
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 func isImageSet(name string) bool {

@@ -31,6 +31,14 @@ func main() {
 			devicesCommand(),
 		},
 		EnableBashCompletion: true,
+		// With no command, show the help; an unknown command is a usage error (the
+		// default would print "No help topic" and exit 1).
+		Action: func(c *cli.Context) error {
+			if c.Args().Present() {
+				return usageError{fmt.Errorf("unknown command %q; see emclust --help", c.Args().First())}
+			}
+			return cli.ShowAppHelp(c)
+		},
 		// libtorch here starts with one intra-op thread; use every core unless a
 		// command's --threads says otherwise.
 		Before: func(*cli.Context) error { return torch.SetNumThreads(runtime.NumCPU()) },
@@ -40,6 +48,7 @@ func main() {
 			return usageError{err}
 		},
 	}
+	setUsageErrors(app.Commands)
 	if err := app.Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "emclust: "+oneLine(err.Error()))
 		var ue usageError
@@ -50,7 +59,52 @@ func main() {
 	}
 }
 
+// usageError marks a mistake in the command line (exit status 2); every other
+// error exits 1.
 type usageError struct{ error }
+
+// setUsageErrors makes a flag parse error of any command a one-line usage error on
+// stderr. Without it urfave/cli prints the command's whole help to stdout (which
+// scripts read) and exits 1.
+func setUsageErrors(cmds []*cli.Command) {
+	for _, cmd := range cmds {
+		name := cmd.Name
+		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+			return usageError{fmt.Errorf("%s: %w (see emclust %s --help)", name, err, name)}
+		}
+		for _, sub := range cmd.Subcommands {
+			name := cmd.Name + " " + sub.Name
+			sub.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+				return usageError{fmt.Errorf("%s: %w (see emclust %s --help)", name, err, name)}
+			}
+		}
+	}
+}
+
+// requireFlags returns a usage error naming the first of the flags c lacks. It stands
+// in for urfave/cli's Required, which prints the whole help to stdout and exits 1.
+func requireFlags(c *cli.Context, names ...string) error {
+	cmd := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
+	for _, n := range names {
+		if !c.IsSet(n) || c.String(n) == "" {
+			return usageError{fmt.Errorf("%s: --%s is required (see emclust %s --help)", cmd, n, cmd)}
+		}
+	}
+	return nil
+}
+
+// parseDevice reads a --device value: a misspelt device is a usage error, a device
+// this build or machine lacks is an ordinary one.
+func parseDevice(s string) (torch.Device, error) {
+	ok := s == "" || s == "auto" || s == "cpu" || s == "cuda"
+	if n, found := strings.CutPrefix(s, "cuda:"); found && n != "" {
+		ok = strings.Trim(n, "0123456789") == "" && (n == "0" || n[0] != '0')
+	}
+	if !ok {
+		return torch.CPU, usageError{fmt.Errorf("--device %q: want auto, cpu, cuda or cuda:N", s)}
+	}
+	return torch.ParseDevice(s)
+}
 
 func (u usageError) Unwrap() error { return u.error }
 

@@ -55,7 +55,7 @@ type Run struct {
 	optA, optB *torch.Adam // EM (or IIC) step; KL step of twofold
 	prior      *torch.Tensor
 	labels     *torch.Tensor // int64 labels on the index device (supervised)
-	epoch      int // epochs completed
+	epoch      int           // epochs completed
 }
 
 // New builds the network and optimisers for cfg on src's device and writes
