@@ -13,7 +13,7 @@ import (
 	"emclust/torch"
 )
 
-func digitsSource(t *testing.T) *VectorSource {
+func digitsSource(t testing.TB) *VectorSource {
 	t.Helper()
 	v, err := data.Digits()
 	if err != nil {

@@ -1,0 +1,32 @@
+package train
+
+import (
+	"testing"
+
+	"emclust/torch"
+)
+
+// BenchmarkStepMLPDigits times one EM training step of the paper's vector setting
+// (MLP 2×32, batch 128) on the embedded digits, on the CPU.
+func BenchmarkStepMLPDigits(b *testing.B) {
+	src := digitsSource(b)
+	cfg := VectorDefaults()
+	r, err := New(cfg, src, torch.CPU, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	s := torch.NoGrad()
+	defer s.Close()
+	perm := s.RandPerm(src.Len(), torch.CPU)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		st := torch.NewScope()
+		idx := st.Narrow(perm, 0, (i*128)%(src.Len()-128), 128)
+		r.step(st, idx)
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+}
