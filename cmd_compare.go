@@ -1,0 +1,229 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"emclust/atomicfile"
+	"emclust/compare"
+	"emclust/torch"
+	"emclust/train"
+)
+
+func compareCommand() *cli.Command {
+	vd, id := train.VectorDefaults(), train.ImageDefaults()
+	flags := append(dataFlags("the embedded digits", "on for the embedded digits, else off"),
+		&cli.StringFlag{Name: "methods", Usage: "methods to compare, comma-separated: " + strings.Join(compare.Methods, ", "),
+			DefaultText: strings.Join(compare.DefaultMethods(false), ",") + " for vectors, " + strings.Join(compare.DefaultMethods(true), ",") + " for images"},
+		&cli.IntFlag{Name: "seeds", Value: 5, Usage: "run each method with seeds 1..N"},
+		&cli.StringFlag{Name: "seed-list", Usage: "run each method with these seeds instead, e.g. 3,7,9"},
+		&cli.IntFlag{Name: "k", Usage: "number of clusters", DefaultText: "the number of classes"},
+		&cli.IntFlag{Name: "epochs", Usage: "passes over the data of each neural run", DefaultText: fmt.Sprintf("%d for vectors, %d for images", vd.Epochs, id.Epochs)},
+		&cli.IntFlag{Name: "batch-size", Value: 128, Usage: "rows per batch of the neural methods"},
+		&cli.StringFlag{Name: "gamma", Value: "5", Usage: "γ in h = sigmoid(a*/γ): a number, or auto"},
+		&cli.Float64Flag{Name: "lr", Usage: "Adam learning rate of the EM (or IIC) step", DefaultText: fmt.Sprintf("%g for vectors, %g for images", vd.LR, id.LR)},
+		&cli.Float64Flag{Name: "lr-kl", Value: id.LRKL, Usage: "Adam learning rate of the KL step (twofold)"},
+		&cli.StringFlag{Name: "hidden", Value: "32,32", Usage: "MLP hidden layer widths (vectors)"},
+		&cli.StringFlag{Name: "prior", Value: "uniform", Usage: "cluster prior of the neural methods: uniform or learned"},
+		&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
+		&cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: one per core)"},
+		&cli.StringFlag{Name: "markdown", Usage: "also write the table to this file (atomically)"},
+		&cli.BoolFlag{Name: "json", Usage: "print every run and the summaries as JSON instead of the table"},
+		&cli.StringFlag{Name: "out", Usage: "keep each neural run's folder as DIR/<method>-s<seed>, and the JSON report as DIR/compare.json", DefaultText: "keep nothing"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
+	)
+	return &cli.Command{
+		Name:  "compare",
+		Usage: "compare methods over several seeds: mean ± 95% confidence margin of ACC, NMI and ARI",
+		UsageText: "emclust compare [--dataset NAME --data-dir D | --data FILE.csv --label-col C] " +
+			"--methods em,kmeans,gmm-diag,gmm-full --seeds 5 [--markdown table.md] [--json] [--out DIR]",
+		Description: "Runs every method once per seed on the same data and prints a markdown table with a row per\n" +
+			"method: ACC, NMI and ARI as mean ± the half-width of their 95% confidence interval (Student's t\n" +
+			"over seeds), and the mean seconds a run took. The data need labels. Neural methods train like\n" +
+			"emclust train and are scored on their final eval-mode clustering; the baselines cluster the same\n" +
+			"features as train's k-means. The same seeds give the same numbers on the CPU.",
+		Flags:  flags,
+		Action: runCompare,
+	}
+}
+
+func runCompare(c *cli.Context) error {
+	if c.Args().Present() {
+		return usageError{fmt.Errorf("compare takes flags only; unexpected %q", c.Args().First())}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		// A second Ctrl-C kills at once.
+		<-ctx.Done()
+		stop()
+	}()
+
+	// Everything the command line alone decides is checked before any data are read.
+	cfg, err := configFromFlags(c)
+	if err != nil {
+		return err
+	}
+	cfg.EvalEvery = 0 // only the final clustering is scored
+	images := isImageSet(cfg.Dataset)
+	methods := compare.DefaultMethods(images)
+	if c.IsSet("methods") {
+		methods = splitList(c.String("methods"))
+	}
+	if err := compare.CheckMethods(methods, images); err != nil {
+		return usageError{fmt.Errorf("--methods: %w", err)}
+	}
+	seeds, err := compareSeeds(c)
+	if err != nil {
+		return err
+	}
+	dev, err := parseDevice(cfg.Device)
+	if err != nil {
+		return err
+	}
+	if cfg.Threads > 0 {
+		if err := torch.SetNumThreads(cfg.Threads); err != nil {
+			return err
+		}
+	}
+
+	src, err := openSource(&cfg, dev)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	labels := src.Labels()
+	if labels == nil {
+		return fmt.Errorf("%s has no labels, and compare scores every run against them (give --label-col for a CSV)", src.Describe())
+	}
+	if !c.IsSet("k") {
+		cfg.K = numClasses(labels)
+	}
+
+	log := io.Writer(os.Stderr)
+	if c.Bool("quiet") {
+		log = io.Discard
+	}
+	deviceName := dev.String()
+	if !dev.CUDA {
+		deviceName += fmt.Sprintf(" (%d threads)", torch.NumThreads())
+	}
+	fmt.Fprintf(log, "emclust: %s on %s; %s × %s\n", src.Describe(), deviceName, strings.Join(methods, ","), plural(len(seeds), "seed"))
+	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: c.String("out"),
+		Done: func(r compare.Result, done, total int) {
+			fmt.Fprintf(log, "emclust: [%*d/%d] %-8s seed %-3d ACC %.4f NMI %.4f ARI %.4f  %.1fs\n",
+				len(strconv.Itoa(total)), done, total, r.Method, r.Seed, r.ACC, r.NMI, r.ARI, r.Seconds)
+		}}
+	results, err := compare.Run(ctx, src, opt)
+	interrupted := errors.Is(err, context.Canceled)
+	if err != nil && !interrupted {
+		return err
+	}
+	data := dataName(cfg)
+	if cfg.Standardize {
+		data += " (standardized)"
+	}
+	rep := compare.NewReport(data, src.Len(), opt, deviceName, results)
+	if interrupted {
+		// Print what finished, but write no files: a partial table saved under the
+		// name asked for could later pass for the whole comparison.
+		total := len(methods) * len(seeds)
+		if len(results) > 0 {
+			if err := printCompare(c, rep); err != nil {
+				return err
+			}
+			return fmt.Errorf("interrupted after %d of %d runs; the table above covers those, and no files were written", len(results), total)
+		}
+		return fmt.Errorf("interrupted before the first of %d runs finished", total)
+	}
+	return writeCompare(c, rep)
+}
+
+// printCompare prints the report: the table, or the JSON with --json.
+func printCompare(c *cli.Context, rep *compare.Report) error {
+	if c.Bool("json") {
+		js, err := json.Marshal(rep)
+		if err != nil {
+			return fmt.Errorf("compare: %w", err)
+		}
+		fmt.Println(string(js))
+		return nil
+	}
+	fmt.Print(rep.Markdown())
+	return nil
+}
+
+// writeCompare writes the files asked for and prints the report.
+func writeCompare(c *cli.Context, rep *compare.Report) error {
+	js, err := json.Marshal(rep)
+	if err != nil {
+		return fmt.Errorf("compare: %w", err)
+	}
+	md := rep.Markdown()
+	if dir := c.String("out"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("compare: %w", err)
+		}
+		if err := atomicfile.WriteBytes(filepath.Join(dir, "compare.json"), append(js, '\n')); err != nil {
+			return err
+		}
+	}
+	if path := c.String("markdown"); path != "" {
+		if err := atomicfile.WriteBytes(path, []byte(md)); err != nil {
+			return err
+		}
+	}
+	return printCompare(c, rep)
+}
+
+// compareSeeds reads --seeds N (1..N) or --seed-list.
+func compareSeeds(c *cli.Context) ([]uint64, error) {
+	if c.IsSet("seed-list") {
+		if c.IsSet("seeds") {
+			return nil, usageError{errors.New("give either --seeds N or --seed-list, not both")}
+		}
+		var seeds []uint64
+		for _, f := range splitList(c.String("seed-list")) {
+			s, err := strconv.ParseUint(f, 10, 64)
+			if err != nil {
+				return nil, usageError{fmt.Errorf("--seed-list: %q is not a seed (a non-negative integer)", f)}
+			}
+			seeds = append(seeds, s)
+		}
+		if err := compare.CheckSeeds(seeds); err != nil {
+			return nil, usageError{fmt.Errorf("--seed-list: %w", err)}
+		}
+		return seeds, nil
+	}
+	n := c.Int("seeds")
+	if n < 1 {
+		return nil, usageError{fmt.Errorf("--seeds %d: want at least 1", n)}
+	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = uint64(i + 1)
+	}
+	return seeds, nil
+}
+
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,324 @@
+// Package compare runs several clustering methods over several seeds on one labelled
+// data set and summarises each method as mean ± 95% confidence half-width, the form of
+// the paper's Table sota. One run per seed says little: the spread between seeds is
+// often as large as the gap between methods, and the margin makes that visible.
+//
+// Every run is reproducible: a neural run draws its initialisation, shuffles and
+// augmentations from its seed (see train.New), a baseline its initialisations, so on
+// the CPU the same seeds give the same numbers.
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"emclust/baseline"
+	"emclust/eval"
+	"emclust/torch"
+	"emclust/train"
+)
+
+// Methods lists every method, neural objectives first, then the baselines.
+var Methods = []string{"twofold", "em-aug", "em", "iic", "kmeans", "gmm-diag", "gmm-full"}
+
+// DefaultMethods are the methods compared when none are named: for vectors the
+// paper's EM against the classical mixtures it generalises; for images its
+// augmented objectives against IIC and k-means on raw pixels (a GMM on thousands of
+// pixels says little and full covariances do not fit).
+func DefaultMethods(images bool) []string {
+	if images {
+		return []string{"twofold", "em-aug", "iic", "kmeans"}
+	}
+	return []string{"em", "kmeans", "gmm-diag", "gmm-full"}
+}
+
+// Neural reports whether method trains a network (rather than being a baseline).
+func Neural(method string) bool {
+	switch method {
+	case "twofold", "em-aug", "em", "iic":
+		return true
+	}
+	return false
+}
+
+// NeedsImages reports whether method trains on augmented copies of images, which
+// vectors have no equivalent of.
+func NeedsImages(method string) bool {
+	return Neural(method) && method != "em"
+}
+
+// Baseline settings. k-means keeps the best of 10 k-means++ restarts, as the train
+// command's baseline does; the GMMs take scikit-learn's single restart and start from
+// its covariance regulariser.
+//
+// baseline.KMeans draws restart r from seed+r, so seeds 1 and 2 would share nine of
+// their ten restarts and often return the very same clustering, which narrows the
+// margin without any evidence. Seed s therefore runs k-means with seed s·KMeansRestarts:
+// restarts s·10 … s·10+9, disjoint from every other seed's. (The train command's
+// baseline, one run, uses its seed as it is.)
+//
+// Full covariances are estimated in float32, whose rounding on a small component (as
+// on the standardised digits, with near-constant pixels) can exceed 1e-6 and leave a
+// covariance not positive definite. Such a run is repeated with the regulariser ten
+// times larger, through GMMRegs, as one would raise scikit-learn's reg_covar; the
+// value that worked is recorded in Result.Reg and noted under the table.
+const (
+	KMeansRestarts = 10
+	GMMRestarts    = 1
+)
+
+// GMMRegs are the covariance regularisers a GMM run tries in turn.
+var GMMRegs = []float64{1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1}
+
+// CheckMethods checks a method list before anything is loaded or trained: every name
+// known, none twice, and none that needs images when images is false.
+func CheckMethods(methods []string, images bool) error {
+	if len(methods) == 0 {
+		return errors.New("no methods to compare")
+	}
+	for i, m := range methods {
+		if !slices.Contains(Methods, m) {
+			return fmt.Errorf("unknown method %q: want some of %s", m, strings.Join(Methods, ", "))
+		}
+		if slices.Contains(methods[:i], m) {
+			return fmt.Errorf("method %s named twice", m)
+		}
+		if NeedsImages(m) && !images {
+			var ok []string
+			for _, m := range Methods {
+				if !NeedsImages(m) {
+					ok = append(ok, m)
+				}
+			}
+			return fmt.Errorf("method %s trains on augmented copies of images, and these data are vectors; vectors take %s", m, strings.Join(ok, ", "))
+		}
+	}
+	return nil
+}
+
+// CheckSeeds rejects an empty or repeated seed list: a repeated seed repeats a run
+// exactly and would shrink the margin without adding evidence.
+func CheckSeeds(seeds []uint64) error {
+	if len(seeds) == 0 {
+		return errors.New("no seeds")
+	}
+	for i, s := range seeds {
+		if slices.Contains(seeds[:i], s) {
+			return fmt.Errorf("seed %d given twice: a repeated seed repeats its runs exactly and would narrow the margins falsely", s)
+		}
+	}
+	return nil
+}
+
+// Options configure Run.
+type Options struct {
+	Methods []string // in the order runs are made and the table lists them
+	Seeds   []uint64
+
+	// Train configures the neural methods (K also the baselines); each run sets
+	// Objective to its method and Seed to its seed. Zero EvalEvery, which the
+	// comparison needs, skips the per-epoch evaluations.
+	Train  train.Config
+	Device torch.Device
+
+	// Dir, when set, keeps each neural run's folder as Dir/<method>-s<seed>
+	// (config, metrics, checkpoint); otherwise neural runs write nothing.
+	Dir string
+
+	// Done, when set, is called after each run with its result and how many runs
+	// are done of how many.
+	Done func(r Result, done, total int)
+}
+
+// Result is one run: a method with a seed, scored against the labels.
+type Result struct {
+	Method  string  `json:"method"`
+	Seed    uint64  `json:"seed"`
+	ACC     float64 `json:"acc"`
+	NMI     float64 `json:"nmi"`
+	ARI     float64 `json:"ari"`
+	Empty   int     `json:"empty_clusters"`
+	Reg     float64 `json:"reg,omitempty"` // the GMMs' covariance regulariser
+	Seconds float64 `json:"seconds"`       // wall time of fitting and predicting, not scoring
+}
+
+// Run makes every (method, seed) run on src, methods in order and each over all
+// seeds, and returns their results. Everything that can be checked without training
+// is checked before the first run. When ctx is cancelled, Run returns the runs
+// finished so far with an error wrapping ctx's.
+func Run(ctx context.Context, src train.Source, opt Options) ([]Result, error) {
+	if err := opt.check(src); err != nil {
+		return nil, err
+	}
+	total := len(opt.Methods) * len(opt.Seeds)
+	results := make([]Result, 0, total)
+	for _, m := range opt.Methods {
+		for _, seed := range opt.Seeds {
+			if err := ctx.Err(); err != nil {
+				return results, fmt.Errorf("compare: stopped after %d of %d runs: %w", len(results), total, err)
+			}
+			var r Result
+			var err error
+			if Neural(m) {
+				r, err = opt.neural(ctx, src, m, seed)
+			} else {
+				r, err = opt.baseline(src, m, seed)
+			}
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+				return results, fmt.Errorf("compare: stopped during %s seed %d, after %d of %d runs: %w", m, seed, len(results), total, err)
+			}
+			if err != nil {
+				return results, fmt.Errorf("compare: %s seed %d: %w", m, seed, err)
+			}
+			results = append(results, r)
+			if opt.Done != nil {
+				opt.Done(r, len(results), total)
+			}
+		}
+	}
+	return results, nil
+}
+
+// check validates the options against src, so that a mistake fails at once rather
+// than after hours of other runs.
+func (opt *Options) check(src train.Source) error {
+	_, vectors := src.(*train.VectorSource)
+	if err := CheckMethods(opt.Methods, !vectors); err != nil {
+		return fmt.Errorf("compare: %w", err)
+	}
+	if err := CheckSeeds(opt.Seeds); err != nil {
+		return fmt.Errorf("compare: %w", err)
+	}
+	labels := src.Labels()
+	if labels == nil {
+		return fmt.Errorf("compare: %s has no labels to score against", src.Describe())
+	}
+	if len(labels) != src.Len() {
+		return fmt.Errorf("compare: %d labels for %d rows", len(labels), src.Len())
+	}
+	if k := opt.Train.K; k < 1 || k > src.Len() {
+		return fmt.Errorf("compare: k = %d: want 1 to %d (the rows of data)", k, src.Len())
+	}
+	for _, m := range opt.Methods {
+		if !Neural(m) {
+			continue
+		}
+		cfg := opt.Train
+		cfg.Objective = m
+		if err := cfg.Validate(); err != nil {
+			return fmt.Errorf("compare: %s: %w", m, err)
+		}
+		if opt.Dir == "" {
+			continue
+		}
+		for _, seed := range opt.Seeds {
+			dir := runDir(opt.Dir, m, seed)
+			if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); err == nil {
+				return fmt.Errorf("compare: %s already holds a run; pick another output folder", dir)
+			}
+		}
+	}
+	if slices.Contains(opt.Methods, "gmm-full") {
+		s := torch.NoGrad()
+		defer s.Close()
+		x := src.Features(s)
+		if err := s.Err(); err != nil {
+			return fmt.Errorf("compare: features: %w", err)
+		}
+		if d := x.Shape()[1]; d > baseline.MaxFullDim {
+			return fmt.Errorf("compare: gmm-full fits full covariances only up to %d features, and these data have %d; use gmm-diag", baseline.MaxFullDim, d)
+		}
+	}
+	return nil
+}
+
+func runDir(dir, method string, seed uint64) string {
+	return filepath.Join(dir, fmt.Sprintf("%s-s%d", method, seed))
+}
+
+// neural trains one network and scores its final eval-mode prediction.
+func (opt *Options) neural(ctx context.Context, src train.Source, method string, seed uint64) (Result, error) {
+	cfg := opt.Train
+	cfg.Objective = method
+	cfg.Seed = seed
+	dir := ""
+	if opt.Dir != "" {
+		dir = runDir(opt.Dir, method, seed)
+	}
+	start := time.Now()
+	run, err := train.New(cfg, src, opt.Device, dir)
+	if err != nil {
+		return Result{}, err
+	}
+	defer run.Close()
+	if err := run.Train(ctx); err != nil {
+		return Result{}, err
+	}
+	pred, err := train.Predict(run.Net, src, opt.Device, run.Prior())
+	if err != nil {
+		return Result{}, fmt.Errorf("predict: %w", err)
+	}
+	return score(method, seed, src.Labels(), pred.Cluster, cfg.K, time.Since(start))
+}
+
+// baseline clusters the features the train command's k-means baseline uses: the
+// vectors as given (standardised if asked), or raw pixels scaled to [0, 1].
+func (opt *Options) baseline(src train.Source, method string, seed uint64) (Result, error) {
+	k := opt.Train.K
+	start := time.Now()
+	s := torch.NoGrad()
+	defer s.Close()
+	x := src.Features(s)
+	if err := s.Err(); err != nil {
+		return Result{}, fmt.Errorf("features: %w", err)
+	}
+	var labels []int
+	var reg float64
+	switch method {
+	case "kmeans":
+		res, err := baseline.KMeans(x, baseline.KMeansConfig{K: k, Restarts: KMeansRestarts, Seed: seed * KMeansRestarts})
+		if err != nil {
+			return Result{}, err
+		}
+		labels = res.Labels
+	case "gmm-diag", "gmm-full":
+		cov := strings.TrimPrefix(method, "gmm-")
+		for i, r := range GMMRegs {
+			res, err := baseline.GMM(x, baseline.GMMConfig{K: k, Restarts: GMMRestarts, Seed: seed, Covariance: cov, Reg: r})
+			if err == nil {
+				labels, reg = res.Labels, r
+				break
+			}
+			// baseline has no sentinel for this failure; its message is tested below
+			// (TestRunGMM) so that a rewording cannot silently stop the retries.
+			if !strings.Contains(err.Error(), "not positive definite") || i == len(GMMRegs)-1 {
+				return Result{}, err
+			}
+		}
+	default:
+		return Result{}, fmt.Errorf("no baseline %q", method)
+	}
+	r, err := score(method, seed, src.Labels(), labels, k, time.Since(start))
+	r.Reg = reg
+	return r, err
+}
+
+func score(method string, seed uint64, truth, pred []int, k int, elapsed time.Duration) (Result, error) {
+	sc, err := eval.Score(truth, pred)
+	if err != nil {
+		return Result{}, err
+	}
+	r := Result{Method: method, Seed: seed, ACC: sc.ACC, NMI: sc.NMI, ARI: sc.ARI, Seconds: elapsed.Seconds()}
+	for _, n := range eval.ClusterSizes(pred, k) {
+		if n == 0 {
+			r.Empty++
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,197 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"unicode/utf8"
+
+	"emclust/eval"
+)
+
+// Stat summarises one score of one method over its seeds.
+type Stat struct {
+	Mean   float64 `json:"mean"`
+	Margin float64 `json:"margin"` // half-width of the 95% confidence interval of the mean (Student's t)
+	Std    float64 `json:"std"`    // sample standard deviation
+	N      int     `json:"n"`
+}
+
+// NewStat summarises xs with eval.MeanCI95.
+func NewStat(xs []float64) Stat {
+	mean, margin := eval.MeanCI95(xs)
+	_, std := eval.MeanStd(xs)
+	return Stat{Mean: mean, Margin: margin, Std: std, N: len(xs)}
+}
+
+// String formats s as "0.6000 ± 0.2484", or the mean alone from a single run, where
+// no interval can be estimated (a "± 0.0000" would claim certainty instead).
+func (s Stat) String() string {
+	switch {
+	case s.N == 0 || math.IsNaN(s.Mean):
+		return "—"
+	case s.N == 1:
+		return fmt.Sprintf("%.4f", s.Mean)
+	}
+	return fmt.Sprintf("%.4f ± %.4f", s.Mean, s.Margin)
+}
+
+// Summary is one row of the table: a method over all its seeds.
+type Summary struct {
+	Method  string  `json:"method"`
+	Runs    int     `json:"runs"`
+	ACC     Stat    `json:"acc"`
+	NMI     Stat    `json:"nmi"`
+	ARI     Stat    `json:"ari"`
+	Seconds float64 `json:"seconds"` // mean wall time of a run
+}
+
+// Summarize groups results by method, in the order of methods; a method without
+// results is left out.
+func Summarize(results []Result, methods []string) []Summary {
+	var out []Summary
+	for _, m := range methods {
+		var acc, nmi, ari, secs []float64
+		for _, r := range results {
+			if r.Method == m {
+				acc, nmi, ari, secs = append(acc, r.ACC), append(nmi, r.NMI), append(ari, r.ARI), append(secs, r.Seconds)
+			}
+		}
+		if len(acc) == 0 {
+			continue
+		}
+		meanSecs, _ := eval.MeanStd(secs)
+		out = append(out, Summary{Method: m, Runs: len(acc), ACC: NewStat(acc), NMI: NewStat(nmi), ARI: NewStat(ari), Seconds: meanSecs})
+	}
+	return out
+}
+
+// Report is a whole comparison: what was compared on which data, every run, and the
+// per-method summaries. It is what compare --json prints.
+type Report struct {
+	Data    string    `json:"data"`
+	N       int       `json:"n"`
+	K       int       `json:"k"`
+	Seeds   []uint64  `json:"seeds"`
+	Epochs  int       `json:"epochs,omitempty"` // of the neural methods; 0 when only baselines ran
+	Device  string    `json:"device"`
+	Runs    []Result  `json:"runs"`
+	Methods []Summary `json:"methods"`
+}
+
+// NewReport summarises results for the methods of opt.
+func NewReport(data string, n int, opt Options, device string, results []Result) *Report {
+	r := &Report{Data: data, N: n, K: opt.Train.K, Seeds: opt.Seeds, Device: device, Runs: results,
+		Methods: Summarize(results, opt.Methods)}
+	for _, m := range opt.Methods {
+		if Neural(m) {
+			r.Epochs = opt.Train.Epochs
+		}
+	}
+	return r
+}
+
+// Markdown renders the report as a header line and a table like the paper's: a row per
+// method, its scores as mean ± margin, and the mean seconds a run took. Cells are
+// padded so the table also reads as plain text.
+func (r *Report) Markdown() string {
+	seeds := make([]string, len(r.Seeds))
+	for i, s := range r.Seeds {
+		seeds[i] = fmt.Sprint(s)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: N=%d, K=%d, %s (%s)", r.Data, r.N, r.K, plural(len(r.Seeds), "seed"), strings.Join(seeds, ","))
+	if r.Epochs > 0 {
+		fmt.Fprintf(&b, ", %s", plural(r.Epochs, "epoch"))
+	}
+	fmt.Fprintf(&b, ", device %s", r.Device)
+	if len(r.Seeds) > 1 {
+		b.WriteString("; mean ± 95% confidence half-width (Student's t over seeds)")
+	}
+	b.WriteString("\n\n")
+
+	rows := [][]string{{"method", "ACC", "NMI", "ARI", "s/run"}}
+	for _, s := range r.Methods {
+		rows = append(rows, []string{s.Method, s.ACC.String(), s.NMI.String(), s.ARI.String(), formatSeconds(s.Seconds)})
+	}
+	width := make([]int, len(rows[0]))
+	for _, row := range rows {
+		for j, c := range row {
+			width[j] = max(width[j], utf8.RuneCountInString(c), 3)
+		}
+	}
+	line := func(cells []string) {
+		b.WriteString("|")
+		for j, c := range cells {
+			pad := strings.Repeat(" ", width[j]-utf8.RuneCountInString(c))
+			if j == 0 {
+				fmt.Fprintf(&b, " %s%s |", c, pad) // names left, numbers right
+			} else {
+				fmt.Fprintf(&b, " %s%s |", pad, c)
+			}
+		}
+		b.WriteString("\n")
+	}
+	line(rows[0])
+	rule := make([]string, len(width))
+	for j, w := range width {
+		if j == 0 {
+			rule[j] = ":" + strings.Repeat("-", w-1)
+		} else {
+			rule[j] = strings.Repeat("-", w-1) + ":"
+		}
+	}
+	line(rule)
+	for _, row := range rows[1:] {
+		line(row)
+	}
+	for _, n := range r.regNotes() {
+		b.WriteString("\n" + n + "\n")
+	}
+	return b.String()
+}
+
+// regNotes lists the GMM runs that needed more than the usual covariance
+// regulariser, since they fit a slightly different model.
+func (r *Report) regNotes() []string {
+	var notes []string
+	for _, s := range r.Methods {
+		var parts []string
+		for _, reg := range GMMRegs[1:] {
+			var seeds []string
+			for _, run := range r.Runs {
+				if run.Method == s.Method && run.Reg == reg {
+					seeds = append(seeds, fmt.Sprint(run.Seed))
+				}
+			}
+			switch len(seeds) {
+			case 0:
+			case 1:
+				parts = append(parts, fmt.Sprintf("%g for seed %s", reg, seeds[0]))
+			default:
+				parts = append(parts, fmt.Sprintf("%g for seeds %s", reg, strings.Join(seeds, ", ")))
+			}
+		}
+		if len(parts) > 0 {
+			notes = append(notes, fmt.Sprintf("%s: covariance regulariser raised from %g (a float32 covariance was not positive definite): %s.",
+				s.Method, GMMRegs[0], strings.Join(parts, "; ")))
+		}
+	}
+	return notes
+}
+
+// formatSeconds keeps two significant decimals for the fast baselines without
+// printing hours of training to the millisecond.
+func formatSeconds(s float64) string {
+	if s < 10 {
+		return fmt.Sprintf("%.2f", s)
+	}
+	return fmt.Sprintf("%.1f", s)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
