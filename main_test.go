@@ -1,0 +1,804 @@
+package main
+
+// End-to-end tests of the emclust command as a user runs it: the binary is built
+// once, run with os/exec, and judged by its exit status, stdout, stderr and the
+// files it leaves.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	bin      string // the emclust binary built by TestMain
+	fixtures string // shared input files, and a tiny trained run in fixtures/r4
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	tmp, err := os.MkdirTemp("", "emclust-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	bin = filepath.Join(tmp, "emclust")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build emclust:", err)
+		return 1
+	}
+	fixtures = filepath.Join(tmp, "fixtures")
+	if err := makeFixtures(fixtures); err != nil {
+		fmt.Fprintln(os.Stderr, "fixtures:", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// makeFixtures writes the small input files the tests share and trains a tiny run
+// on a 4-feature CSV (fixtures/r4) for the predict and eval tests.
+func makeFixtures(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files := map[string]string{
+		"text.csv":            "a,b,c,label\n1,2,3,x\n4,foo,6,y\n",
+		"nan.csv":             "a,b,c\n1,2,3\n4,NaN,6\n",
+		"ragged.csv":          "1,2,3\n4,5\n",
+		"empty.csv":           "",
+		"ten.csv":             randomCSV(10, 4, 2, 1, true),
+		"four.csv":            randomCSV(200, 4, 2, 2, true),
+		"four-unlabelled.csv": randomCSV(50, 4, 0, 3, false),
+		"three.csv":           randomCSV(20, 3, 0, 4, false),
+		// score: truth 000111 against pred 001111 (worked by hand below).
+		"truth.txt":           "0\n0\n0\n1\n1\n1\n",
+		"pred.txt":            "0\n0\n1\n1\n1\n1\n",
+		"short.txt":           "0\n1\n",
+		"garbage.safetensors": "this is not a checkpoint\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			return err
+		}
+	}
+	// A truncated MNIST: the header promises 60000 images, the file holds 1000 bytes.
+	idx := filepath.Join(dir, "mnist")
+	if err := os.MkdirAll(idx, 0o755); err != nil {
+		return err
+	}
+	images := binary.BigEndian.AppendUint32(nil, 0x803)
+	for _, v := range []uint32{60000, 28, 28} {
+		images = binary.BigEndian.AppendUint32(images, v)
+	}
+	images = append(images, make([]byte, 1000)...)
+	labels := binary.BigEndian.AppendUint32(nil, 0x801)
+	labels = binary.BigEndian.AppendUint32(labels, 60000)
+	labels = append(labels, make([]byte, 60000)...)
+	if err := os.WriteFile(filepath.Join(idx, "train-images-idx3-ubyte"), images, 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(idx, "train-labels-idx1-ubyte"), labels, 0o644); err != nil {
+		return err
+	}
+
+	r := runIn(dir, 60*time.Second, "train", "--quiet", "--data", "four.csv", "--label-col", "label",
+		"--epochs", "2", "--batch-size", "32", "--kmeans=false", "--out", "r4")
+	if r.code != 0 {
+		return fmt.Errorf("train r4: exit %d: %s", r.code, r.stderr)
+	}
+	ckpt, err := os.ReadFile(filepath.Join(dir, "r4", "checkpoint.safetensors"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "truncated.safetensors"), ckpt[:len(ckpt)/2], 0o644); err != nil {
+		return err
+	}
+	// A run folder whose checkpoint lost its tail.
+	if err := os.MkdirAll(filepath.Join(dir, "torn"), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "torn", "checkpoint.safetensors"), ckpt[:len(ckpt)-100], 0o644)
+}
+
+// randomCSV makes n rows of d Gaussian features, with a header, and a label column
+// of `classes` classes (shifting the features' mean by class) when classes > 0.
+func randomCSV(n, d, classes int, seed uint64, header bool) string {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var b strings.Builder
+	if header {
+		for j := 0; j < d; j++ {
+			fmt.Fprintf(&b, "f%d,", j)
+		}
+		if classes > 0 {
+			b.WriteString("label")
+		}
+		b.WriteString("\n")
+	}
+	for i := 0; i < n; i++ {
+		for j := 0; j < d; j++ {
+			v := rng.NormFloat64()
+			if classes > 0 {
+				v += 3 * float64(i%classes)
+			}
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(strconv.FormatFloat(v, 'f', 5, 64))
+		}
+		if classes > 0 {
+			fmt.Fprintf(&b, ",%d", i%classes)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runIn runs emclust in dir and waits at most timeout.
+func runIn(dir string, timeout time.Duration, args ...string) result {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode() // -1 when killed by a signal
+	default:
+		r.code = -2
+		r.stderr += "\n(test: " + err.Error() + ")"
+	}
+	if ctx.Err() != nil {
+		r.stderr += "\n(test: timed out after " + timeout.String() + ")"
+	}
+	return r
+}
+
+func run(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	return runIn(dir, 60*time.Second, args...)
+}
+
+// noCrash fails the test when the output shows a Go panic or a signal.
+func noCrash(t *testing.T, r result) {
+	t.Helper()
+	for _, bad := range []string{"panic:", "goroutine ", "SIGSEGV", "signal "} {
+		if strings.Contains(r.stderr, bad) || strings.Contains(r.stdout, bad) {
+			t.Fatalf("crash (%q) in output:\nstdout: %s\nstderr: %s", bad, r.stdout, r.stderr)
+		}
+	}
+}
+
+// wantError checks a failed run: the exit status, nothing on stdout, and one line
+// on stderr that starts with "emclust: " and holds every one of want.
+func wantError(t *testing.T, r result, code int, want ...string) {
+	t.Helper()
+	noCrash(t, r)
+	if r.code != code {
+		t.Errorf("exit status %d, want %d; stderr: %s", r.code, code, r.stderr)
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout should be empty on error, got %q", r.stdout)
+	}
+	msg := strings.TrimSuffix(r.stderr, "\n")
+	if msg == "" || strings.Contains(msg, "\n") {
+		t.Errorf("want one line on stderr, got %q", r.stderr)
+	}
+	if !strings.HasPrefix(msg, "emclust: ") {
+		t.Errorf("stderr %q does not start with \"emclust: \"", msg)
+	}
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("stderr %q does not mention %q", msg, w)
+		}
+	}
+}
+
+var scoreLine = regexp.MustCompile(`^ACC \d\.\d{4} NMI \d\.\d{4} ARI -?\d\.\d{4}$`)
+
+// wantScoreLine checks a successful run that prints exactly one ACC NMI ARI line.
+func wantScoreLine(t *testing.T, r result) string {
+	t.Helper()
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("exit status %d; stderr: %s", r.code, r.stderr)
+	}
+	line := strings.TrimSuffix(r.stdout, "\n")
+	if !scoreLine.MatchString(line) {
+		t.Fatalf("stdout %q is not one line matching %s", r.stdout, scoreLine)
+	}
+	return line
+}
+
+// devices is the output of emclust devices, run once.
+var devices = sync.OnceValue(func() result { return runIn(os.TempDir(), time.Minute, "devices") })
+
+func cudaAvailable() bool {
+	r := devices()
+	return r.code == 0 && !strings.Contains(r.stdout, "no CUDA device")
+}
+
+func TestErrors(t *testing.T) {
+	noCUDA := !cudaAvailable()
+	train := []string{"train", "--quiet", "--epochs", "1", "--kmeans=false"}
+	ten := append(train[:len(train):len(train)], "--data", "ten.csv", "--label-col", "label")
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want []string
+		skip bool
+	}{
+		{name: "text in a number cell", args: append(train, "--data", "text.csv", "--label-col", "label"), code: 1,
+			want: []string{"text.csv:3", "column 1", `"foo"`}},
+		{name: "NaN", args: append(train, "--data", "nan.csv"), code: 1, want: []string{"nan.csv:3", "NaN", "column 1"}},
+		{name: "ragged", args: append(train, "--data", "ragged.csv"), code: 1, want: []string{"ragged.csv:2", "fields"}},
+		{name: "empty", args: append(train, "--data", "empty.csv"), code: 1, want: []string{"empty.csv", "no data rows"}},
+		{name: "missing file", args: append(train, "--data", "missing.csv"), code: 1, want: []string{"missing.csv", "no such file"}},
+		{name: "unknown label column", args: append(train, "--data", "ten.csv", "--label-col", "nope"), code: 1,
+			want: []string{"ten.csv", `"nope"`, "label"}},
+		{name: "k above rows", args: append(ten, "--k", "50"), code: 1, want: []string{"--k 50", "10 rows", "ten.csv"}},
+		{name: "unknown device", args: append(ten, "--device", "gpu"), code: 2, want: []string{"--device", `"gpu"`, "cuda:N"}},
+		{name: "cuda on a CPU build", args: append(ten, "--device", "cuda"), code: 1, want: []string{`device "cuda"`, "CUDA"}, skip: !noCUDA},
+		{name: "unknown objective", args: append(ten, "--objective", "foo"), code: 2, want: []string{"objective", `"foo"`, "em, em-aug, twofold, iic"}},
+		// Was a nil-tensor panic in loss.KL: image objectives on vectors.
+		{name: "twofold on vectors", args: append(ten, "--objective", "twofold"), code: 2, want: []string{"twofold", "--objective em"}},
+		{name: "em-aug on vectors", args: append(ten, "--objective", "em-aug"), code: 2, want: []string{"em-aug", "--objective em"}},
+		{name: "batch size 1", args: append(ten, "--batch-size", "1"), code: 2, want: []string{"batch size 1"}},
+		{name: "batch size not a number", args: append(ten, "--batch-size", "abc"), code: 2, want: []string{"batch-size", `"abc"`}},
+		{name: "gamma 0", args: append(ten, "--gamma", "0"), code: 2, want: []string{"gamma", `"0"`}},
+		{name: "gamma abc", args: append(ten, "--gamma", "abc"), code: 2, want: []string{"gamma", `"abc"`}},
+		{name: "epochs 0", args: []string{"train", "--data", "ten.csv", "--epochs", "0"}, code: 2, want: []string{"epochs"}},
+		{name: "bad hidden", args: append(ten, "--hidden", "32,x"), code: 2, want: []string{"--hidden", `"x"`}},
+		{name: "truncated IDX", args: append(train, "--dataset", "mnist", "--data-dir", "mnist"), code: 1,
+			want: []string{"train-images-idx3-ubyte", "truncated"}},
+		{name: "unknown dataset", args: append(train, "--dataset", "imagenet"), code: 2, want: []string{`"imagenet"`}},
+		{name: "data and dataset", args: append(train, "--data", "ten.csv", "--dataset", "digits"), code: 2, want: []string{"--data", "--dataset"}},
+		{name: "unknown flag", args: []string{"train", "--bogus"}, code: 2, want: []string{"-bogus", "train --help"}},
+		{name: "unknown command", args: []string{"trian"}, code: 2, want: []string{`"trian"`}},
+		{name: "positional argument", args: []string{"train", "ten.csv"}, code: 2, want: []string{`"ten.csv"`}},
+		{name: "resume without checkpoint", args: []string{"train", "--resume", "mnist"}, code: 1, want: []string{"mnist", "no checkpoint"}},
+		{name: "resume of nothing", args: []string{"train", "--resume", "nowhere"}, code: 1, want: []string{"nowhere", "does not exist"}},
+		{name: "resume with a setting", args: []string{"train", "--resume", "r4", "--lr", "0.1"}, code: 2, want: []string{"--lr", "--resume", "--epochs"}},
+		{name: "resume of a torn checkpoint", args: []string{"train", "--resume", "torn", "--epochs", "5"}, code: 1, want: []string{"torn/checkpoint.safetensors"}},
+		{name: "predict without model", args: []string{"predict", "--data", "three.csv"}, code: 2, want: []string{"--model", "required"}},
+		{name: "predict on other features", args: []string{"predict", "--model", "r4", "--data", "three.csv", "--out", "p.csv"}, code: 1,
+			want: []string{"three.csv", "3 features", "4-feature", "r4"}},
+		{name: "predict with the label as feature", args: []string{"predict", "--model", "r4", "--data", "four.csv", "--out", "p.csv"}, code: 1,
+			want: []string{"four.csv", "5 features", "4-feature", "--label-col"}},
+		{name: "predict with a garbage checkpoint", args: []string{"predict", "--model", "garbage.safetensors", "--data", "three.csv"}, code: 1,
+			want: []string{"garbage.safetensors"}},
+		{name: "predict with a truncated checkpoint", args: []string{"predict", "--model", "truncated.safetensors", "--data", "three.csv"}, code: 1,
+			want: []string{"truncated.safetensors", "truncated"}},
+		{name: "predict with a missing model", args: []string{"predict", "--model", "nowhere", "--data", "three.csv"}, code: 1,
+			want: []string{"nowhere"}},
+		{name: "predict to a missing folder", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "no/such/dir/p.csv"}, code: 1,
+			want: []string{"no/such/dir/p.csv"}},
+		{name: "eval without labels", args: []string{"eval", "--model", "r4", "--data", "four-unlabelled.csv"}, code: 1,
+			want: []string{"four-unlabelled.csv", "no labels", "--label-col"}},
+		{name: "score of different lengths", args: []string{"score", "--truth", "truth.txt", "--pred", "short.txt"}, code: 1,
+			want: []string{"truth.txt", "6", "short.txt", "2"}},
+		{name: "score of a missing file", args: []string{"score", "--truth", "truth.txt", "--pred", "nowhere.txt"}, code: 1,
+			want: []string{"nowhere.txt"}},
+		{name: "score without pred", args: []string{"score", "--truth", "truth.txt"}, code: 2, want: []string{"--pred", "required"}},
+		{name: "fetch without dir", args: []string{"data", "fetch", "mnist"}, code: 2, want: []string{"--dir", "required"}},
+		{name: "bench of an unknown model", args: []string{"bench", "--model", "resnet"}, code: 2, want: []string{`"resnet"`}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.skip {
+				t.Skip("a CUDA device is present")
+			}
+			t.Parallel()
+			r := run(t, fixtures, tc.args...)
+			wantError(t, r, tc.code, tc.want...)
+		})
+	}
+}
+
+func TestTrainDigits(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, dir, "train", "--quiet", "--epochs", "3", "--out", "run")
+	wantScoreLine(t, r)
+	if r.stderr != "" {
+		t.Errorf("--quiet should keep stderr empty, got %q", r.stderr)
+	}
+	runDir := filepath.Join(dir, "run")
+
+	var cfg map[string]any
+	readJSON(t, filepath.Join(runDir, "config.json"), &cfg)
+	if cfg["dataset"] != "digits" || cfg["epochs"] != 3.0 || cfg["k"] != 10.0 {
+		t.Errorf("config.json: dataset %v epochs %v k %v, want digits 3 10", cfg["dataset"], cfg["epochs"], cfg["k"])
+	}
+
+	lines := readLines(t, filepath.Join(runDir, "metrics.jsonl"))
+	if len(lines) != 3 {
+		t.Fatalf("metrics.jsonl has %d lines, want 3", len(lines))
+	}
+	for i, l := range lines {
+		var m struct {
+			Epoch int      `json:"epoch"`
+			Loss  float64  `json:"loss"`
+			ACC   *float64 `json:"acc"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("metrics.jsonl line %d: %v", i+1, err)
+		}
+		if m.Epoch != i+1 || m.ACC == nil {
+			t.Errorf("metrics.jsonl line %d: epoch %d acc %v", i+1, m.Epoch, m.ACC)
+		}
+	}
+
+	if st, err := os.Stat(filepath.Join(runDir, "checkpoint.safetensors")); err != nil || st.Size() == 0 {
+		t.Errorf("checkpoint.safetensors: %v", err)
+	}
+	if epoch := checkpointEpoch(t, filepath.Join(runDir, "checkpoint.safetensors")); epoch != 3 {
+		t.Errorf("checkpoint is of epoch %d, want 3", epoch)
+	}
+
+	rows := readLines(t, filepath.Join(runDir, "assignments.csv"))
+	if len(rows) != 1798 || rows[0] != "index,cluster,posterior,label" {
+		t.Errorf("assignments.csv: %d lines starting %q, want 1797 rows + header", len(rows), rows[0])
+	}
+	for i, row := range rows[1:] {
+		f := strings.Split(row, ",")
+		if len(f) != 4 || f[0] != strconv.Itoa(i) {
+			t.Fatalf("assignments.csv row %d: %q", i+1, row)
+		}
+	}
+
+	var sum struct {
+		Epochs int   `json:"epochs"`
+		K      int   `json:"k"`
+		Sizes  []int `json:"sizes"`
+		Scores *struct{ ACC, NMI, ARI float64 }
+	}
+	readJSON(t, filepath.Join(runDir, "summary.json"), &sum)
+	total := 0
+	for _, n := range sum.Sizes {
+		total += n
+	}
+	if sum.Epochs != 3 || sum.K != 10 || total != 1797 || sum.Scores == nil {
+		t.Errorf("summary.json: %+v", sum)
+	}
+	if got := fmt.Sprintf("ACC %.4f NMI %.4f ARI %.4f", sum.Scores.ACC, sum.Scores.NMI, sum.Scores.ARI); got+"\n" != r.stdout {
+		t.Errorf("summary.json scores %q differ from stdout %q", got, r.stdout)
+	}
+
+	// The same run folder again is refused, not overwritten.
+	r = run(t, dir, "train", "--quiet", "--epochs", "3", "--out", "run")
+	wantError(t, r, 1, "run", "--resume run")
+}
+
+func TestTrainJSON(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, dir, "train", "--quiet", "--json", "--epochs", "1", "--out", "run")
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("exit status %d: %s", r.code, r.stderr)
+	}
+	if strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("want one line of JSON, got %q", r.stdout)
+	}
+	var s struct {
+		Run    string `json:"run"`
+		Epochs int    `json:"epochs"`
+		Scores *struct{ ACC, NMI, ARI float64 }
+		KMeans *struct{ ACC, NMI, ARI float64 }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatalf("stdout is not JSON: %v: %q", err, r.stdout)
+	}
+	if s.Run != "run" || s.Epochs != 1 || s.Scores == nil || s.KMeans == nil {
+		t.Errorf("JSON summary %+v", s)
+	}
+}
+
+func TestPredictEvalCSV(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(fixtures, "r4")
+	data := filepath.Join(fixtures, "four.csv")
+
+	// Labelled: the assignments carry the label and stdout the scores.
+	r := run(t, dir, "predict", "--model", model, "--data", data, "--label-col", "label", "--out", "a.csv")
+	line := wantScoreLine(t, r)
+	rows := readLines(t, filepath.Join(dir, "a.csv"))
+	if len(rows) != 201 || rows[0] != "index,cluster,posterior,label" {
+		t.Errorf("a.csv: %d lines starting %q, want 200 rows + header", len(rows), rows[0])
+	}
+
+	// eval on the same data agrees, from the run folder or the checkpoint file.
+	for _, m := range []string{model, filepath.Join(model, "checkpoint.safetensors")} {
+		r = run(t, dir, "eval", "--model", m, "--data", data, "--label-col", "label")
+		if got := wantScoreLine(t, r); got != line {
+			t.Errorf("eval --model %s: %q, predict said %q", m, got, line)
+		}
+	}
+	r = run(t, dir, "eval", "--model", model, "--data", data, "--label-col", "label", "--json")
+	var js map[string]any
+	if err := json.Unmarshal([]byte(r.stdout), &js); r.code != 0 || err != nil || js["n"] != 200.0 {
+		t.Errorf("eval --json: exit %d, %v: %q", r.code, err, r.stdout)
+	}
+
+	// Unlabelled: no scores, every posterior with --all-posteriors.
+	r = run(t, dir, "predict", "--model", model, "--data", filepath.Join(fixtures, "four-unlabelled.csv"),
+		"--all-posteriors", "--out", "b.csv")
+	noCrash(t, r)
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("predict unlabelled: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	rows = readLines(t, filepath.Join(dir, "b.csv"))
+	if len(rows) != 51 || rows[0] != "index,cluster,p0,p1" {
+		t.Errorf("b.csv: %d lines starting %q", len(rows), rows[0])
+	}
+	for _, row := range rows[1:] {
+		f := strings.Split(row, ",")
+		p0, _ := strconv.ParseFloat(f[2], 64)
+		p1, _ := strconv.ParseFloat(f[3], 64)
+		if d := p0 + p1 - 1; d > 1e-5 || d < -1e-5 {
+			t.Fatalf("b.csv row %q: posteriors do not sum to 1", row)
+		}
+	}
+}
+
+func TestScore(t *testing.T) {
+	// truth 000111, pred 001111. ACC: clusters 0→0, 1→1 get 5 of 6 right = 0.8333.
+	// NMI: MI = (1/3)ln2 + (1/6)ln(1/2) + (1/2)ln(3/2) = 0.318257, H(truth) = ln 2,
+	// H(pred) = 0.636514, MI/mean(H) = 0.4787. ARI: index 4 (pairs 1+0+3), expected
+	// 6·7/15 = 2.8, max (6+7)/2: (4−2.8)/(6.5−2.8) = 0.3243.
+	r := run(t, fixtures, "score", "--truth", "truth.txt", "--pred", "pred.txt")
+	if got := wantScoreLine(t, r); got != "ACC 0.8333 NMI 0.4787 ARI 0.3243" {
+		t.Errorf("score: %q, want ACC 0.8333 NMI 0.4787 ARI 0.3243", got)
+	}
+	r = run(t, fixtures, "score", "--truth", "truth.txt", "--pred", "truth.txt", "--json")
+	var js map[string]float64
+	near1 := func(v float64) bool { return v > 1-1e-9 && v < 1+1e-9 }
+	if err := json.Unmarshal([]byte(r.stdout), &js); r.code != 0 || err != nil || !near1(js["acc"]) || !near1(js["nmi"]) || !near1(js["ari"]) {
+		t.Errorf("score --json of identical labels: exit %d, %v: %q", r.code, err, r.stdout)
+	}
+}
+
+func TestDevices(t *testing.T) {
+	r := devices()
+	noCrash(t, r)
+	if r.code != 0 || !regexp.MustCompile(`(?m)^cpu$`).MatchString(r.stdout) {
+		t.Errorf("devices: exit %d, stdout %q", r.code, r.stdout)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	r := run(t, t.TempDir(), "train", "--help")
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("train --help: exit %d: %s", r.code, r.stderr)
+	}
+	for _, f := range trainCommand().Flags {
+		name := f.Names()[0]
+		dashes := "--"
+		if len(name) == 1 {
+			dashes = "-"
+		}
+		var line string
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), dashes+name+" ") || strings.HasPrefix(strings.TrimSpace(l), dashes+name+",") {
+				line = l
+			}
+		}
+		if line == "" {
+			t.Errorf("train --help does not list --%s", name)
+			continue
+		}
+		if name != "help" && !strings.Contains(line, "(default: ") {
+			t.Errorf("train --help gives no default for --%s: %q", name, line)
+		}
+	}
+	for _, want := range []string{"--batch-size value", "(default: 128)", "--epochs value", "(default: 30 for vectors, 250 for images)",
+		`--gamma value`, `(default: "5")`, "--seed value", "(default: 1)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("train --help lacks %q", want)
+		}
+	}
+	r = run(t, t.TempDir(), "--help")
+	if r.code != 0 || !strings.Contains(r.stdout, "train") || !strings.Contains(r.stdout, "predict") {
+		t.Errorf("--help: exit %d: %q", r.code, r.stdout)
+	}
+}
+
+// metricsWithoutTime reads metrics.jsonl with the wall-clock field dropped.
+func metricsWithoutTime(t *testing.T, path string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range readLines(t, path) {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		delete(m, "seconds")
+		b, _ := json.Marshal(m)
+		out = append(out, string(b))
+	}
+	return out
+}
+
+func TestResumeMatchesStraightRun(t *testing.T) {
+	dir := t.TempDir()
+	common := []string{"--quiet", "--kmeans=false", "--seed", "7"}
+	r := run(t, dir, append([]string{"train", "--epochs", "2", "--out", "a"}, common...)...)
+	wantScoreLine(t, r)
+	r = run(t, dir, "train", "--quiet", "--resume", "a", "--epochs", "4")
+	resumed := wantScoreLine(t, r)
+	r = run(t, dir, append([]string{"train", "--epochs", "4", "--out", "b"}, common...)...)
+	straight := wantScoreLine(t, r)
+	if resumed != straight {
+		t.Errorf("resumed run ends %q, straight run %q", resumed, straight)
+	}
+	ma, mb := metricsWithoutTime(t, filepath.Join(dir, "a", "metrics.jsonl")), metricsWithoutTime(t, filepath.Join(dir, "b", "metrics.jsonl"))
+	if len(ma) != 4 {
+		t.Fatalf("resumed metrics.jsonl has %d lines, want 4", len(ma))
+	}
+	for i := range ma {
+		if ma[i] != mb[i] {
+			t.Errorf("epoch %d: resumed %s\nstraight %s", i+1, ma[i], mb[i])
+		}
+	}
+	a, _ := os.ReadFile(filepath.Join(dir, "a", "assignments.csv"))
+	b, _ := os.ReadFile(filepath.Join(dir, "b", "assignments.csv"))
+	if !bytes.Equal(a, b) {
+		t.Errorf("assignments.csv of the resumed and the straight run differ")
+	}
+
+	// A finished run says how to train it longer.
+	r = run(t, dir, "train", "--resume", "a")
+	wantError(t, r, 1, "a", "4 of 4 epochs", "--epochs")
+}
+
+// bigCSV writes rows×16 random features with a label column: a couple of seconds of
+// training at a small batch size.
+func bigCSV(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "big.csv")
+	if err := os.WriteFile(path, []byte(randomCSV(20000, 16, 3, 11, true)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// waitFor polls for path until the deadline.
+func waitFor(t *testing.T, path string, d time.Duration, done <-chan struct{}) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		select {
+		case <-done:
+			t.Fatalf("training ended before %s appeared", path)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s did not appear in %v", path, d)
+}
+
+// checkpointEpoch reads the epoch from a checkpoint's safetensors header, checking
+// that the header is whole and the data section as long as it says.
+func checkpointEpoch(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 8 {
+		t.Fatalf("%s: %d bytes", path, len(b))
+	}
+	n := binary.LittleEndian.Uint64(b)
+	if n > uint64(len(b)-8) {
+		t.Fatalf("%s: header of %d bytes in a %d-byte file", path, n, len(b))
+	}
+	var hdr map[string]json.RawMessage
+	if err := json.Unmarshal(b[8:8+n], &hdr); err != nil {
+		t.Fatalf("%s: header: %v", path, err)
+	}
+	end := 0
+	for name, raw := range hdr {
+		if name == "__metadata__" {
+			continue
+		}
+		var tm struct {
+			Offsets [2]int `json:"data_offsets"`
+		}
+		if err := json.Unmarshal(raw, &tm); err != nil {
+			t.Fatalf("%s: tensor %s: %v", path, name, err)
+		}
+		end = max(end, tm.Offsets[1])
+	}
+	if data := len(b) - 8 - int(n); data != end {
+		t.Fatalf("%s: %d data bytes, the header describes %d", path, data, end)
+	}
+	var meta map[string]string
+	if err := json.Unmarshal(hdr["__metadata__"], &meta); err != nil {
+		t.Fatalf("%s: metadata: %v", path, err)
+	}
+	epoch, err := strconv.Atoi(meta["epoch"])
+	if err != nil {
+		t.Fatalf("%s: epoch %q", path, meta["epoch"])
+	}
+	return epoch
+}
+
+// startTrain starts a long training run on big.csv; done closes when it exits.
+func startTrain(t *testing.T, dir string, stderr io.Writer, args ...string) (*exec.Cmd, <-chan struct{}) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"train", "--data", "big.csv", "--label-col", "label",
+		"--epochs", "1000", "--kmeans=false", "--out", "run"}, args...)...)
+	cmd.Dir = dir
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-done
+	})
+	return cmd, done
+}
+
+// checkRunUsable checks that a stopped run's checkpoint loads (eval) and that
+// --resume carries it on for one more epoch.
+func checkRunUsable(t *testing.T, dir string) {
+	t.Helper()
+	ckpt := filepath.Join(dir, "run", "checkpoint.safetensors")
+	epoch := checkpointEpoch(t, ckpt)
+	if epoch < 1 {
+		t.Fatalf("checkpoint of epoch %d", epoch)
+	}
+	// The other files are whole too: metrics.jsonl is written just after the
+	// checkpoint, so it may lag it by one epoch.
+	var cfg map[string]any
+	readJSON(t, filepath.Join(dir, "run", "config.json"), &cfg)
+	if n := len(metricsWithoutTime(t, filepath.Join(dir, "run", "metrics.jsonl"))); n != epoch && n != epoch-1 {
+		t.Errorf("metrics.jsonl has %d lines beside a checkpoint of epoch %d", n, epoch)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, "run"))
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), ".") {
+			t.Logf("left behind: %s", e.Name()) // an atomic write's temporary file
+		}
+	}
+	wantScoreLine(t, run(t, dir, "eval", "--model", "run", "--data", "big.csv", "--label-col", "label"))
+	wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "run", "--epochs", strconv.Itoa(epoch+1)))
+	if n := len(readLines(t, filepath.Join(dir, "run", "metrics.jsonl"))); n != epoch+1 {
+		t.Errorf("after resuming to epoch %d, metrics.jsonl has %d lines", epoch+1, n)
+	}
+	if got := checkpointEpoch(t, ckpt); got != epoch+1 {
+		t.Errorf("after resuming, checkpoint of epoch %d, want %d", got, epoch+1)
+	}
+}
+
+func TestKilledRunLeavesValidCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	bigCSV(t, dir)
+	cmd, done := startTrain(t, dir, io.Discard, "--quiet", "--batch-size", "32")
+	waitFor(t, filepath.Join(dir, "run", "checkpoint.safetensors"), 30*time.Second, done)
+	// Let it get into the next epoch, or the next checkpoint write.
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	checkRunUsable(t, dir)
+}
+
+func TestInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	bigCSV(t, dir)
+
+	// After the first checkpoint: a one-line message saying how to resume.
+	var stderr bytes.Buffer
+	cmd, done := startTrain(t, dir, &stderr, "--quiet", "--batch-size", "32")
+	waitFor(t, filepath.Join(dir, "run", "checkpoint.safetensors"), 30*time.Second, done)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("training did not stop within 20s of SIGINT")
+	}
+	r := result{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
+	wantError(t, r, 1, "interrupted", "--resume run")
+	checkRunUsable(t, dir)
+
+	// Before the first epoch ends: nothing to resume, and the message says so.
+	pr, pw := io.Pipe()
+	cmd, done = startTrain(t, dir, pw, "--batch-size", "2", "--out", "early")
+	go func() { <-done; pw.Close() }()
+	lines := bufio.NewScanner(pr)
+	var all []string
+	for lines.Scan() {
+		all = append(all, lines.Text())
+		if strings.Contains(lines.Text(), "net,") { // the line before training starts
+			break
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	for lines.Scan() {
+		all = append(all, lines.Text())
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("exit status %d after SIGINT, want 1", code)
+	}
+	if len(all) == 0 {
+		t.Fatal("no output on stderr")
+	}
+	last := all[len(all)-1]
+	if _, err := os.Stat(filepath.Join(dir, "early", "checkpoint.safetensors")); err == nil {
+		t.Skip("the first epoch ended before SIGINT arrived")
+	}
+	if !strings.Contains(last, "interrupted") || !strings.Contains(last, "no checkpoint") || strings.Contains(last, "--resume") {
+		t.Errorf("SIGINT in epoch 1: last stderr line %q", last)
+	}
+	noCrash(t, result{stderr: strings.Join(all, "\n")})
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
+}
+
+func readJSON(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
