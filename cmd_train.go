@@ -99,6 +99,9 @@ func runTrain(c *cli.Context) error {
 			return fmt.Errorf("resume: %w", err)
 		}
 		cfg, runDir, ckpt = *saved, dir, f
+		// Recompute the standardisation from the same training data: bit-for-bit the
+		// inputs of the first sitting, which the saved float32 statistics are not.
+		cfg.InputMean, cfg.InputStd = nil, nil
 		if c.IsSet("epochs") {
 			cfg.Epochs = c.Int("epochs")
 		}
@@ -285,8 +288,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		cfg.KMeans = c.Bool("kmeans")
 	}
 	cfg.Dataset = c.String("dataset")
-	cfg.DataDir = c.String("data-dir")
-	cfg.DataFile = c.String("data")
+	// Absolute paths, so that --resume works from any folder.
+	cfg.DataDir = absPath(c.String("data-dir"))
+	cfg.DataFile = absPath(c.String("data"))
 	cfg.LabelCol = c.String("label-col")
 	cfg.Header = c.String("header")
 	cfg.Standardize = c.Bool("standardize")
@@ -408,6 +412,19 @@ func dataName(cfg train.Config) string {
 	return cfg.Dataset
 }
 
+// standardize z-scores v with the statistics saved in cfg (a trained model sees new
+// data as it saw its training data), or computes them and saves them in cfg.
+func standardize(cfg *train.Config, v *data.Vectors) error {
+	if !cfg.Standardize {
+		return nil
+	}
+	if cfg.InputMean != nil {
+		return v.ApplyStandardize(cfg.InputMean, cfg.InputStd)
+	}
+	cfg.InputMean, cfg.InputStd = v.Standardize()
+	return nil
+}
+
 // openSource loads the configured data onto dev.
 func openSource(cfg *train.Config, dev torch.Device) (train.Source, error) {
 	switch {
@@ -416,8 +433,8 @@ func openSource(cfg *train.Config, dev torch.Device) (train.Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cfg.Standardize {
-			v.Standardize()
+		if err := standardize(cfg, v); err != nil {
+			return nil, err
 		}
 		return train.NewVectorSource(v, dev)
 	case cfg.Dataset == "" || cfg.Dataset == "digits":
@@ -425,8 +442,8 @@ func openSource(cfg *train.Config, dev torch.Device) (train.Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		if cfg.Standardize {
-			v.Standardize()
+		if err := standardize(cfg, v); err != nil {
+			return nil, err
 		}
 		return train.NewVectorSource(v, dev)
 	case cfg.Dataset == "folder":
@@ -472,3 +489,13 @@ func parseInts(s string) ([]int, error) {
 }
 
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}

@@ -48,7 +48,25 @@ func Write(path string, fill func(w io.Writer) error) (err error) {
 	if err = os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	// Make the rename itself durable.
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
 	return nil
+}
+
+// RemoveStale deletes temporary files a killed writer of path left behind. Call it
+// where no other writer of path can be running, e.g. when a run starts.
+func RemoveStale(path string) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "."+base+".tmp*"))
+	for _, f := range old {
+		os.Remove(f)
+	}
 }
 
 // WriteBytes writes data to path atomically.

@@ -125,3 +125,19 @@ func (v *Vectors) Validate() error {
 	}
 	return nil
 }
+
+// ApplyStandardize scales v with the column means and standard deviations of another
+// set, as Standardize returned them: new data must be seen the way the model was
+// trained, not through its own statistics.
+func (v *Vectors) ApplyStandardize(mean, std []float32) error {
+	if len(mean) != v.D || len(std) != v.D {
+		return fmt.Errorf("%s: standardisation has %d columns, the data %d", v.Source, len(mean), v.D)
+	}
+	for i := 0; i < v.N; i++ {
+		row := v.X[i*v.D : (i+1)*v.D]
+		for j := range row {
+			row[j] = (row[j] - mean[j]) / std[j]
+		}
+	}
+	return nil
+}

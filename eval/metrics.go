@@ -195,7 +195,9 @@ func ari(table [][]int) float64 {
 
 // Scores holds the three metrics usually reported for a clustering.
 type Scores struct {
-	ACC, NMI, ARI float64
+	ACC float64 `json:"acc"`
+	NMI float64 `json:"nmi"`
+	ARI float64 `json:"ari"`
 }
 
 // Score computes ACC, NMI and ARI of pred against truth, building the

@@ -24,8 +24,12 @@ type Config struct {
 	LabelCol    string `json:"label_col,omitempty"`
 	Header      string `json:"header,omitempty"`
 	Standardize bool   `json:"standardize"`
-	ImageSize   int    `json:"image_size,omitempty"` // folder images: resize to this square size
-	Gray        bool   `json:"gray,omitempty"`       // folder images: load as grayscale
+	// InputMean and InputStd are the training data's column statistics when
+	// Standardize is set; predict applies them to new data.
+	InputMean []float32 `json:"input_mean,omitempty"`
+	InputStd  []float32 `json:"input_std,omitempty"`
+	ImageSize int       `json:"image_size,omitempty"` // folder images: resize to this square size
+	Gray      bool      `json:"gray,omitempty"`       // folder images: load as grayscale
 
 	// Model.
 	Arch   string `json:"arch"`             // mlp, mnist, cifar, stl10 (chosen from the data when empty)

@@ -155,6 +155,9 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 			r.Close()
 			return nil, fmt.Errorf("run folder: %w", err)
 		}
+		for _, f := range []string{"config.json", checkpointName, "metrics.jsonl"} {
+			atomicfile.RemoveStale(filepath.Join(dir, f))
+		}
 		if err := writeJSON(filepath.Join(dir, "config.json"), r.Cfg); err != nil {
 			r.Close()
 			return nil, err
