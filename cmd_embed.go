@@ -1,0 +1,99 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	"emclust/atomicfile"
+	"emclust/torch"
+)
+
+// embedCommand exports the 2-unit bottleneck of a supervised mnist2d run: the 2-d data
+// set of the paper's §8.1, ready for `emclust train --data points.csv`.
+func embedCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "embed",
+		Usage:     "write the 2-d bottleneck outputs of a supervised mnist2d model as CSV (x,y,label)",
+		UsageText: "emclust embed --model RUN [--dataset NAME --data-dir D] --out points.csv",
+		Flags: append(dataFlags("the data the model trained on", "as in training"),
+			&cli.StringFlag{Name: "model", Required: true, Usage: "run folder of `emclust train --arch mnist2d --objective supervised`"},
+			&cli.StringFlag{Name: "out", Value: "points.csv", Usage: "CSV with columns x,y[,label], written atomically"},
+			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
+		),
+		Action: func(c *cli.Context) error {
+			dev, err := torch.ParseDevice(c.String("device"))
+			if err != nil {
+				return err
+			}
+			net, cfg, prior, err := loadModel(c.String("model"), dev)
+			if err != nil {
+				return err
+			}
+			defer net.Close()
+			defer prior.Free()
+			if net.Spec.Arch != "mnist2d" {
+				return fmt.Errorf("%s holds a %s model; embed needs one trained with --arch mnist2d --objective supervised", c.String("model"), net.Spec.Arch)
+			}
+			src, err := sourceFor(c, cfg, dev)
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			if err := checkInput(c.String("model"), net, src, cfg); err != nil {
+				return err
+			}
+			n := src.Len()
+			points := make([]float32, 0, 2*n)
+			all := torch.NoGrad()
+			defer all.Close()
+			rows := all.Arange(n, torch.Int64, src.IndexDevice())
+			for lo := 0; lo < n; lo += 1024 {
+				s := torch.NoGrad()
+				x, _ := src.Batch(s, s.Narrow(rows, 0, lo, min(1024, n-lo)), nil)
+				points = append(points, s.Float32s(net.Bottleneck(s, x))...)
+				if err := s.Close(); err != nil {
+					return err
+				}
+			}
+			if err := all.Err(); err != nil {
+				return err
+			}
+			if len(points) != 2*n {
+				return errors.New("embed: bottleneck is not 2-d")
+			}
+			labels := src.Labels()
+			err = atomicfile.Write(c.String("out"), func(w io.Writer) error {
+				head := "x,y"
+				if labels != nil {
+					head += ",label"
+				}
+				fmt.Fprintln(w, head)
+				buf := make([]byte, 0, 64)
+				for i := 0; i < n; i++ {
+					buf = strconv.AppendFloat(buf[:0], float64(points[2*i]), 'g', 7, 32)
+					buf = append(buf, ',')
+					buf = strconv.AppendFloat(buf, float64(points[2*i+1]), 'g', 7, 32)
+					if labels != nil {
+						buf = append(buf, ',')
+						buf = strconv.AppendInt(buf, int64(labels[i]), 10)
+					}
+					buf = append(buf, '\n')
+					if _, err := w.Write(buf); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "emclust: %d 2-d points → %s\n", n, c.String("out"))
+			return nil
+		},
+	}
+}
