@@ -1,0 +1,192 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"emclust/report"
+	"emclust/torch"
+)
+
+func reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "report",
+		Usage: "write an HTML report of a run: curves, clusters, best members, synthesised inputs, filters, t-SNE, 2-d distributions",
+		UsageText: "emclust report RUN [--out DIR] [--dataset NAME --data-dir D | --data FILE.csv --label-col C]\n" +
+			"   [--compare-run RUN2] [--tsne-points N | --no-tsne] [--device D]",
+		Description: "Writes DIR/index.html (DIR defaults to RUN/report) and its figures, PNG and SVG files beside it;\n" +
+			"the folder is self-contained. Without data flags the report uses the data the run trained on.\n" +
+			"Prints the path of index.html.",
+		ArgsUsage: "RUN",
+		Flags: append(dataFlags("the data the run trained on", "as in training"),
+			&cli.StringFlag{Name: "out", Usage: "report folder", DefaultText: "RUN/report"},
+			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
+			&cli.IntFlag{Name: "tsne-points", Value: 2000, Usage: "rows, drawn at random, in the t-SNE map of the final-layer responses"},
+			&cli.BoolFlag{Name: "no-tsne", Usage: "leave out the t-SNE map (it takes a while on a CPU)"},
+			&cli.StringFlag{Name: "compare-run", Usage: "2-d data: a second run on the same data (say, trained with --no-norm) whose distributions are drawn beside RUN's"},
+			&cli.StringFlag{Name: "clusters", Usage: "2-d data: the clusters whose distributions are drawn, e.g. 3,5,9", DefaultText: "all, at most 12"},
+			&cli.IntFlag{Name: "steps", Value: 150, Usage: "gradient-ascent steps of the activation maximisation"},
+			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed for the random subsets, the t-SNE layout and the starting images"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines"},
+		),
+		Action: runReport,
+	}
+}
+
+func runReport(c *cli.Context) error {
+	args, err := interspersedFlags(c)
+	if err != nil {
+		return err
+	}
+	if len(args) != 1 {
+		return usageError{errors.New("report takes one run folder: emclust report RUN [flags]")}
+	}
+	runDir := args[0]
+	if c.String("data") != "" && c.String("dataset") != "" {
+		return usageError{errors.New("give either --data FILE or --dataset NAME, not both")}
+	}
+	if c.Int("tsne-points") < 0 {
+		return usageError{fmt.Errorf("--tsne-points %d: want ≥ 0", c.Int("tsne-points"))}
+	}
+	if c.Int("steps") < 1 {
+		return usageError{fmt.Errorf("--steps %d: want ≥ 1", c.Int("steps"))}
+	}
+	clusters, err := parseClusters(c.String("clusters"))
+	if err != nil {
+		return err
+	}
+	dev, err := parseDevice(c.String("device"))
+	if err != nil {
+		return err
+	}
+
+	run, err := openReportRun(runDir, dev)
+	if err != nil {
+		return err
+	}
+	defer run.Net.Close()
+	defer run.Prior.Free()
+	src, err := sourceFor(c, run.Cfg, dev)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	if err := checkInput(runDir, run.Net, src, run.Cfg); err != nil {
+		return err
+	}
+	opt := report.Options{
+		Out:        c.String("out"),
+		TSNEPoints: c.Int("tsne-points"),
+		Seed:       c.Uint64("seed"),
+		ActMax:     report.ActMaxConfig{Steps: c.Int("steps")},
+		Clusters:   clusters,
+		Log:        os.Stderr,
+	}
+	if c.Bool("no-tsne") {
+		opt.TSNEPoints = 0
+	}
+	if c.Bool("quiet") {
+		opt.Log = io.Discard
+	}
+	if other := c.String("compare-run"); other != "" {
+		cmp, err := openReportRun(other, dev)
+		if err != nil {
+			return fmt.Errorf("--compare-run: %w", err)
+		}
+		defer cmp.Net.Close()
+		defer cmp.Prior.Free()
+		if err := checkInput(other, cmp.Net, src, run.Cfg); err != nil {
+			return fmt.Errorf("--compare-run: %w", err)
+		}
+		opt.Compare = cmp
+	}
+	index, err := report.Write(run, src, opt)
+	if err != nil {
+		return err
+	}
+	fmt.Println(index)
+	return nil
+}
+
+// openReportRun loads a run folder's network and its metrics.jsonl.
+func openReportRun(dir string, dev torch.Device) (*report.Run, error) {
+	net, cfg, prior, err := loadModel(dir, dev)
+	if err != nil {
+		return nil, err
+	}
+	hist, err := report.ReadMetrics(dir)
+	if err != nil {
+		net.Close()
+		prior.Free()
+		return nil, err
+	}
+	return &report.Run{Dir: dir, Cfg: cfg, Net: net, Prior: prior, History: hist}, nil
+}
+
+// parseClusters reads --clusters: comma-separated cluster indices; nil when empty.
+func parseClusters(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		j, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || j < 0 {
+			return nil, usageError{fmt.Errorf("--clusters %q: want cluster indices like 3,5,9", s)}
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// interspersedFlags returns the command's positional arguments, after applying any
+// flags that follow them. urfave/cli stops at the first positional argument, so
+// without this `emclust report RUN --out DIR` would take --out DIR as more run
+// folders.
+func interspersedFlags(c *cli.Context) ([]string, error) {
+	args := c.Args().Slice()
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(pos, args[i+1:]...), nil
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		var flag cli.Flag
+		for _, f := range c.Command.Flags {
+			for _, n := range f.Names() {
+				if n == name {
+					flag = f
+				}
+			}
+		}
+		if flag == nil {
+			return nil, usageError{fmt.Errorf("report: flag provided but not defined: %s (see emclust report --help)", a)}
+		}
+		if _, isBool := flag.(*cli.BoolFlag); isBool {
+			if !hasVal {
+				val = "true"
+			}
+		} else if !hasVal {
+			if i+1 >= len(args) {
+				return nil, usageError{fmt.Errorf("report: flag needs an argument: %s", a)}
+			}
+			i++
+			val = args[i]
+		}
+		if err := c.Set(name, val); err != nil {
+			return nil, usageError{fmt.Errorf("report: invalid value %q for flag %s: %v", val, a, err)}
+		}
+	}
+	return pos, nil
+}

@@ -1,0 +1,52 @@
+package model
+
+import (
+	"math"
+	"slices"
+	"testing"
+
+	"emclust/torch"
+)
+
+// ConvLayers finds the C blocks of each plan, and ForwardTo stops after any layer:
+// after a conv block it gives that block's planes, after the last layer the raw
+// relevance of Relevance in eval mode.
+func TestConvLayersAndForwardTo(t *testing.T) {
+	for _, tc := range []struct {
+		arch string
+		h    int
+		conv []int
+	}{
+		{"mnist", 28, []int{0, 2, 4}},
+		{"cifar", 32, []int{0, 1, 3, 4, 6, 7}},
+	} {
+		n := build(t, Spec{Arch: tc.arch, InC: 2, H: tc.h, W: tc.h, K: 5, Norm: true})
+		if got := n.ConvLayers(); !slices.Equal(got, tc.conv) {
+			t.Errorf("%s: conv layers %v, want %v", tc.arch, got, tc.conv)
+		}
+		s := torch.NoGrad()
+		x := s.Randn([]int{2, 2, tc.h, tc.h}, torch.Float32, torch.CPU)
+		first := n.ForwardTo(s, x, tc.conv[0])
+		if sh := first.Shape(); !slices.Equal(sh, []int{2, 64, tc.h, tc.h}) {
+			t.Errorf("%s: first conv output %v", tc.arch, sh)
+		}
+		last := s.Float32s(n.ForwardTo(s, x, n.NumLayers()-1))
+		want := s.Float32s(n.Relevance(s, x, false))
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			if math.Abs(float64(last[i]-want[i])) > 1e-5 {
+				t.Fatalf("%s: ForwardTo(last)[%d] = %v, Relevance %v", tc.arch, i, last[i], want[i])
+			}
+		}
+		n.ForwardTo(s, x, n.NumLayers())
+		if s.Err() == nil {
+			t.Errorf("%s: ForwardTo past the last layer did not fail", tc.arch)
+		}
+		s.Close()
+	}
+	if got := build(t, Spec{Arch: "mlp", In: 4, Hidden: []int{8}, K: 3}).ConvLayers(); got != nil {
+		t.Errorf("mlp: conv layers %v, want none", got)
+	}
+}

@@ -1,0 +1,342 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"emclust/data"
+	"emclust/model"
+	"emclust/torch"
+	"emclust/train"
+)
+
+// trainRun trains cfg on src for real, in a run folder, and returns it as the report
+// reads it back (history from metrics.jsonl).
+func trainRun(t *testing.T, cfg train.Config, src train.Source) *Run {
+	t.Helper()
+	dir := t.TempDir()
+	r, err := train.New(cfg, src, torch.CPU, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hist, err := ReadMetrics(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hist) != cfg.Epochs {
+		t.Fatalf("metrics.jsonl has %d epochs, want %d", len(hist), cfg.Epochs)
+	}
+	return &Run{Dir: dir, Cfg: &r.Cfg, Net: r.Net, Prior: r.Prior(), History: hist}
+}
+
+// checkPage checks that index.html exists, links only relative files, and that each
+// linked file is a valid PNG or SVG. It returns the page and the linked names.
+func checkPage(t *testing.T, index string) (string, []string) {
+	t.Helper()
+	b, err := os.ReadFile(index)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	if !strings.Contains(page, "</html>") {
+		t.Fatal("index.html is cut short")
+	}
+	var names []string
+	for _, m := range regexp.MustCompile(`(?:src|href)="([^"#][^"]*)"`).FindAllStringSubmatch(page, -1) {
+		name := m[1]
+		if strings.Contains(name, "://") || filepath.IsAbs(name) {
+			t.Errorf("link %q is not relative", name)
+			continue
+		}
+		names = append(names, name)
+		f, err := os.ReadFile(filepath.Join(filepath.Dir(index), name))
+		if err != nil {
+			t.Errorf("linked file: %v", err)
+			continue
+		}
+		switch filepath.Ext(name) {
+		case ".png":
+			if _, err := png.Decode(bytes.NewReader(f)); err != nil {
+				t.Errorf("%s: %v", name, err)
+			}
+		case ".svg":
+			if !bytes.Contains(f[:min(len(f), 512)], []byte("<svg")) || !bytes.HasSuffix(bytes.TrimSpace(f), []byte("</svg>")) {
+				t.Errorf("%s is not a whole SVG document", name)
+			}
+		default:
+			t.Errorf("unexpected linked file %s", name)
+		}
+	}
+	return page, names
+}
+
+func has(names []string, want ...string) []string {
+	var missing []string
+	for _, w := range want {
+		found := false
+		for _, n := range names {
+			found = found || n == w
+		}
+		if !found {
+			missing = append(missing, w)
+		}
+	}
+	return missing
+}
+
+// A report of a tiny digits run (2 epochs) has every section a labelled vector run
+// gets, and every figure it links is there and decodes.
+func TestReportDigits(t *testing.T) {
+	v, err := data.Digits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Standardize()
+	src, err := train.NewVectorSource(v, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cfg := train.VectorDefaults()
+	cfg.Epochs = 2
+	cfg.KMeans = false
+	run := trainRun(t, cfg, src)
+
+	out := filepath.Join(t.TempDir(), "report")
+	index, err := Write(run, src, Options{Out: out, TSNEPoints: 200, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if index != filepath.Join(out, "index.html") {
+		t.Errorf("index at %s", index)
+	}
+	page, names := checkPage(t, index)
+	if m := has(names, "loss.svg", "scores.svg", "sizes.svg", "contingency.svg", "tsne.png"); m != nil {
+		t.Errorf("page lacks %v (has %v)", m, names)
+	}
+	for _, s := range []string{"ACC", "perplexity 30", "Hungarian"} {
+		if !strings.Contains(page, s) {
+			t.Errorf("page does not mention %q", s)
+		}
+	}
+	if strings.Contains(page, "loss_kl.svg") {
+		t.Error("an em run has no KL curve")
+	}
+}
+
+// blobs2d is a 2-d data set of three well-separated Gaussian groups, labelled.
+func blobs2d(n int) *data.Vectors {
+	rng := rand.New(rand.NewPCG(5, 5))
+	centres := [][2]float64{{-3, 0}, {3, 0}, {0, 4}}
+	v := &data.Vectors{X: make([]float32, 2*n), N: n, D: 2, Labels: make([]int, n), Source: "blobs"}
+	for i := range n {
+		c := i % 3
+		v.Labels[i] = c
+		v.X[2*i] = float32(centres[c][0] + 0.6*rng.NormFloat64())
+		v.X[2*i+1] = float32(centres[c][1] + 0.6*rng.NormFloat64())
+	}
+	return v
+}
+
+// The 2-d path draws the distributions of a run and of a comparison run without the
+// normalisation, with their avg_dist rows, and the t-SNE map can be left out.
+func TestReportPlaneCompare(t *testing.T) {
+	src, err := train.NewVectorSource(blobs2d(384), torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cfg := train.VectorDefaults()
+	cfg.K, cfg.Epochs, cfg.Hidden, cfg.KMeans = 3, 2, []int{16, 16}, false
+	run := trainRun(t, cfg, src)
+	cfg.Norm = false
+	other := trainRun(t, cfg, src)
+
+	index, err := Write(run, src, Options{Out: filepath.Join(t.TempDir(), "r"), Compare: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, names := checkPage(t, index)
+	if m := has(names, "sample_space.png", "distributions.png", "distributions_compare.png"); m != nil {
+		t.Errorf("page lacks %v (has %v)", m, names)
+	}
+	if has(names, "tsne.png") == nil {
+		t.Error("t-SNE drawn with TSNEPoints 0")
+	}
+	for _, s := range []string{"with normalisation", "without normalisation", "avg_dist"} {
+		if !strings.Contains(page, s) {
+			t.Errorf("page does not mention %q", s)
+		}
+	}
+
+	// A compare run needs 2-d data.
+	v, _ := data.Digits()
+	dsrc, err := train.NewVectorSource(v, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dsrc.Close()
+	dcfg := train.VectorDefaults()
+	dcfg.Epochs, dcfg.KMeans = 1, false
+	drun := trainRun(t, dcfg, dsrc)
+	if _, err := Write(drun, dsrc, Options{Out: t.TempDir(), Compare: drun}); err == nil {
+		t.Error("compare run on 64-d data accepted")
+	}
+}
+
+// h_j is a sigmoid, so the grids lie in (0, 1), and the grid spans the box given.
+func TestDistributionGrids(t *testing.T) {
+	torch.ManualSeed(1)
+	net, err := model.New(model.Spec{Arch: "mlp", In: 2, Hidden: []int{8}, K: 4, Norm: true}, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	grids, err := distributionGrids(net, 5, -1, 2, -3, 4, 20, []int{0, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(grids) != 2 {
+		t.Fatalf("%d grids", len(grids))
+	}
+	g := grids[1]
+	if c, r := g.Dims(); c != 20 || r != 20 {
+		t.Errorf("grid %d×%d", c, r)
+	}
+	if g.X(0) != -1 || g.X(19) != 2 || g.Y(0) != -3 || g.Y(19) != 4 {
+		t.Errorf("grid spans x %v..%v y %v..%v", g.X(0), g.X(19), g.Y(0), g.Y(19))
+	}
+	for _, z := range g.z {
+		if !(z > 0 && z < 1) {
+			t.Fatalf("h = %v outside (0, 1)", z)
+		}
+	}
+	wide, _ := model.New(model.Spec{Arch: "mlp", In: 3, Hidden: []int{8}, K: 2, Norm: true}, torch.CPU)
+	defer wide.Close()
+	if _, err := distributionGrids(wide, 5, 0, 1, 0, 1, 4, []int{0}); err == nil {
+		t.Error("3-feature network accepted")
+	}
+}
+
+// synthImages is a small labelled image set: two classes of stripes, horizontal and
+// vertical, with noise.
+func synthImages(n, c, size int) *data.Images {
+	rng := rand.New(rand.NewPCG(9, 9))
+	im := &data.Images{Pix: make([]uint8, n*c*size*size), N: n, C: c, H: size, W: size,
+		Labels: make([]int, n), Classes: []string{"hstripes", "vstripes"}, Source: "synthetic"}
+	for i := range n {
+		im.Labels[i] = i % 2
+		for ch := range c {
+			for y := range size {
+				for x := range size {
+					u := y
+					if i%2 == 1 {
+						u = x
+					}
+					v := 40 + 60*rng.Float64()
+					if (u/3)%2 == 0 {
+						v += 140
+					}
+					im.Pix[((i*c+ch)*size+y)*size+x] = uint8(v)
+				}
+			}
+		}
+	}
+	return im
+}
+
+// An image run's report adds the best-10 grid, the synthesised inputs and both filter
+// figures. The network here is untrained: the path, not the pictures, is under test.
+func TestReportImages(t *testing.T) {
+	im := synthImages(48, 3, 28)
+	src, err := train.NewImageSource(im, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	torch.ManualSeed(2)
+	net, err := model.New(model.Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 3, Norm: true}, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	cfg := train.ImageDefaults()
+	cfg.K, cfg.Arch, cfg.GammaVal = 3, "mnist", 5
+	run := &Run{Dir: t.TempDir(), Cfg: &cfg, Net: net}
+	index, err := Write(run, src, Options{TSNEPoints: 40, ActMax: ActMaxConfig{Steps: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if index != filepath.Join(run.Dir, "report", "index.html") {
+		t.Errorf("default report folder: index at %s", index)
+	}
+	page, names := checkPage(t, index)
+	if m := has(names, "best10.png", "actmax.png", "filters_first.png", "filters_last.png", "sizes.svg", "contingency.svg", "tsne.png"); m != nil {
+		t.Errorf("page lacks %v (has %v)", m, names)
+	}
+	if svg, _ := os.ReadFile(filepath.Join(filepath.Dir(index), "contingency.svg")); !bytes.Contains(svg, []byte("hstripes")) {
+		t.Error("contingency table does not name the classes")
+	}
+	if !strings.Contains(page, "no finished epoch") {
+		t.Error("an empty history is not explained")
+	}
+}
+
+// Gradient ascent raises what it maximises: each cluster's a*_j and each filter's
+// mean activation end higher than at the random start, and the images stay in [0,1].
+func TestActMaxIncreases(t *testing.T) {
+	torch.ManualSeed(4)
+	net, err := model.New(model.Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 3, Norm: true}, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	cfg := ActMaxConfig{Steps: 25, Seed: 1}
+	am, err := MaximizeRelevance(net, 1, 28, 28, []int{0, 1, 2}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range 3 {
+		if !(am.After[j] > am.Before[j]+0.1) {
+			t.Errorf("cluster %d: a* %v → %v, want a clear rise", j, am.Before[j], am.After[j])
+		}
+	}
+	for _, v := range am.Images {
+		if v < 0 || v > 1 {
+			t.Fatalf("pixel %v outside [0, 1]", v)
+		}
+	}
+	if len(am.Images) != 3*28*28 {
+		t.Errorf("%d pixels, want 3 images of 28×28", len(am.Images))
+	}
+	conv := net.ConvLayers()
+	fm, err := MaximizeChannels(net, conv[len(conv)-1], 3, 28, 28, []int{0, 5}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if !(fm.After[i] > fm.Before[i]) {
+			t.Errorf("filter %d: mean activation %v → %v, want a rise", i, fm.Before[i], fm.After[i])
+		}
+	}
+	// The weights were only frozen for the ascent.
+	for _, p := range net.Params() {
+		if !p.Tensor.RequiresGrad() {
+			t.Fatalf("%s left frozen", p.Name)
+		}
+	}
+	if _, err := MaximizeRelevance(net, 1, 28, 28, []int{3}, cfg); err == nil {
+		t.Error("cluster 3 of 3 accepted")
+	}
+}
