@@ -10,7 +10,7 @@ SHIM_SRC    := torch/csrc/emtorch.cpp torch/csrc/emtorch.h
 TORCH_INC   ?= /usr/include/torch/csrc/api/include
 CXXFLAGS    ?= -O2
 SHIM_FLAGS  := -std=c++17 -fPIC -shared -Wall -Wno-unused-parameter
-DEB_PKGS    := libtorch-dev g++ dataset-fashion-mnist
+DEB_PKGS    := libtorch-dev g++ python3 dataset-fashion-mnist
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GO_MIN      := 1.25
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -336,5 +337,47 @@ func TestConvPoolBatchNormShapes(t *testing.T) {
 	}
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The checkpoint layout is safetensors: a reader written from the format's spec alone
+// (here in Python, standard library only) gets the same tensors back.
+func TestSafetensorsReadableFromPython(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed for this check (make deps installs it)")
+	}
+	s := NewScope()
+	defer s.Close()
+	path := filepath.Join(t.TempDir(), "ck.safetensors")
+	w := s.FromFloat32([]float32{0.5, -1.25, 3, 4}, []int{2, 2}, CPU)
+	steps := s.FromInt64([]int64{7}, []int{1}, CPU)
+	if err := SaveSafetensors(path, []Named{{"w", w}, {"steps", steps}}, map[string]string{"k": "4"}); err != nil {
+		t.Fatal(err)
+	}
+	script := `
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8+n])
+data = b[8+n:]
+fmt = {"F32": "f", "I64": "q"}
+out = {"meta": h["__metadata__"]}
+for name, e in h.items():
+    if name == "__metadata__":
+        continue
+    lo, hi = e["data_offsets"]
+    c = fmt[e["dtype"]]
+    k = (hi - lo) // struct.calcsize(c)
+    out[name] = {"shape": e["shape"], "values": list(struct.unpack("<%d%s" % (k, c), data[lo:hi]))}
+print(json.dumps(out, sort_keys=True))
+`
+	got, err := exec.Command(py, "-c", script, path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("python: %v: %s", err, got)
+	}
+	want := `{"meta": {"k": "4"}, "steps": {"shape": [1], "values": [7]}, "w": {"shape": [2, 2], "values": [0.5, -1.25, 3.0, 4.0]}}`
+	if strings.TrimSpace(string(got)) != want {
+		t.Fatalf("python read\n%s\nwant\n%s", got, want)
 	}
 }
