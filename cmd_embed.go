@@ -26,26 +26,14 @@ func embedCommand() *cli.Command {
 			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
 		),
 		Action: func(c *cli.Context) error {
-			dev, err := torch.ParseDevice(c.String("device"))
+			in, err := openInference(c)
 			if err != nil {
 				return err
 			}
-			net, cfg, prior, err := loadModel(c.String("model"), dev)
-			if err != nil {
-				return err
-			}
-			defer net.Close()
-			defer prior.Free()
+			defer in.Close()
+			net, src := in.net, in.src
 			if net.Spec.Arch != "mnist2d" {
 				return fmt.Errorf("%s holds a %s model; embed needs one trained with --arch mnist2d --objective supervised", c.String("model"), net.Spec.Arch)
-			}
-			src, err := sourceFor(c, cfg, dev)
-			if err != nil {
-				return err
-			}
-			defer src.Close()
-			if err := checkInput(c.String("model"), net, src, cfg); err != nil {
-				return err
 			}
 			n := src.Len()
 			points := make([]float32, 0, 2*n)

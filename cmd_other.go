@@ -103,6 +103,51 @@ func describeInput(sp model.Spec) string {
 	return fmt.Sprintf("%dx%d image", sp.H, sp.W)
 }
 
+// inference is a trained model and the data it is applied to: what predict, eval and
+// embed share.
+type inference struct {
+	net   *model.Net
+	cfg   *train.Config
+	prior *torch.Tensor
+	src   train.Source
+	dev   torch.Device
+}
+
+// openInference loads --model on --device and the data the flags name (or the data
+// the model trained on), and checks that the data fit the model.
+func openInference(c *cli.Context) (*inference, error) {
+	if err := checkModelArgs(c); err != nil {
+		return nil, err
+	}
+	dev, err := parseDevice(c.String("device"))
+	if err != nil {
+		return nil, err
+	}
+	net, cfg, prior, err := loadModel(c.String("model"), dev)
+	if err != nil {
+		return nil, err
+	}
+	in := &inference{net: net, cfg: cfg, prior: prior, dev: dev}
+	if in.src, err = sourceFor(c, cfg, dev); err != nil {
+		in.Close()
+		return nil, err
+	}
+	if err := checkInput(c.String("model"), net, in.src, cfg); err != nil {
+		in.Close()
+		return nil, err
+	}
+	return in, nil
+}
+
+// Close frees the model and the data.
+func (in *inference) Close() {
+	if in.src != nil {
+		in.src.Close()
+	}
+	in.prior.Free()
+	in.net.Close()
+}
+
 func predictCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "predict",
@@ -115,27 +160,12 @@ func predictCommand() *cli.Command {
 			&cli.BoolFlag{Name: "all-posteriors", Usage: "also write the posterior of every cluster (p0..pK-1)"},
 		),
 		Action: func(c *cli.Context) error {
-			if err := checkModelArgs(c); err != nil {
-				return err
-			}
-			dev, err := parseDevice(c.String("device"))
+			in, err := openInference(c)
 			if err != nil {
 				return err
 			}
-			net, cfg, prior, err := loadModel(c.String("model"), dev)
-			if err != nil {
-				return err
-			}
-			defer net.Close()
-			defer prior.Free()
-			src, err := sourceFor(c, cfg, dev)
-			if err != nil {
-				return err
-			}
-			defer src.Close()
-			if err := checkInput(c.String("model"), net, src, cfg); err != nil {
-				return err
-			}
+			defer in.Close()
+			net, src, dev, prior := in.net, in.src, in.dev, in.prior
 			pred, err := train.Predict(net, src, dev, prior)
 			if err != nil {
 				return err
@@ -173,27 +203,12 @@ func evalCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		),
 		Action: func(c *cli.Context) error {
-			if err := checkModelArgs(c); err != nil {
-				return err
-			}
-			dev, err := parseDevice(c.String("device"))
+			in, err := openInference(c)
 			if err != nil {
 				return err
 			}
-			net, cfg, prior, err := loadModel(c.String("model"), dev)
-			if err != nil {
-				return err
-			}
-			defer net.Close()
-			defer prior.Free()
-			src, err := sourceFor(c, cfg, dev)
-			if err != nil {
-				return err
-			}
-			defer src.Close()
-			if err := checkInput(c.String("model"), net, src, cfg); err != nil {
-				return err
-			}
+			defer in.Close()
+			net, src, dev, prior := in.net, in.src, in.dev, in.prior
 			labels := src.Labels()
 			if labels == nil {
 				return fmt.Errorf("%s has no labels to score against (give --label-col for a CSV)", src.Describe())
