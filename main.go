@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -44,7 +45,19 @@ func main() {
 		},
 		// libtorch here starts with one intra-op thread; use every core unless a
 		// command's --threads says otherwise.
-		Before: func(*cli.Context) error { return torch.SetNumThreads(runtime.NumCPU()) },
+		Before: func(*cli.Context) error {
+			// Goroutines reach libtorch from several OS threads; capping glibc's arenas
+			// keeps large CPU tensors from faulting pages in per thread.
+			// EMCLUST_MALLOC_ARENAS=0 leaves glibc's default.
+			arenas := 2
+			if v, err := strconv.Atoi(os.Getenv("EMCLUST_MALLOC_ARENAS")); err == nil {
+				arenas = v
+			}
+			if arenas > 0 {
+				torch.SetMallocArenas(arenas)
+			}
+			return torch.SetNumThreads(runtime.NumCPU())
+		},
 		// Errors are printed once, as one line, by main.
 		ExitErrHandler: func(*cli.Context, error) {},
 		OnUsageError: func(c *cli.Context, err error, _ bool) error {

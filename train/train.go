@@ -335,28 +335,32 @@ func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tenso
 		return l, nil, s.Zeros([]int{cfg.K}, torch.Float32, r.Dev)
 	}
 
-	// EM (or IIC) step with optimiser A.
-	aStar := r.Net.Forward(s, x, true)
+	// EM (or IIC) step with optimiser A, in a scope of its own: its activations are
+	// freed before the KL step builds the next graph.
 	var logPrior *torch.Tensor
 	if r.prior != nil {
 		logPrior = s.Log(r.prior)
 	}
-	p := loss.Posterior(s, aStar, logPrior)
+	em := torch.NewScope()
+	aStar := r.Net.Forward(em, x, true)
+	p := loss.Posterior(em, aStar, logPrior)
 	switch cfg.Objective {
 	case "em":
-		l = loss.EM(s, aStar, p, cfg.GammaVal)
+		l = loss.EM(em, aStar, p, cfg.GammaVal)
 	case "em-aug", "twofold":
-		l = loss.EMAug(s, aStar, r.Net.Forward(s, xt, true), p, cfg.GammaVal)
+		l = loss.EMAug(em, aStar, r.Net.Forward(em, xt, true), p, cfg.GammaVal)
 	case "iic":
-		l = loss.IIC(s, aStar, r.Net.Forward(s, xt, true))
+		l = loss.IIC(em, aStar, r.Net.Forward(em, xt, true))
 	}
-	hMean = s.Mean(s.Sigmoid(s.DivScalar(s.Detach(aStar), cfg.GammaVal)), false, 0)
-	r.update(s, r.optA, l)
+	hMean = s.Adopt(em.Mean(em.Sigmoid(em.DivScalar(em.Detach(aStar), cfg.GammaVal)), false, 0))
+	r.update(em, r.optA, l)
 	if r.prior != nil {
 		// π ← 0.99 π + 0.01 mean_i p_i: the priors come from the previous posteriors.
-		next := s.Add(s.MulScalar(r.prior, 0.99), s.MulScalar(s.Mean(p, true, 0), 0.01))
-		s.CopyInto(r.prior, next)
+		next := em.Add(em.MulScalar(r.prior, 0.99), em.MulScalar(em.Mean(p, true, 0), 0.01))
+		em.CopyInto(r.prior, next)
 	}
+	l = s.Adopt(em.Detach(l))
+	s.Fail(em.Close())
 	if cfg.Objective != "twofold" {
 		return l, nil, hMean
 	}

@@ -15,6 +15,10 @@
 #include <cuda_runtime_api.h>
 #endif
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -715,6 +719,15 @@ et_error et_cuda_reset_peak_memory(int device_index) {
 }
 
 void et_set_cudnn_benchmark(int on) { at::globalContext().setBenchmarkCuDNN(on != 0); }
+
+int et_set_malloc_arenas(int n) {
+#if defined(__GLIBC__) && defined(M_ARENA_MAX)
+  return mallopt(M_ARENA_MAX, n);
+#else
+  (void)n;
+  return 0;
+#endif
+}
 
 const char *et_version(void) { return TORCH_VERSION; }
 

@@ -185,6 +185,10 @@ et_error et_cuda_device_info(int device_index, char *name, int cap, int64_t *tot
 int64_t et_cuda_max_memory_allocated(int device_index);
 et_error et_cuda_reset_peak_memory(int device_index);
 void et_set_cudnn_benchmark(int on);
+/* Caps glibc's malloc arenas (mallopt M_ARENA_MAX): ops run on whichever OS thread a
+ * goroutine is on, and each thread's arena grows and shrinks on its own, which costs
+ * page faults on large CPU tensors. Returns 0 where unsupported. */
+int et_set_malloc_arenas(int n);
 /* libtorch's version, e.g. "1.13.1", and whether the shim was built with CUDA. */
 const char *et_version(void);
 int et_built_with_cuda(void);
