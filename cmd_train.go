@@ -59,6 +59,7 @@ func trainCommand() *cli.Command {
 		&cli.IntFlag{Name: "eval-every", Value: 1, Usage: "epochs between full evaluations (0: only at the end)"},
 		&cli.BoolFlag{Name: "kmeans", Value: true, Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
+		&cli.BoolFlag{Name: "data-on-host", Usage: "keep images in (pinned) host memory and copy each batch to the device, for sets larger than GPU memory"},
 		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it; the run's other settings are kept)", DefaultText: "off"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary line"},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
@@ -335,6 +336,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	if images {
 		cfg.ImageSize = c.Int("image-size")
 		cfg.Gray = c.Bool("gray")
+		cfg.DataOnHost = c.Bool("data-on-host")
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
@@ -425,6 +427,15 @@ func standardize(cfg *train.Config, v *data.Vectors) error {
 	return nil
 }
 
+// imageSource puts the images on dev, or keeps them in pinned host memory when asked
+// (a set larger than the GPU's memory).
+func imageSource(cfg *train.Config, im *data.Images, dev torch.Device) (train.Source, error) {
+	if cfg.DataOnHost {
+		return train.NewHostImageSource(im, dev)
+	}
+	return train.NewImageSource(im, dev)
+}
+
 // openSource loads the configured data onto dev.
 func openSource(cfg *train.Config, dev torch.Device) (train.Source, error) {
 	switch {
@@ -454,13 +465,13 @@ func openSource(cfg *train.Config, dev torch.Device) (train.Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		return train.NewImageSource(im, dev)
+		return imageSource(cfg, im, dev)
 	case isImageSet(cfg.Dataset):
 		im, err := data.LoadImages(cfg.Dataset, cfg.DataDir)
 		if err != nil {
 			return nil, err
 		}
-		return train.NewImageSource(im, dev)
+		return imageSource(cfg, im, dev)
 	}
 	return nil, usageError{fmt.Errorf("unknown dataset %q: want digits, mnist, fashion-mnist, cifar10, cifar100, stl10 or folder", cfg.Dataset)}
 }

@@ -26,10 +26,11 @@ type Config struct {
 	Standardize bool   `json:"standardize"`
 	// InputMean and InputStd are the training data's column statistics when
 	// Standardize is set; predict applies them to new data.
-	InputMean []float32 `json:"input_mean,omitempty"`
-	InputStd  []float32 `json:"input_std,omitempty"`
-	ImageSize int       `json:"image_size,omitempty"` // folder images: resize to this square size
-	Gray      bool      `json:"gray,omitempty"`       // folder images: load as grayscale
+	InputMean  []float32 `json:"input_mean,omitempty"`
+	InputStd   []float32 `json:"input_std,omitempty"`
+	ImageSize  int       `json:"image_size,omitempty"`   // folder images: resize to this square size
+	Gray       bool      `json:"gray,omitempty"`         // folder images: load as grayscale
+	DataOnHost bool      `json:"data_on_host,omitempty"` // images stay in host memory; batches are copied over
 
 	// Model.
 	Arch   string `json:"arch"`             // mlp, mnist, cifar, stl10 (chosen from the data when empty)
