@@ -523,34 +523,7 @@ func TestImageResumeIsExact(t *testing.T) {
 	}
 	t.Cleanup(src.Close)
 	cfg := imageConfig("twofold", 2, 32)
-	straight := newRun(t, cfg, src, t.TempDir())
-	if err := straight.Train(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-
-	dir := t.TempDir()
-	half := cfg
-	half.Epochs = 1
-	first := newRun(t, half, src, dir)
-	if err := first.Train(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	first.Close()
-	f, saved, _, err := ReadCheckpoint(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved.Epochs = 2
-	resumed := newRun(t, *saved, src, dir)
-	if err := resumed.Restore(f); err != nil {
-		t.Fatal(err)
-	}
-	if resumed.EpochsDone() != 1 {
-		t.Fatalf("resumed at epoch %d, want 1", resumed.EpochsDone())
-	}
-	if err := resumed.Train(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	straight, resumed := straightAndResumed(t, cfg, src, 1)
 
 	s := torch.NoGrad()
 	defer s.Close()

@@ -96,35 +96,7 @@ func TestResumeIsExact(t *testing.T) {
 	cfg := VectorDefaults()
 	cfg.Epochs = 4
 	cfg.Prior = "learned"
-	straight := newRun(t, cfg, src, t.TempDir())
-	if err := straight.Train(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-
-	dir := t.TempDir()
-	half := cfg
-	half.Epochs = 2
-	first := newRun(t, half, src, dir)
-	if err := first.Train(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	first.Close()
-
-	f, saved, _, err := ReadCheckpoint(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	saved.Epochs = 4
-	resumed := newRun(t, *saved, src, dir)
-	if err := resumed.Restore(f); err != nil {
-		t.Fatal(err)
-	}
-	if resumed.EpochsDone() != 2 {
-		t.Fatalf("resumed at epoch %d, want 2", resumed.EpochsDone())
-	}
-	if err := resumed.Train(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	straight, resumed := straightAndResumed(t, cfg, src, 2)
 	s := torch.NoGrad()
 	defer s.Close()
 	a, b := straight.Net.Params(), resumed.Net.Params()
@@ -145,6 +117,40 @@ func TestResumeIsExact(t *testing.T) {
 			t.Fatalf("learned prior differs: %v vs %v", px, py)
 		}
 	}
+}
+
+// straightAndResumed trains cfg.Epochs epochs in one go, and again as split epochs
+// then a resume from the checkpoint for the rest, for comparing the two.
+func straightAndResumed(t *testing.T, cfg Config, src Source, split int) (straight, resumed *Run) {
+	t.Helper()
+	straight = newRun(t, cfg, src, t.TempDir())
+	if err := straight.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	half := cfg
+	half.Epochs = split
+	first := newRun(t, half, src, dir)
+	if err := first.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	f, saved, _, err := ReadCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved.Epochs = cfg.Epochs
+	resumed = newRun(t, *saved, src, dir)
+	if err := resumed.Restore(f); err != nil {
+		t.Fatal(err)
+	}
+	if resumed.EpochsDone() != split {
+		t.Fatalf("resumed at epoch %d, want %d", resumed.EpochsDone(), split)
+	}
+	if err := resumed.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return straight, resumed
 }
 
 func rssBytes(t *testing.T) int64 {
