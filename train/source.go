@@ -129,9 +129,11 @@ func (is *ImageSource) Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.A
 	if is.host {
 		raw = s.ToDevice(raw, is.dev, true)
 	}
-	x = transform.Pipeline(s, raw, nil)
+	// Convert to float once; the original and the transformed batch both start there.
+	f := transform.ToFloat(s, raw)
+	x = transform.Pipeline(s, f, nil)
 	if aug != nil {
-		xt = transform.Pipeline(s, raw, aug)
+		xt = transform.Pipeline(s, f, aug)
 	}
 	return x, xt
 }
