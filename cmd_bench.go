@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 
 	"emclust/data"
+	"emclust/model"
 	"emclust/torch"
 	"emclust/train"
 )
@@ -38,6 +40,8 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "steps", Value: 20, Usage: "timed steps"},
 			&cli.IntFlag{Name: "warmup", Value: 3, Usage: "untimed steps first (allocator, cuDNN autotuning)"},
 			&cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: its default)"},
+			&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "comma-separated: fp32, bf16 (each is timed)"},
+			&cli.StringFlag{Name: "channels-last", Value: "false", Usage: "comma-separated: false, true (each is timed on the CNNs)"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON lines instead of a table"},
 		},
 		Action: func(c *cli.Context) error {
@@ -57,6 +61,20 @@ func benchCommand() *cli.Command {
 			if dev.CUDA {
 				torch.SetCuDNNBenchmark(true)
 			}
+			precisions := strings.Split(c.String("precision"), ",")
+			for _, p := range precisions {
+				if err := (model.Compute{Precision: p}).Validate(); err != nil {
+					return usageError{fmt.Errorf("--precision: %w", err)}
+				}
+			}
+			var layouts []bool
+			for _, v := range strings.Split(c.String("channels-last"), ",") {
+				b, err := strconv.ParseBool(v)
+				if err != nil {
+					return usageError{fmt.Errorf("--channels-last %q: want true, false or both comma-separated", v)}
+				}
+				layouts = append(layouts, b)
+			}
 			var results []*train.BenchResult
 			for _, m := range strings.Split(c.String("model"), ",") {
 				shape, ok := benchShapes[m]
@@ -71,14 +89,22 @@ func benchCommand() *cli.Command {
 					}
 				}
 				for _, obj := range strings.Split(objs, ",") {
-					res, err := benchOne(m, obj, shape.rows, shape.c, shape.h, shape.w, shape.features, dev, c)
-					if err != nil {
-						return fmt.Errorf("bench %s %s: %w", m, obj, err)
-					}
-					results = append(results, res)
-					if c.Bool("json") {
-						b, _ := json.Marshal(res)
-						fmt.Println(string(b))
+					for _, prec := range precisions {
+						for _, cl := range layouts {
+							if cl && m == "mlp" {
+								continue // no convolutions to lay out
+							}
+							comp := model.Compute{Precision: prec, ChannelsLast: cl}
+							res, err := benchOne(m, obj, comp, shape.rows, shape.c, shape.h, shape.w, shape.features, dev, c)
+							if err != nil {
+								return fmt.Errorf("bench %s %s %s: %w", m, obj, prec, err)
+							}
+							results = append(results, res)
+							if c.Bool("json") {
+								b, _ := json.Marshal(res)
+								fmt.Println(string(b))
+							}
+						}
 					}
 				}
 			}
@@ -86,13 +112,20 @@ func benchCommand() *cli.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "model\tobjective\tdevice\tparams\tms/step\trows/s\tGFLOP/step\tTFLOP/s\tepoch rows\tepoch s\tpeak MiB\t")
+			fmt.Fprintln(tw, "model\tobjective\tprecision\tlayout\tdevice\tparams\tms/step\trows/s\tGFLOP/step\tTFLOP/s\tepoch rows\tepoch s\tpeak MiB\t")
 			for _, r := range results {
 				peak := "-"
 				if r.PeakBytes >= 0 {
 					peak = fmt.Sprintf("%.0f", float64(r.PeakBytes)/(1<<20))
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.2f\t%.0f\t%s\t%s\t%d\t%.1f\t%s\t\n", r.Arch, r.Objective, r.Device, r.Params,
+				layout := "NCHW"
+				if r.ChannelsLast {
+					layout = "NHWC"
+				}
+				if r.Arch == "mlp" {
+					layout = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%.0f\t%s\t%s\t%d\t%.1f\t%s\t\n", r.Arch, r.Objective, r.Precision, layout, r.Device, r.Params,
 					r.StepMS, r.ImagesPerSec, sigFig(r.GFLOPPerStep), sigFig(r.AchievedTFLOPS), r.EpochRows, r.EpochSeconds, peak)
 			}
 			return tw.Flush()
@@ -100,7 +133,7 @@ func benchCommand() *cli.Command {
 	}
 }
 
-func benchOne(arch, obj string, rows, ch, h, w, features int, dev torch.Device, c *cli.Context) (*train.BenchResult, error) {
+func benchOne(arch, obj string, comp model.Compute, rows, ch, h, w, features int, dev torch.Device, c *cli.Context) (*train.BenchResult, error) {
 	bs := c.Int("batch-size")
 	n := max(4*bs, 1024)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -126,6 +159,7 @@ func benchOne(arch, obj string, rows, ch, h, w, features int, dev torch.Device, 
 	}
 	defer src.Close()
 	cfg.Arch, cfg.Objective, cfg.BatchSize, cfg.Device = arch, obj, bs, dev.String()
+	cfg.Precision, cfg.ChannelsLast = comp.Precision, comp.ChannelsLast
 	return train.Bench(cfg, src, dev, c.Int("warmup"), c.Int("steps"), rows)
 }
 

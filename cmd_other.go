@@ -37,6 +37,10 @@ func loadModel(path string, dev torch.Device) (*model.Net, *train.Config, *torch
 		net.Close()
 		return nil, nil, nil, err
 	}
+	if err := net.SetCompute(cfg.Compute()); err != nil {
+		net.Close()
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
 	var prior *torch.Tensor
 	if _, ok := f.Shape("prior"); ok {
 		s := torch.NoGrad()

@@ -56,6 +56,8 @@ func trainCommand() *cli.Command {
 		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed for init, shuffling and augmentation"},
 		&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
 		&cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: its default)"},
+		&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "fp32, or bf16: convolutions and matrix products in bfloat16 as under autocast (weights, normalisation and loss stay float32)"},
+		&cli.BoolFlag{Name: "channels-last", Usage: "lay images and conv weights out N,H,W,C (CNNs only; pays on GPUs, measure on CPUs)"},
 		&cli.IntFlag{Name: "eval-every", Value: 1, Usage: "epochs between full evaluations (0: only at the end)"},
 		&cli.BoolFlag{Name: "kmeans", Value: true, Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
@@ -111,6 +113,14 @@ func runTrain(c *cli.Context) error {
 		}
 		if c.IsSet("threads") {
 			cfg.Threads = c.Int("threads")
+		}
+		// How to compute may change between sittings, like the device; what to
+		// compute may not.
+		if c.IsSet("precision") {
+			cfg.Precision = c.String("precision")
+		}
+		if c.IsSet("channels-last") {
+			cfg.ChannelsLast = c.Bool("channels-last")
 		}
 	} else {
 		var err error
@@ -329,6 +339,11 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	cfg.Hidden = hidden
 	cfg.Norm = !c.Bool("no-norm")
 	cfg.Prior = c.String("prior")
+	cfg.Precision = c.String("precision")
+	cfg.ChannelsLast = c.Bool("channels-last")
+	if cfg.ChannelsLast && !images {
+		return cfg, usageError{errors.New("--channels-last lays out images for convolutions; vectors train an mlp, which has none")}
+	}
 	cfg.Seed = c.Uint64("seed")
 	cfg.Device = c.String("device")
 	cfg.Threads = c.Int("threads")
@@ -356,7 +371,8 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 
 // resumeFlags are the train flags that apply to a resumed run; the rest of its
 // settings come from the checkpoint.
-var resumeFlags = map[string]bool{"resume": true, "epochs": true, "device": true, "threads": true, "quiet": true, "json": true}
+var resumeFlags = map[string]bool{"resume": true, "epochs": true, "device": true, "threads": true,
+	"precision": true, "channels-last": true, "quiet": true, "json": true}
 
 func checkResumeFlags(c *cli.Context) error {
 	for _, f := range c.Command.Flags {
@@ -365,7 +381,7 @@ func checkResumeFlags(c *cli.Context) error {
 			if name == "out" && c.String("out") == c.String("resume") {
 				continue
 			}
-			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved in %s; only --epochs, --device, --threads, --quiet and --json apply",
+			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved in %s; only --epochs, --device, --threads, --precision, --channels-last, --quiet and --json apply",
 				name, filepath.Join(c.String("resume"), "config.json"))}
 		}
 	}

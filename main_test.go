@@ -276,6 +276,8 @@ func TestErrors(t *testing.T) {
 		{name: "twofold on vectors", args: append(ten, "--objective", "twofold"), code: 2, want: []string{"twofold", "--objective em"}},
 		{name: "em-aug on vectors", args: append(ten, "--objective", "em-aug"), code: 2, want: []string{"em-aug", "--objective em"}},
 		{name: "batch size 1", args: append(ten, "--batch-size", "1"), code: 2, want: []string{"batch size 1"}},
+		{name: "unknown precision", args: append(ten, "--precision", "fp16"), code: 2, want: []string{"precision", `"fp16"`, "fp32 or bf16"}},
+		{name: "channels-last on vectors", args: append(ten, "--channels-last"), code: 2, want: []string{"channels-last", "mlp"}},
 		{name: "batch size not a number", args: append(ten, "--batch-size", "abc"), code: 2, want: []string{"batch-size", `"abc"`}},
 		{name: "gamma 0", args: append(ten, "--gamma", "0"), code: 2, want: []string{"gamma", `"0"`}},
 		{name: "gamma abc", args: append(ten, "--gamma", "abc"), code: 2, want: []string{"gamma", `"abc"`}},
@@ -314,6 +316,8 @@ func TestErrors(t *testing.T) {
 		{name: "score without pred", args: []string{"score", "--truth", "truth.txt"}, code: 2, want: []string{"--pred", "required"}},
 		{name: "fetch without dir", args: []string{"data", "fetch", "mnist"}, code: 2, want: []string{"--dir", "required"}},
 		{name: "bench of an unknown model", args: []string{"bench", "--model", "resnet"}, code: 2, want: []string{`"resnet"`}},
+		{name: "bench of an unknown precision", args: []string{"bench", "--model", "mlp", "--precision", "fp32,int8"}, code: 2, want: []string{"--precision", `"int8"`}},
+		{name: "bench of a bad layout", args: []string{"bench", "--model", "mlp", "--channels-last", "yes"}, code: 2, want: []string{"--channels-last", `"yes"`}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

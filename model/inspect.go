@@ -33,8 +33,9 @@ func (n *Net) ForwardTo(s *torch.Scope, x *torch.Tensor, layer int) *torch.Tenso
 		s.Fail(fmt.Errorf("model: ForwardTo layer %d: %s has layers 0..%d", layer, n.Spec.Arch, len(n.layers)-1))
 		return nil
 	}
+	x = n.input(s, x)
 	for _, l := range n.layers[:layer+1] {
 		x = l.forward(s, x, false)
 	}
-	return x
+	return n.output(s, x)
 }

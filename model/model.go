@@ -99,6 +99,7 @@ type Net struct {
 	store  *torch.Scope // owns parameters and buffers
 	// bottleneck is the number of layers up to and including the bottleneck; 0: none.
 	bottleneck int
+	compute    Compute
 }
 
 // New builds the network of spec on dev with PyTorch's default initialisation, drawn
@@ -188,6 +189,7 @@ func (n *Net) Close() {
 // when the step's scope closes (this halves the peak memory of a CNN step).
 func (n *Net) Relevance(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor {
 	in := x
+	x = n.input(s, x)
 	for _, l := range n.layers {
 		y := l.forward(s, x, train)
 		if x != in {
@@ -195,7 +197,11 @@ func (n *Net) Relevance(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tens
 		}
 		x = y
 	}
-	return x
+	out := n.output(s, x)
+	if out != x {
+		x.Free()
+	}
+	return out
 }
 
 // Bottleneck returns the output of the 2-unit bottleneck of a mnist2d network.
@@ -204,10 +210,11 @@ func (n *Net) Bottleneck(s *torch.Scope, x *torch.Tensor) *torch.Tensor {
 		s.Fail(fmt.Errorf("model: %s has no bottleneck layer", n.Spec.Arch))
 		return nil
 	}
+	x = n.input(s, x)
 	for _, l := range n.layers[:n.bottleneck] {
 		x = l.forward(s, x, false)
 	}
-	return x
+	return n.output(s, x)
 }
 
 // Forward returns the normalised relevance a* (n×K). In training the normalisation
@@ -302,6 +309,7 @@ func sameShape(a, b []int) bool {
 type linear struct {
 	name string
 	w, b *torch.Tensor
+	bf16 bool // compute in bfloat16 (see Compute)
 }
 
 func newLinear(s *torch.Scope, name string, in, out int, dev torch.Device) *linear {
@@ -313,7 +321,7 @@ func newLinear(s *torch.Scope, name string, in, out int, dev torch.Device) *line
 }
 
 func (l *linear) forward(s *torch.Scope, x *torch.Tensor, _ bool) *torch.Tensor {
-	return s.Linear(x, l.w, l.b)
+	return s.Linear(lowp(s, x, l.bf16), lowp(s, l.w, l.bf16), lowp(s, l.b, l.bf16))
 }
 func (l *linear) params() []torch.Named {
 	return []torch.Named{{Name: l.name + ".weight", Tensor: l.w}, {Name: l.name + ".bias", Tensor: l.b}}
@@ -327,6 +335,7 @@ type convBN struct {
 	w, gamma, beta  *torch.Tensor
 	runMean, runVar *torch.Tensor
 	momentum        float64
+	bf16            bool // compute in bfloat16 (see Compute)
 }
 
 func newConvBN(s *torch.Scope, name string, in, out int, dev torch.Device, momentum float64) *convBN {
@@ -345,7 +354,9 @@ func newConvBN(s *torch.Scope, name string, in, out int, dev torch.Device, momen
 }
 
 func (c *convBN) forward(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor {
-	y := s.Conv2d(x, c.w, nil, 1, 1)
+	// In bf16 BatchNorm takes the bfloat16 activations with its float32 affine and
+	// running statistics, as under autocast, and returns bfloat16.
+	y := s.Conv2d(lowp(s, x, c.bf16), lowp(s, c.w, c.bf16), nil, 1, 1)
 	z := s.BatchNorm(y, c.gamma, c.beta, c.runMean, c.runVar, train, c.momentum, 1e-5)
 	y.Free()
 	out := s.ReLU(z)

@@ -358,6 +358,12 @@ func (s *Scope) Detach(a *Tensor) *Tensor { return s.unary(C.ET_DETACH, "detach"
 // Contiguous returns a in row-major memory order.
 func (s *Scope) Contiguous(a *Tensor) *Tensor { return s.unary(C.ET_CONTIGUOUS, "contiguous", a) }
 
+// ToChannelsLast copies a 4-d tensor into N,H,W,C memory order (shape unchanged);
+// convolutions then run their channels-last kernels and keep that layout.
+func (s *Scope) ToChannelsLast(a *Tensor) *Tensor {
+	return s.unary(C.ET_CHANNELS_LAST, "channels_last", a)
+}
+
 // Clone copies a into new memory.
 func (s *Scope) Clone(a *Tensor) *Tensor { return s.unary(C.ET_CLONE, "clone", a) }
 

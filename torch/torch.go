@@ -228,6 +228,29 @@ func (t *Tensor) SetRequiresGrad(on bool) error {
 	return check("requires_grad", C.et_set_requires_grad(t.h, cbool(on)))
 }
 
+// SetData makes t hold src's data (PyTorch's `t.data = src`), keeping t's handle,
+// its requires-grad flag and every reference to it: how a parameter that optimisers
+// already hold changes its memory layout. It drops t's gradient, if any.
+func (t *Tensor) SetData(src *Tensor) error {
+	if t == nil || t.h == nil || src == nil || src.h == nil {
+		return errors.New("torch: SetData on a freed tensor")
+	}
+	return check("set_data", C.et_set_data(t.h, src.h))
+}
+
+// ChannelsLast reports whether a 4-d tensor is laid out N,H,W,C in memory.
+func (t *Tensor) ChannelsLast() bool {
+	if t == nil || t.h == nil {
+		return false
+	}
+	var v C.int
+	if e := C.et_is_channels_last(t.h, &v); e != nil {
+		C.et_free_error(e)
+		return false
+	}
+	return v != 0
+}
+
 // check turns a shim error slot into a Go error and frees the C string.
 func check(op string, e C.et_error) error {
 	if e == nil {

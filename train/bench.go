@@ -12,6 +12,8 @@ type BenchResult struct {
 	Arch         string  `json:"arch"`
 	Objective    string  `json:"objective"`
 	Device       string  `json:"device"`
+	Precision    string  `json:"precision"`
+	ChannelsLast bool    `json:"channels_last"`
 	Batch        int     `json:"batch"`
 	Steps        int     `json:"steps"`
 	StepMS       float64 `json:"ms_per_step"`
@@ -103,6 +105,7 @@ func Bench(cfg Config, src Source, dev torch.Device, warmup, steps, epochRows in
 	}
 	res := &BenchResult{
 		Arch: r.Spec.Arch, Objective: cfg.Objective, Device: dev.String(), Batch: bs, Steps: steps,
+		Precision: r.Net.Compute().Precision, ChannelsLast: r.Net.Compute().ChannelsLast,
 		StepMS: 1000 * el / float64(steps), StepsPerSec: float64(steps) / el,
 		ImagesPerSec: float64(steps*bs) / el, EpochRows: epochRows,
 		PeakBytes: torch.PeakMemory(dev), Params: r.Net.NumParams(), Threads: torch.NumThreads(),

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"emclust/atomicfile"
+	"emclust/model"
 	"emclust/transform"
 )
 
@@ -37,6 +38,9 @@ type Config struct {
 	Hidden []int  `json:"hidden,omitempty"` // MLP hidden widths
 	K      int    `json:"k"`
 	Norm   bool   `json:"norm"` // relevance normalisation (off only for the ablation)
+	// Arithmetic (model.Compute): products in fp32 or bf16, images channels-last.
+	Precision    string `json:"precision,omitempty"`
+	ChannelsLast bool   `json:"channels_last,omitempty"`
 
 	// Optimisation.
 	Objective string                   `json:"objective"` // em, em-aug, twofold, iic
@@ -65,7 +69,7 @@ func VectorDefaults() Config {
 	return Config{
 		Arch: "mlp", Hidden: []int{32, 32}, K: 10, Norm: true,
 		Objective: "em", Epochs: 30, BatchSize: 128, Gamma: "5", LR: 1e-3, LRKL: 1e-4,
-		Prior: "uniform", Seed: 1, Device: "auto", EvalEvery: 1, KMeans: true, LogEvery: 20,
+		Prior: "uniform", Seed: 1, Device: "auto", EvalEvery: 1, KMeans: true, LogEvery: 20, Precision: "fp32",
 	}
 }
 
@@ -75,9 +79,14 @@ func ImageDefaults() Config {
 	return Config{
 		K: 10, Norm: true,
 		Objective: "twofold", Epochs: 250, BatchSize: 128, Gamma: "5", LR: 5e-5, LRKL: 1e-4,
-		Prior: "uniform", Seed: 1, Device: "auto", EvalEvery: 1, KMeans: false, LogEvery: 20,
+		Prior: "uniform", Seed: 1, Device: "auto", EvalEvery: 1, KMeans: false, LogEvery: 20, Precision: "fp32",
 		Augment: &aug,
 	}
+}
+
+// Compute is the arithmetic the run trains (and predict infers) with.
+func (c *Config) Compute() model.Compute {
+	return model.Compute{Precision: c.Precision, ChannelsLast: c.ChannelsLast}
 }
 
 // needsAugment reports whether the objective trains on transformed batches.
@@ -110,7 +119,7 @@ func (c *Config) Validate() error {
 	case c.EvalEvery < 0:
 		return fmt.Errorf("eval-every %d: want ≥ 0", c.EvalEvery)
 	}
-	return nil
+	return c.Compute().Validate()
 }
 
 func writeJSON(path string, v any) error {

@@ -110,6 +110,10 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := net.SetCompute(cfg.Compute()); err != nil {
+		net.Close()
+		return nil, err
+	}
 	r := &Run{Cfg: cfg, Dir: dir, Spec: net.Spec, Net: net, Dev: dev, Src: src}
 	params := net.Params()
 	ts := make([]*torch.Tensor, len(params))

@@ -37,8 +37,10 @@ batch=128
 emclust=${EMCLUST:-./emclust}
 python=${PYTHON:-python3}
 out=""
+precision=fp32
+channels_last=false
 
-usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; echo "flags: --models --objective --device --steps --warmup --mlp-steps --mlp-warmup --threads --repeats --num-workers --batch-size --emclust --python --out"; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; echo "flags: --models --objective --device --steps --warmup --mlp-steps --mlp-warmup --threads --repeats --num-workers --batch-size --emclust --python --out --precision --channels-last"; }
 
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -56,6 +58,8 @@ while [ $# -gt 0 ]; do
 	--emclust) emclust=$2; shift 2 ;;
 	--python) python=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
+	--precision) precision=$2; shift 2 ;;
+	--channels-last) channels_last=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "compare.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
 	esac
@@ -79,6 +83,7 @@ for m in "${model_list[@]}"; do
 	else
 		common=(--device "$device" --steps "$steps" --warmup "$warmup" --threads "$threads" --batch-size "$batch")
 	fi
+	common+=(--precision "$precision" --channels-last "$channels_last")
 	for ((r = 1; r <= repeats; r++)); do
 		echo "  $m run $r/$repeats: emclust" >&2
 		"$emclust" bench --model "$m" "${objflag[@]}" "${common[@]}" --json |
@@ -97,7 +102,8 @@ rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 impls = ["emclust", "python-cpu-aug", "python-device-aug"]
 best, runs, order = {}, {}, []
 for r in rows:
-    key = (r["arch"], r["objective"])
+    key = (r["arch"], r["objective"], r.get("precision", "fp32"),
+           "NHWC" if r.get("channels_last") else ("-" if r["arch"] == "mlp" else "NCHW"))
     if key not in order:
         order.append(key)
     k = key + (r["impl"],)
@@ -112,20 +118,20 @@ def num(v):
     if v is None:
         return "-"
     return "%.3g" % v
-print("| model | objective | device | threads | steps | emclust ms/step | python cpu-aug ms/step | python device-aug ms/step "
+print("| model | objective | precision | layout | device | threads | steps | emclust ms/step | python cpu-aug ms/step | python device-aug ms/step "
       "| emclust / py cpu-aug | emclust / py device-aug | GFLOP/step | emclust TFLOP/s |")
-print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for key in order:
     e, c, d = (best.get(key + (i,)) for i in impls)
     any_ = e or c or d
-    print("| %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
-        key[0], key[1], any_["device"], any_["cpu_threads"], any_["steps"], ms(e), ms(c), ms(d),
+    print("| %s | %s | %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+        key[0], key[1], key[2], key[3], any_["device"], any_["cpu_threads"], any_["steps"], ms(e), ms(c), ms(d),
         ratio(e, c), ratio(e, d), num((e or c or d).get("gflop_per_step")),
         num(e.get("achieved_tflops")) if e else "-"))
 print()
 print("All runs (ms/step):")
 for key in order:
-    print("- %s %s: " % key + "; ".join(
+    print("- %s %s %s %s: " % key + "; ".join(
         "%s %s" % (i, ", ".join("%.2f" % v for v in runs.get(key + (i,), []))) for i in impls))
 libs = sorted({r.get("aug_lib") for r in rows if r["impl"] == "python-cpu-aug" and r["arch"] != "mlp"})
 if libs:

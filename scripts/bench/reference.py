@@ -359,7 +359,7 @@ def sync(dev):
         torch.cuda.synchronize(dev)
 
 
-def bench(arch, objective, aug, dev, args):
+def bench(arch, objective, aug, prec, channels_last, dev, args):
     shape = SHAPES[arch]
     bs = args.batch_size
     n = max(4 * bs, 1024)  # synthetic rows, as cmd_bench.go
@@ -376,7 +376,22 @@ def bench(arch, objective, aug, dev, args):
         flops = forward_flops(net, h, w)
     if arch == "mlp" and objective != "em":
         raise SystemExit("reference.py: mlp takes vectors; use --objective em")
+    if channels_last:
+        net = net.to(memory_format=torch.channels_last)
     net.train()
+    body, norm = net[:-1], net[-1]
+
+    def fwd(x):
+        # As emclust computes: the layers under bf16 autocast, the relevance
+        # normalisation (and the loss after it) in float32.
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        if prec == "bf16":
+            with torch.autocast(dev.type, dtype=torch.bfloat16):
+                a = body(x)
+            return norm(a.float())
+        return net(x)
+
     params = list(net.parameters())
     if arch == "mlp":
         opt_a = torch.optim.Adam(params, lr=1e-3)
@@ -433,14 +448,14 @@ def bench(arch, objective, aug, dev, args):
 
     def step(x, xt):
         # EM (or IIC) step with optimiser A.
-        a = net(x)
+        a = fwd(x)
         p = F.softmax(a.detach(), 1)
         if objective == "em":
             l = em_loss(a, p)
         elif objective == "iic":
-            l = iic_loss(a, net(xt))
+            l = iic_loss(a, fwd(xt))
         else:
-            l = em_aug_loss(a, net(xt), p)
+            l = em_aug_loss(a, fwd(xt), p)
         h_mean = torch.sigmoid(a.detach() / GAMMA).mean(0)  # noqa: F841 (emclust logs it)
         opt_a.zero_grad(set_to_none=True)
         l.backward()
@@ -449,8 +464,8 @@ def bench(arch, objective, aug, dev, args):
             return
         # KL step with optimiser B: fresh posteriors of x under the updated θ.
         with torch.no_grad():
-            p = F.softmax(net(x), 1)
-        kl = kl_loss(p, net(xt))
+            p = F.softmax(fwd(x), 1)
+        kl = kl_loss(p, fwd(xt))
         opt_b.zero_grad(set_to_none=True)
         kl.backward()
         opt_b.step()
@@ -472,6 +487,7 @@ def bench(arch, objective, aug, dev, args):
     step_flops = flops * bs * FORWARD_EQUIVALENTS[objective]
     return {
         "arch": arch, "objective": objective, "device": str(dev), "batch": bs,
+        "precision": prec, "channels_last": channels_last,
         "steps": args.steps, "ms_per_step": 1000 * el / args.steps,
         "steps_per_second": sps, "rows_per_second": sps * bs,
         "epoch_rows": shape["rows"], "epoch_seconds": (shape["rows"] // bs) / sps,
@@ -499,6 +515,8 @@ def main():
     ap.add_argument("--num-workers", type=int, default=2, help="DataLoader workers for --aug cpu")
     ap.add_argument("--cpu-aug-lib", default="auto", choices=["auto", "torchvision", "torch-ops"],
                     help="per-image transforms of --aug cpu (auto: torchvision when installed)")
+    ap.add_argument("--precision", default="fp32", help="comma-separated: fp32, bf16 (autocast)")
+    ap.add_argument("--channels-last", default="false", help="comma-separated: false, true (CNNs)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     if args.steps < 1 or args.warmup < 0:
@@ -520,10 +538,18 @@ def main():
         for obj in objs.split(","):
             if obj not in FORWARD_EQUIVALENTS:
                 ap.error("unknown objective %r" % obj)
-            for aug in args.aug.split(","):
-                if aug not in ("cpu", "device"):
-                    ap.error("unknown --aug %r" % aug)
-                print(json.dumps(bench(arch, obj, aug, dev, args)), flush=True)
+            for prec in args.precision.split(","):
+                if prec not in ("fp32", "bf16"):
+                    ap.error("unknown --precision %r" % prec)
+                for cl in args.channels_last.split(","):
+                    if cl not in ("false", "true"):
+                        ap.error("--channels-last %r: want false or true" % cl)
+                    if cl == "true" and arch == "mlp":
+                        continue
+                    for aug in args.aug.split(","):
+                        if aug not in ("cpu", "device"):
+                            ap.error("unknown --aug %r" % aug)
+                        print(json.dumps(bench(arch, obj, aug, prec, cl == "true", dev, args)), flush=True)
 
 
 if __name__ == "__main__":

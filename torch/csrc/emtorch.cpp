@@ -250,6 +250,7 @@ et_error et_unary(int flags, int op, et_tensor a, et_tensor *out) {
   case ET_RANDN_LIKE: r = at::randn_like(x); break;
   case ET_LOGICAL_NOT: r = x.logical_not(); break;
   case ET_ISFINITE: r = x.isfinite(); break;
+  case ET_CHANNELS_LAST: r = x.contiguous(at::MemoryFormat::ChannelsLast); break;
   default: TORCH_CHECK(false, "unknown unary op ", op);
   }
   *out = wrap(std::move(r));
@@ -535,6 +536,22 @@ et_error et_set_requires_grad(et_tensor t, int on) {
   ET_CATCH
 }
 
+et_error et_set_data(et_tensor t, et_tensor src) {
+  ET_TRY
+  auto &x = need(t, "set_data");
+  x.set_data(need(src, "set_data"));
+  // A gradient of the old layout would be accumulated into as is; drop it.
+  if (x.grad().defined()) x.mutable_grad().reset();
+  ET_CATCH
+}
+
+et_error et_is_channels_last(et_tensor t, int *out) {
+  ET_TRY
+  const auto &x = need(t, "is_channels_last");
+  *out = x.dim() == 4 && x.suggest_memory_format() == at::MemoryFormat::ChannelsLast;
+  ET_CATCH
+}
+
 et_error et_grad(et_tensor t, et_tensor *out) {
   ET_TRY
   auto g = need(t, "grad").grad();
@@ -695,10 +712,10 @@ et_error et_cuda_device_info(int device_index, char *name, int cap, int64_t *tot
 int64_t et_cuda_max_memory_allocated(int device_index) {
 #ifdef EMTORCH_CUDA
   try {
+    // Index 0 is the aggregate over pools; the StatType enum that names it moved
+    // namespace across libtorch versions, the layout did not.
     auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device_index);
-    return stats.allocated_bytes[static_cast<size_t>(
-                                     c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)]
-        .peak;
+    return stats.allocated_bytes[0].peak;
   } catch (...) {
     return -1;
   }

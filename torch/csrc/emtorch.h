@@ -44,7 +44,7 @@ enum {
   ET_NEG, ET_EXP, ET_LOG, ET_SQRT, ET_ABS, ET_RELU, ET_SIGMOID, ET_LOGSIGMOID,
   ET_TANH, ET_SIN, ET_COS, ET_FLOOR, ET_DETACH, ET_CONTIGUOUS, ET_CLONE, ET_SQUARE,
   ET_RECIPROCAL, ET_ZEROS_LIKE, ET_ONES_LIKE, ET_RAND_LIKE, ET_RANDN_LIKE,
-  ET_LOGICAL_NOT, ET_ISFINITE
+  ET_LOGICAL_NOT, ET_ISFINITE, ET_CHANNELS_LAST
 };
 
 /* binary ops, broadcasting: et_binary */
@@ -155,6 +155,12 @@ et_error et_fill_(et_tensor t, double value);
 
 /* Autograd. */
 et_error et_set_requires_grad(et_tensor t, int on);
+/* Replaces t's data with src's, keeping t's identity and autograd flags (PyTorch's
+ * `param.data = src`): how a parameter changes its memory layout in place. Drops
+ * t's gradient, if any. */
+et_error et_set_data(et_tensor t, et_tensor src);
+/* *out is 1 when t is laid out channels-last (NHWC strides), else 0. */
+et_error et_is_channels_last(et_tensor t, int *out);
 /* *out is NULL when t has no gradient. */
 et_error et_grad(et_tensor t, et_tensor *out);
 et_error et_backward(et_tensor loss);
