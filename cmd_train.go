@@ -194,11 +194,7 @@ func runTrain(c *cli.Context) error {
 			return fmt.Errorf("interrupted after %s; checkpoint kept in %s: continue with emclust train --resume %s",
 				plural(run.EpochsDone(), "epoch"), runDir, runDir)
 		}
-		var te *torch.Error
-		if errors.As(err, &te) && te.OutOfMemory() {
-			return fmt.Errorf("%w (out of device memory: lower --batch-size, or use a smaller --image-size)", err)
-		}
-		return err
+		return explainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
 	}
 	return finishRun(c, run, src, dev, time.Since(start), log)
 }
@@ -449,7 +445,22 @@ func imageSource(cfg *train.Config, im *data.Images, dev torch.Device) (train.So
 	if cfg.DataOnHost {
 		return train.NewHostImageSource(im, dev)
 	}
-	return train.NewImageSource(im, dev)
+	src, err := train.NewImageSource(im, dev)
+	if err != nil {
+		bytes := float64(im.N*im.C*im.H*im.W) / (1 << 20)
+		return nil, explainOOM(err, fmt.Sprintf("the %d images take %.0f MiB on %v; keep them in host memory with --data-on-host", im.N, bytes, dev))
+	}
+	return src, nil
+}
+
+// explainOOM adds what to change to an allocation failure; other errors pass as they
+// are. libtorch's message already says how much was asked.
+func explainOOM(err error, advice string) error {
+	var te *torch.Error
+	if errors.As(err, &te) && te.OutOfMemory() {
+		return fmt.Errorf("%w (out of memory: %s)", err, advice)
+	}
+	return err
 }
 
 // openSource loads the configured data onto dev.

@@ -32,10 +32,11 @@ if [ -e "$LIBTORCH/lib/libtorch_cuda.so" ]; then
   # Without --no-as-needed the linker drops libtorch_cuda (nothing names its symbols)
   # and CUDA is silently unavailable at run time.
   libs=(-ltorch_cuda -lc10_cuda "${libs[@]}")
-  # cuda_runtime_api.h: from CUDA_HOME, the system toolkit, or PyTorch's pip wheels.
+  # cuda_runtime_api.h: from CUDA_HOME, the system toolkit, or PyTorch's pip wheels
+  # (nvidia/cuda_runtime/ up to CUDA 12, nvidia/cu13/ from CUDA 13).
   cuda_inc=""
   for d in "${CUDA_HOME:-/nonexistent}/include" /usr/local/cuda/include \
-           "$LIBTORCH/../nvidia/cuda_runtime/include" /usr/include; do
+           "$LIBTORCH"/../nvidia/cuda_runtime/include "$LIBTORCH"/../nvidia/cu*/include /usr/include; do
     if [ -e "$d/cuda_runtime_api.h" ]; then cuda_inc=$d; break; fi
   done
   if [ -n "$cuda_inc" ]; then

@@ -269,9 +269,12 @@ type Error struct {
 
 func (e *Error) Error() string { return "torch: " + e.Op + ": " + e.Msg }
 
-// OutOfMemory reports whether libtorch ran out of device memory.
+// OutOfMemory reports whether libtorch could not allocate: CUDA's "out of memory"
+// (its message says how much was asked and what is free) or the CPU allocator's
+// "can't allocate memory" (it says how many bytes).
 func (e *Error) OutOfMemory() bool {
-	return strings.Contains(e.Msg, "out of memory") || strings.Contains(e.Msg, "Out of memory")
+	m := strings.ToLower(e.Msg)
+	return strings.Contains(m, "out of memory") || strings.Contains(m, "can't allocate memory")
 }
 
 func cbool(b bool) C.int {

@@ -90,6 +90,29 @@ func TestErrorsAreValuesNotCrashes(t *testing.T) {
 	}
 }
 
+// An allocation larger than any address space is an error value that says so, not a
+// crash, and OutOfMemory tells it from other errors.
+func TestOutOfMemoryIsAnError(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	if x := s.Empty([]int{1 << 30, 1 << 20}, Float32, CPU); x != nil {
+		t.Fatal("a 4 PiB tensor was allocated")
+	}
+	var te *Error
+	if err := s.Err(); !errors.As(err, &te) || !te.OutOfMemory() {
+		t.Fatalf("err = %v, want an out-of-memory error", err)
+	}
+	if !strings.Contains(te.Msg, "4503599627370496") {
+		t.Errorf("message %q does not say how many bytes were asked", te.Msg)
+	}
+	shape := NewScope()
+	defer shape.Close()
+	shape.MatMul(shape.Zeros([]int{2, 3}, Float32, CPU), shape.Zeros([]int{4, 5}, Float32, CPU))
+	if errors.As(shape.Err(), &te) && te.OutOfMemory() {
+		t.Error("a shape error counts as out of memory")
+	}
+}
+
 func TestScopeFreesAndKeep(t *testing.T) {
 	before := LiveTensors()
 	s := NewScope()
