@@ -51,15 +51,12 @@ func benchCommand() *cli.Command {
 			if c.Int("steps") < 1 || c.Int("warmup") < 0 {
 				return usageError{fmt.Errorf("--steps %d --warmup %d: want at least 1 timed step and no negative warmup", c.Int("steps"), c.Int("warmup"))}
 			}
-			dev, err := parseDevice(c.String("device"))
+			dev, err := selectDevice(c.String("device"))
 			if err != nil {
 				return err
 			}
 			if c.Int("threads") > 0 {
 				torch.SetNumThreads(c.Int("threads"))
-			}
-			if dev.CUDA {
-				torch.SetCuDNNBenchmark(true)
 			}
 			precisions := strings.Split(c.String("precision"), ",")
 			for _, p := range precisions {

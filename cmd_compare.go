@@ -88,7 +88,7 @@ func runCompare(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dev, err := parseDevice(cfg.Device)
+	dev, err := selectDevice(cfg.Device)
 	if err != nil {
 		return err
 	}

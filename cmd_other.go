@@ -123,7 +123,7 @@ func openInference(c *cli.Context) (*inference, error) {
 	if err := checkModelArgs(c); err != nil {
 		return nil, err
 	}
-	dev, err := parseDevice(c.String("device"))
+	dev, err := selectDevice(c.String("device"))
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func runReport(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dev, err := parseDevice(c.String("device"))
+	dev, err := selectDevice(c.String("device"))
 	if err != nil {
 		return err
 	}

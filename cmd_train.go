@@ -135,7 +135,7 @@ func runTrain(c *cli.Context) error {
 			return fmt.Errorf("%s already holds a run; continue it with --resume %s or pick another --out", runDir, runDir)
 		}
 	}
-	dev, err := parseDevice(cfg.Device)
+	dev, err := selectDevice(cfg.Device)
 	if err != nil {
 		return err
 	}

@@ -109,9 +109,11 @@ func requireFlags(c *cli.Context, names ...string) error {
 	return nil
 }
 
-// parseDevice reads a --device value: a misspelt device is a usage error, a device
-// this build or machine lacks is an ordinary one.
-func parseDevice(s string) (torch.Device, error) {
+// selectDevice reads a --device value: a misspelt device is a usage error, a device
+// this build or machine lacks is an ordinary one. On a GPU it turns cuDNN's autotuning
+// on: every command runs the same few batch shapes over and over, so the search for
+// the fastest convolution is paid once.
+func selectDevice(s string) (torch.Device, error) {
 	ok := s == "" || s == "auto" || s == "cpu" || s == "cuda"
 	if n, found := strings.CutPrefix(s, "cuda:"); found && n != "" {
 		ok = strings.Trim(n, "0123456789") == "" && (n == "0" || n[0] != '0')
@@ -119,7 +121,11 @@ func parseDevice(s string) (torch.Device, error) {
 	if !ok {
 		return torch.CPU, usageError{fmt.Errorf("--device %q: want auto, cpu, cuda or cuda:N", s)}
 	}
-	return torch.ParseDevice(s)
+	dev, err := torch.ParseDevice(s)
+	if err == nil && dev.CUDA {
+		torch.SetCuDNNBenchmark(true)
+	}
+	return dev, err
 }
 
 func (u usageError) Unwrap() error { return u.error }
