@@ -822,3 +822,41 @@ func TestExplainOOM(t *testing.T) {
 		t.Errorf("a shape error was changed to %v", err)
 	}
 }
+
+// scripts/parity.sh trains each mode on the same seeds: its fp32 row must be the plain
+// run's score, and a tolerance no mode can meet must fail the check.
+func TestParityScript(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatal("python3 is needed (make deps installs it)")
+	}
+	dir := t.TempDir()
+	plain := run(t, dir, "train", "--quiet", "--json", "--seed", "2", "--epochs", "3", "--kmeans=false", "--out", "plain")
+	if plain.code != 0 {
+		t.Fatalf("train: %s", plain.stderr)
+	}
+	var s struct{ Scores struct{ ACC float64 } }
+	if err := json.Unmarshal([]byte(plain.stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	parity := func(tol string) (string, error) {
+		cmd := exec.Command("scripts/parity.sh", "--seeds", "2", "--modes", "fp32,bf16", "--tol", tol,
+			"--emclust", bin, "--out", filepath.Join(dir, "parity"+tol), "--", "--epochs", "3", "--kmeans=false")
+		out, err := cmd.Output()
+		return string(out), err
+	}
+	out, err := parity("0.5")
+	if err != nil {
+		t.Fatalf("parity.sh: %v\n%s", err, out)
+	}
+	if want := fmt.Sprintf("| fp32 | 1 | %.4f ± 0.0000 |", s.Scores.ACC); !strings.Contains(out, want) {
+		t.Errorf("parity table lacks the plain run's fp32 row %q:\n%s", want, out)
+	}
+	if !strings.Contains(out, "| bf16 | 1 |") {
+		t.Errorf("parity table lacks a bf16 row:\n%s", out)
+	}
+	out, err = parity("-1")
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "lose more than") {
+		t.Errorf("an impossible tolerance: err %v, output:\n%s", err, out)
+	}
+}
