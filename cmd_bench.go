@@ -41,7 +41,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "warmup", Value: 3, Usage: "untimed steps first (allocator, cuDNN autotuning)"},
 			&cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: its default)"},
 			&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "comma-separated: fp32, bf16 (each is timed)"},
-			&cli.StringFlag{Name: "channels-last", Value: "false", Usage: "comma-separated: false, true (each is timed on the CNNs)"},
+			&cli.StringFlag{Name: "channels-last", Value: "auto", Usage: "comma-separated: false, true, auto (train's default: true for CNNs on the CPU); each is timed on the CNNs"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON lines instead of a table"},
 		},
 		Action: func(c *cli.Context) error {
@@ -64,13 +64,12 @@ func benchCommand() *cli.Command {
 					return usageError{fmt.Errorf("--precision: %w", err)}
 				}
 			}
-			var layouts []bool
+			var layouts []string
 			for _, v := range strings.Split(c.String("channels-last"), ",") {
-				b, err := strconv.ParseBool(v)
-				if err != nil {
-					return usageError{fmt.Errorf("--channels-last %q: want true, false or both comma-separated", v)}
+				if _, err := strconv.ParseBool(v); err != nil && v != "auto" {
+					return usageError{fmt.Errorf("--channels-last %q: want true, false or auto, comma-separated", v)}
 				}
-				layouts = append(layouts, b)
+				layouts = append(layouts, v)
 			}
 			var results []*train.BenchResult
 			for _, m := range strings.Split(c.String("model"), ",") {
@@ -87,7 +86,11 @@ func benchCommand() *cli.Command {
 				}
 				for _, obj := range strings.Split(objs, ",") {
 					for _, prec := range precisions {
-						for _, cl := range layouts {
+						for _, layout := range layouts {
+							cl, _ := strconv.ParseBool(layout)
+							if layout == "auto" {
+								cl = defaultChannelsLast(m != "mlp", dev)
+							}
 							if cl && m == "mlp" {
 								continue // no convolutions to lay out
 							}

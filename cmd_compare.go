@@ -92,6 +92,7 @@ func runCompare(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	cfg.ChannelsLast = defaultChannelsLast(images && cfg.Arch != "mlp", dev)
 	if cfg.Threads > 0 {
 		if err := torch.SetNumThreads(cfg.Threads); err != nil {
 			return err

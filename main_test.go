@@ -860,3 +860,66 @@ func TestParityScript(t *testing.T) {
 		t.Errorf("an impossible tolerance: err %v, output:\n%s", err, out)
 	}
 }
+
+// writeIDXSet writes a tiny MNIST-like set (train and t10k splits) of noise images.
+func writeIDXSet(t *testing.T, dir string, nTrain, nTest int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(5, 6))
+	for split, n := range map[string]int{"train": nTrain, "t10k": nTest} {
+		images := binary.BigEndian.AppendUint32(nil, 0x803)
+		for _, v := range []uint32{uint32(n), 28, 28} {
+			images = binary.BigEndian.AppendUint32(images, v)
+		}
+		labels := binary.BigEndian.AppendUint32(nil, 0x801)
+		labels = binary.BigEndian.AppendUint32(labels, uint32(n))
+		for i := 0; i < n; i++ {
+			for p := 0; p < 28*28; p++ {
+				images = append(images, byte(rng.IntN(256)))
+			}
+			labels = append(labels, byte(i%10))
+		}
+		for name, b := range map[string][]byte{split + "-images-idx3-ubyte": images, split + "-labels-idx1-ubyte": labels} {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// A CNN run on the CPU lays its images out channels-last unless told not to, and the
+// run's config.json records what it computed with.
+func TestImageComputeDefaults(t *testing.T) {
+	dir := t.TempDir()
+	writeIDXSet(t, dir, 48, 16)
+	for _, tc := range []struct {
+		flags         []string
+		wantCL        bool
+		wantPrecision string
+	}{
+		{nil, true, "fp32"},
+		{[]string{"--channels-last=false", "--precision", "bf16"}, false, "bf16"},
+	} {
+		args := append([]string{"train", "--quiet", "--dataset", "mnist", "--data-dir", dir, "--device", "cpu",
+			"--epochs", "1", "--batch-size", "32", "--out", "run"}, tc.flags...)
+		os.RemoveAll(filepath.Join(dir, "run"))
+		r := run(t, dir, args...)
+		noCrash(t, r)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.flags, r.code, r.stderr)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "run", "config.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cfg struct {
+			Precision    string `json:"precision"`
+			ChannelsLast bool   `json:"channels_last"`
+		}
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if cfg.ChannelsLast != tc.wantCL || cfg.Precision != tc.wantPrecision {
+			t.Errorf("%v: config has precision %q channels_last %v, want %q %v", tc.flags, cfg.Precision, cfg.ChannelsLast, tc.wantPrecision, tc.wantCL)
+		}
+	}
+}
