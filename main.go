@@ -16,6 +16,13 @@ import (
 	"emclust/torch"
 )
 
+// libtorch's CPU kernels run on an OpenMP thread team that belongs to the calling OS
+// thread. A goroutine that moves between OS threads (as cgo calls let it) starts a
+// team on each, and on a small machine the idle teams' spin-waiting takes the cores
+// from the working one. Every command does its libtorch work on the main goroutine,
+// so it stays on the main OS thread.
+func init() { runtime.LockOSThread() }
+
 func main() {
 	app := &cli.App{
 		Name:  "emclust",
