@@ -16,8 +16,9 @@
 #
 # On a CPU that other work keeps busy, OpenMP's spin-waiting decides the result more
 # than the code does: libgomp spins between parallel regions unless it manages more
-# threads than there are CPUs, and a Python process (one OpenMP pool) spins where
-# emclust (cgo calls from several OS threads, several pools) is throttled. Run once
+# threads than there are CPUs. emclust keeps its libtorch calls on one OS thread (one
+# OpenMP pool, as a Python process has; before that, several pools spun against each
+# other and halved its MLP step rate on 2 cores). Run once
 # as is and once with OMP_WAIT_POLICY=PASSIVE in the environment (both sides inherit
 # it) to tell the two apart; the footer records the setting.
 set -euo pipefail
