@@ -1,6 +1,7 @@
 package train
 
 import (
+	"runtime"
 	"testing"
 
 	"emclust/torch"
@@ -9,6 +10,9 @@ import (
 // BenchmarkStepMLPDigits times one EM training step of the paper's vector setting
 // (MLP 2×32, batch 128) on the embedded digits, on the CPU.
 func BenchmarkStepMLPDigits(b *testing.B) {
+	// As the emclust binary does: libtorch calls from one OS thread, one OpenMP team.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	src := digitsSource(b)
 	cfg := VectorDefaults()
 	r, err := New(cfg, src, torch.CPU, "")
