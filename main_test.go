@@ -923,3 +923,42 @@ func TestImageComputeDefaults(t *testing.T) {
 		}
 	}
 }
+
+// scripts/build-shim.sh builds the shim against a libtorch folder (here Debian's CPU
+// libtorch, arranged as the include/ and lib/ folder the script takes), and the same
+// binary loads it when LD_LIBRARY_PATH names its folder: the way a CUDA shim replaces
+// the CPU one on a GPU machine.
+func TestBuildShimScript(t *testing.T) {
+	libs, _ := filepath.Glob("/usr/lib/*/libtorch.so")
+	if len(libs) == 0 {
+		t.Fatal("no libtorch.so under /usr/lib (make deps installs libtorch-dev)")
+	}
+	dir := t.TempDir()
+	lt := filepath.Join(dir, "libtorch")
+	if err := os.MkdirAll(lt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, target := range map[string]string{"include": "/usr/include", "lib": filepath.Dir(libs[0])} {
+		if err := os.Symlink(target, filepath.Join(lt, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "shim")
+	build := exec.Command("scripts/build-shim.sh", lt, out)
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build-shim.sh: %v\n%s", err, b)
+	}
+	devices := exec.Command(bin, "devices")
+	devices.Env = append(os.Environ(), "LD_LIBRARY_PATH="+out, "LD_DEBUG=libs")
+	var stdout, stderr bytes.Buffer
+	devices.Stdout, devices.Stderr = &stdout, &stderr
+	if err := devices.Run(); err != nil {
+		t.Fatalf("devices with the script's shim: %v\n%s", err, stderr.String())
+	}
+	if want := "init: " + filepath.Join(out, "libemtorch.so"); !strings.Contains(stderr.String(), want) {
+		t.Errorf("the binary did not load the shim from LD_LIBRARY_PATH (no %q in the loader's log)", want)
+	}
+	if !strings.Contains(stdout.String(), "libtorch") {
+		t.Errorf("devices printed %q", stdout.String())
+	}
+}
