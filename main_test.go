@@ -962,3 +962,21 @@ func TestBuildShimScript(t *testing.T) {
 		t.Errorf("devices printed %q", stdout.String())
 	}
 }
+
+func TestDefaultChannelsLast(t *testing.T) {
+	gpu := torch.Device{CUDA: true}
+	for _, tc := range []struct {
+		cnn  bool
+		dev  torch.Device
+		want bool
+	}{
+		{true, torch.CPU, true},   // measured: a fifth off the epoch
+		{true, gpu, false},        // not measured on a GPU yet
+		{false, torch.CPU, false}, // an MLP has no convolutions
+		{false, gpu, false},
+	} {
+		if got := defaultChannelsLast(tc.cnn, tc.dev); got != tc.want {
+			t.Errorf("defaultChannelsLast(cnn %v, %v) = %v, want %v", tc.cnn, tc.dev, got, tc.want)
+		}
+	}
+}
