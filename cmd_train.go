@@ -180,14 +180,7 @@ func runTrain(c *cli.Context) error {
 	if quiet {
 		log = io.Discard
 	}
-	arith := run.Cfg.Precision
-	if arith == "" {
-		arith = "fp32"
-	}
-	if run.Cfg.ChannelsLast {
-		arith += ", channels-last"
-	}
-	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads, %s)\n", src.Describe(), dev, torch.Version(), torch.NumThreads(), arith)
+	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads, %v)\n", src.Describe(), dev, torch.Version(), torch.NumThreads(), run.Net.Compute())
 	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %d epochs → %s\n",
 		run.Spec.Arch, run.Net.NumParams(), run.Cfg.K, run.Cfg.Objective, run.Cfg.GammaVal, run.Cfg.BatchSize, run.Cfg.Epochs, runDir)
 	if ckpt != nil {

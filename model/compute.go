@@ -34,6 +34,18 @@ func (c Compute) Validate() error {
 
 func (c Compute) bf16() bool { return c.Precision == "bf16" }
 
+// String names the arithmetic for logs: "fp32", "bf16, channels-last".
+func (c Compute) String() string {
+	out := c.Precision
+	if out == "" {
+		out = "fp32"
+	}
+	if c.ChannelsLast {
+		out += ", channels-last"
+	}
+	return out
+}
+
 // SetCompute switches the network to c. Channels-last re-lays the convolution
 // weights in place (their handles, and so the optimisers holding them, stay valid);
 // it needs a CNN.
@@ -85,9 +97,10 @@ func (n *Net) input(s *torch.Scope, x *torch.Tensor) *torch.Tensor {
 	return x
 }
 
-// output returns a layer stack's result in float32.
+// output returns a layer stack's result in float32. In fp32 it is that already, and
+// no dtype is asked of libtorch on the way.
 func (n *Net) output(s *torch.Scope, y *torch.Tensor) *torch.Tensor {
-	if y != nil && y.DType() != torch.Float32 {
+	if n.compute.bf16() && y != nil && y.DType() != torch.Float32 {
 		return s.Cast(y, torch.Float32)
 	}
 	return y

@@ -138,3 +138,15 @@ func TestComputeErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestComputeString(t *testing.T) {
+	for c, want := range map[Compute]string{
+		{}:                                      "fp32",
+		{Precision: "fp32", ChannelsLast: true}: "fp32, channels-last",
+		{Precision: "bf16", ChannelsLast: true}: "bf16, channels-last",
+	} {
+		if got := c.String(); got != want {
+			t.Errorf("%#v.String() = %q, want %q", c, got, want)
+		}
+	}
+}
