@@ -50,9 +50,12 @@ func main() {
 			}
 			return cli.ShowAppHelp(c)
 		},
-		// libtorch here starts with one intra-op thread; use every core unless a
-		// command's --threads says otherwise.
 		Before: func(*cli.Context) error {
+			// The shim is paired with this binary at run time: refuse another ABI
+			// before any work.
+			if err := torch.CheckABI(); err != nil {
+				return err
+			}
 			// Goroutines reach libtorch from several OS threads; capping glibc's arenas
 			// keeps large CPU tensors from faulting pages in per thread.
 			// EMCLUST_MALLOC_ARENAS=N caps them; by default glibc decides (no measured gain here).
@@ -63,6 +66,8 @@ func main() {
 			if arenas > 0 {
 				torch.SetMallocArenas(arenas)
 			}
+			// libtorch here starts with one intra-op thread; use every core unless a
+			// command's --threads says otherwise.
 			return torch.SetNumThreads(runtime.NumCPU())
 		},
 		// Errors are printed once, as one line, by main.

@@ -44,12 +44,16 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
-	bin = filepath.Join(tmp, "emclust")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build emclust:", err)
-		return 1
+	// EMCLUST_TEST_BIN names a binary built beforehand, for machines without Go: the
+	// GPU machine, and the libtorch 2.x root of `make test-libtorch2`.
+	if bin = os.Getenv("EMCLUST_TEST_BIN"); bin == "" {
+		bin = filepath.Join(tmp, "emclust")
+		build := exec.Command("go", "build", "-o", bin, ".")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "build emclust:", err)
+			return 1
+		}
 	}
 	fixtures = filepath.Join(tmp, "fixtures")
 	if err := makeFixtures(fixtures); err != nil {
@@ -978,5 +982,53 @@ func TestDefaultChannelsLast(t *testing.T) {
 		if got := defaultChannelsLast(tc.cnn, tc.dev); got != tc.want {
 			t.Errorf("defaultChannelsLast(cnn %v, %v) = %v, want %v", tc.cnn, tc.dev, got, tc.want)
 		}
+	}
+}
+
+// A shim from another commit is refused before any work, in one line that names both
+// ABI versions: one from before the handshake (no et_abi_version, like e8a4a22's) and
+// one from a later ABI. Stand-ins with only the looked-up symbols do: the binary binds
+// every other shim function lazily, so none of them may be called first.
+func TestMismatchedShimRefused(t *testing.T) {
+	abi := torch.ABIVersion
+	for _, tc := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"unversioned", `const char *et_version(void) { return "1.13.1"; }`,
+			[]string{"has no emtorch ABI version", fmt.Sprintf("needs ABI %d", abi), "libtorch 1.13.1"}},
+		{"later", fmt.Sprintf(`const char *et_version(void) { return "2.6.0"; }
+int et_abi_version(void) { return %d; }`, abi+1),
+			[]string{fmt.Sprintf("is emtorch ABI %d", abi+1), fmt.Sprintf("needs ABI %d", abi), "libtorch 2.6.0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			src := filepath.Join(dir, "shim.c")
+			if err := os.WriteFile(src, []byte(tc.src+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			lib := filepath.Join(dir, "libemtorch.so")
+			if b, err := exec.Command("cc", "-shared", "-fPIC", "-o", lib, src).CombinedOutput(); err != nil {
+				t.Fatalf("cc: %v\n%s", err, b)
+			}
+			for _, args := range [][]string{{"devices"}, {"train", "--epochs", "1", "--out", "run"}} {
+				cmd := exec.Command(bin, args...)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+dir)
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				err := cmd.Run()
+				r := result{stdout: out.String(), stderr: errb.String()}
+				if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+					r.code = ee.ExitCode()
+				} else if err != nil {
+					t.Fatal(err)
+				}
+				wantError(t, r, 1, append(tc.want, lib)...)
+				if _, err := os.Stat(filepath.Join(dir, "run")); !os.IsNotExist(err) {
+					t.Errorf("%v: the refused run made its folder (%v)", args, err)
+				}
+			}
+		})
 	}
 }

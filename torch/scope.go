@@ -20,8 +20,9 @@ type Scope struct {
 	noGrad bool
 }
 
-// NewScope returns an empty scope with gradients on.
-func NewScope() *Scope { return &Scope{live: make(map[*Tensor]struct{})} }
+// NewScope returns an empty scope with gradients on. Its error starts as CheckABI's,
+// so a mismatched shim runs none of its ops.
+func NewScope() *Scope { return &Scope{live: make(map[*Tensor]struct{}), err: CheckABI()} }
 
 // NoGrad returns an empty scope whose ops record no autograd graph.
 func NoGrad() *Scope {

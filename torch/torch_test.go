@@ -2,6 +2,7 @@ package torch
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -402,5 +403,24 @@ print(json.dumps(out, sort_keys=True))
 	want := `{"meta": {"k": "4"}, "steps": {"shape": [1], "values": [7]}, "w": {"shape": [2, 2], "values": [0.5, -1.25, 3.0, 4.0]}}`
 	if strings.TrimSpace(string(got)) != want {
 		t.Fatalf("python read\n%s\nwant\n%s", got, want)
+	}
+}
+
+// The loaded shim is this binding's ABI, and the shim's own side refuses any other.
+func TestHandshake(t *testing.T) {
+	if err := CheckABI(); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []int{0, ABIVersion - 1, ABIVersion + 1} {
+		err := handshake(v)
+		if err == nil {
+			t.Errorf("the shim accepted a caller of ABI %d", v)
+			continue
+		}
+		for _, want := range []string{fmt.Sprintf("built for emtorch ABI %d,", v), fmt.Sprintf("is ABI %d", ABIVersion)} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("handshake(%d): %q does not say %q", v, err, want)
+			}
+		}
 	}
 }

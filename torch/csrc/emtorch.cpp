@@ -110,6 +110,16 @@ const at::Tensor &need(et_tensor t, const char *what) {
 
 extern "C" {
 
+int et_abi_version(void) { return ET_ABI_VERSION; }
+
+et_error et_handshake(int caller_abi) {
+  ET_TRY
+  TORCH_CHECK(caller_abi == ET_ABI_VERSION, "the caller was built for emtorch ABI ",
+              caller_abi, ", but this shim (libtorch ", TORCH_VERSION, ") is ABI ",
+              ET_ABI_VERSION);
+  ET_CATCH
+}
+
 void et_free_error(et_error e) { free(e); }
 
 et_error et_free(et_tensor t) {

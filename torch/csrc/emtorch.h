@@ -6,7 +6,11 @@
  *     caller owns and frees with et_free_error. Results come back through out-params;
  *   - thread-local libtorch state (grad mode) is passed with each call in `flags`, so a
  *     caller that changes OS thread between two calls still gets what it asked for;
- *   - a tensor handle is owned by exactly one caller and freed with et_free.
+ *   - a tensor handle is owned by exactly one caller and freed with et_free;
+ *   - every enum value is explicit, and ET_ABI_VERSION goes up with any change to a
+ *     value, a signature or a meaning. The Go binary and this shim are built apart
+ *     and paired at run time, so the caller checks et_abi_version() and then calls
+ *     et_handshake() before any other function.
  */
 #ifndef EMTORCH_H
 #define EMTORCH_H
@@ -16,6 +20,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* 1: the first versioned ABI (shims before it have no et_abi_version). */
+#define ET_ABI_VERSION 1
 
 typedef struct et_tensor_s *et_tensor;
 typedef struct et_adam_s *et_adam;
@@ -41,39 +48,53 @@ enum { ET_CPU = 0, ET_CUDA = 1 };
 
 /* unary ops: et_unary */
 enum {
-  ET_NEG, ET_EXP, ET_LOG, ET_SQRT, ET_ABS, ET_RELU, ET_SIGMOID, ET_LOGSIGMOID,
-  ET_TANH, ET_SIN, ET_COS, ET_FLOOR, ET_DETACH, ET_CONTIGUOUS, ET_CLONE, ET_SQUARE,
-  ET_RECIPROCAL, ET_ZEROS_LIKE, ET_ONES_LIKE, ET_RAND_LIKE, ET_RANDN_LIKE,
-  ET_LOGICAL_NOT, ET_ISFINITE, ET_CHANNELS_LAST
+  ET_NEG = 0, ET_EXP = 1, ET_LOG = 2, ET_SQRT = 3, ET_ABS = 4, ET_RELU = 5,
+  ET_SIGMOID = 6, ET_LOGSIGMOID = 7, ET_TANH = 8, ET_SIN = 9, ET_COS = 10,
+  ET_FLOOR = 11, ET_DETACH = 12, ET_CONTIGUOUS = 13, ET_CLONE = 14, ET_SQUARE = 15,
+  ET_RECIPROCAL = 16, ET_ZEROS_LIKE = 17, ET_ONES_LIKE = 18, ET_RAND_LIKE = 19,
+  ET_RANDN_LIKE = 20, ET_LOGICAL_NOT = 21, ET_ISFINITE = 22, ET_CHANNELS_LAST = 23
 };
 
 /* binary ops, broadcasting: et_binary */
 enum {
-  ET_ADD, ET_SUB, ET_MUL, ET_DIV, ET_MATMUL, ET_POW, ET_MAXIMUM, ET_MINIMUM,
-  ET_EQ, ET_LT, ET_GT, ET_REMAINDER, ET_ATAN2
+  ET_ADD = 0, ET_SUB = 1, ET_MUL = 2, ET_DIV = 3, ET_MATMUL = 4, ET_POW = 5,
+  ET_MAXIMUM = 6, ET_MINIMUM = 7, ET_EQ = 8, ET_LT = 9, ET_GT = 10, ET_REMAINDER = 11,
+  ET_ATAN2 = 12
 };
 
 /* tensor-scalar ops: et_scalar */
 enum {
-  ET_ADD_S, ET_SUB_S, ET_RSUB_S, ET_MUL_S, ET_DIV_S, ET_POW_S, ET_CLAMP_MIN,
-  ET_CLAMP_MAX, ET_REMAINDER_S, ET_LT_S, ET_GT_S, ET_EQ_S
+  ET_ADD_S = 0, ET_SUB_S = 1, ET_RSUB_S = 2, ET_MUL_S = 3, ET_DIV_S = 4, ET_POW_S = 5,
+  ET_CLAMP_MIN = 6, ET_CLAMP_MAX = 7, ET_REMAINDER_S = 8, ET_LT_S = 9, ET_GT_S = 10,
+  ET_EQ_S = 11
 };
 
 /* reductions over dims (ndims 0: all): et_reduce */
 enum {
-  ET_SUM, ET_MEAN, ET_AMAX, ET_AMIN, ET_VAR_BIASED, ET_LOGSUMEXP, ET_ARGMAX,
-  ET_ARGMIN, ET_STD_BIASED
+  ET_SUM = 0, ET_MEAN = 1, ET_AMAX = 2, ET_AMIN = 3, ET_VAR_BIASED = 4,
+  ET_LOGSUMEXP = 5, ET_ARGMAX = 6, ET_ARGMIN = 7, ET_STD_BIASED = 8
 };
 
 /* ops along one dim: et_dim */
-enum { ET_SOFTMAX, ET_LOG_SOFTMAX, ET_UNSQUEEZE, ET_SQUEEZE, ET_CUMSUM, ET_FLATTEN_FROM };
+enum {
+  ET_SOFTMAX = 0, ET_LOG_SOFTMAX = 1, ET_UNSQUEEZE = 2, ET_SQUEEZE = 3, ET_CUMSUM = 4,
+  ET_FLATTEN_FROM = 5
+};
 
 /* creation: et_create */
-enum { ET_ZEROS, ET_ONES, ET_RAND, ET_RANDN, ET_FULL, ET_EMPTY };
+enum {
+  ET_ZEROS = 0, ET_ONES = 1, ET_RAND = 2, ET_RANDN = 3, ET_FULL = 4, ET_EMPTY = 5
+};
 
 /* grid_sample modes and padding */
 enum { ET_BILINEAR = 0, ET_NEAREST = 1 };
 enum { ET_PAD_ZEROS = 0, ET_PAD_BORDER = 1, ET_PAD_REFLECTION = 2 };
+
+/* The ABI this shim was built with; the caller compares it with its ET_ABI_VERSION. */
+int et_abi_version(void);
+/* The shim's side of the check: an error naming both versions unless caller_abi is
+ * this shim's ET_ABI_VERSION. */
+et_error et_handshake(int caller_abi);
 
 void et_free_error(et_error e);
 
