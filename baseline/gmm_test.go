@@ -160,7 +160,7 @@ func TestGMMRecoversBlobs(t *testing.T) {
 func TestGMMErrors(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
-	wide := s.Zeros([]int{300, MaxFullDim + 1}, torch.Float32, torch.CPU)
+	wide := s.Zeros([]int{300, MaxFullDim + 1}, torch.Float32, testDevice)
 	if _, err := GMM(wide, GMMConfig{K: 2, Covariance: "full"}); err == nil || !strings.Contains(err.Error(), "D ≤ 256") {
 		t.Errorf("full with D=257: err = %v", err)
 	}

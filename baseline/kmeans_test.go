@@ -31,7 +31,7 @@ func blobs(seed uint64, n int, sd float64, centres [][]float64) ([]float32, []in
 // tensor puts row-major host data in a scope on the CPU.
 func tensor(t *testing.T, s *torch.Scope, x []float32, d int) *torch.Tensor {
 	t.Helper()
-	xt := s.FromFloat32(x, []int{len(x) / d, d}, torch.CPU)
+	xt := s.FromFloat32(x, []int{len(x) / d, d}, testDevice)
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestLloydReseedsEmptyCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Centred data is -5.5 -4.5 4.5 5.5; centre 1 is far from everything.
-	centres := s.FromFloat32([]float32{-5, 100}, []int{2, 1}, torch.CPU)
+	centres := s.FromFloat32([]float32{-5, 100}, []int{2, 1}, testDevice)
 	st, err := p.lloydStep(s, centres, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +312,7 @@ func BenchmarkKMeansDigitsSize(b *testing.B) {
 	for i := range xs {
 		xs[i] = float32(rng.IntN(17))
 	}
-	x := s.FromFloat32(xs, []int{1797, 64}, torch.CPU)
+	x := s.FromFloat32(xs, []int{1797, 64}, testDevice)
 	iters := 0
 	b.ResetTimer()
 	for i := range b.N {

@@ -21,7 +21,7 @@ func digitsSource(t *testing.T) *train.VectorSource {
 		t.Fatal(err)
 	}
 	v.Standardize()
-	src, err := train.NewVectorSource(v, torch.CPU)
+	src, err := train.NewVectorSource(v, testDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func digitsOptions(methods []string, seeds ...uint64) Options {
 	cfg := train.VectorDefaults()
 	cfg.Epochs = 3
 	cfg.EvalEvery = 0
-	return Options{Methods: methods, Seeds: seeds, Train: cfg, Device: torch.CPU}
+	return Options{Methods: methods, Seeds: seeds, Train: cfg, Device: testDevice}
 }
 
 // scores drops the wall times, the one part of a result that may differ between
@@ -155,7 +155,7 @@ func TestRetryMessage(t *testing.T) {
 	// Two points whose features are equal: the covariance of one component is
 	// [[1 1] [1 1]], exact in any arithmetic and singular, and Reg = 1e-300 is lost
 	// when added to 1 in float64.
-	x := s.FromFloat32([]float32{0, 0, 2, 2}, []int{2, 2}, torch.CPU)
+	x := s.FromFloat32([]float32{0, 0, 2, 2}, []int{2, 2}, testDevice)
 	_, err := baseline.GMM(x, baseline.GMMConfig{K: 1, Covariance: "full", Reg: 1e-300})
 	if err == nil || !strings.Contains(err.Error(), "not positive definite") {
 		t.Fatalf("GMM on a singular covariance: err = %v, want one saying \"not positive definite\"", err)

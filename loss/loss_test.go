@@ -52,7 +52,7 @@ func TestEMLossByHand(t *testing.T) {
 
 	s := torch.NewScope()
 	defer s.Close()
-	a := s.FromFloat32(flat(aStar), []int{3, 2}, torch.CPU)
+	a := s.FromFloat32(flat(aStar), []int{3, 2}, testDevice)
 	a.SetRequiresGrad(true)
 	p := Posterior(s, a, nil)
 	l := EM(s, a, p, gamma)
@@ -99,8 +99,8 @@ func TestEMAugAndKLByHand(t *testing.T) {
 
 	s := torch.NewScope()
 	defer s.Close()
-	a := s.FromFloat32(flat(aStar), []int{3, 2}, torch.CPU)
-	b := s.FromFloat32(flat(tr), []int{3, 2}, torch.CPU)
+	a := s.FromFloat32(flat(aStar), []int{3, 2}, testDevice)
+	b := s.FromFloat32(flat(tr), []int{3, 2}, testDevice)
 	b.SetRequiresGrad(true)
 	p := Posterior(s, a, nil)
 	if got := s.Item(EMAug(s, a, b, p, gamma)); math.Abs(got-wantAug) > 1e-6 {
@@ -130,7 +130,7 @@ func TestEMAugAndKLByHand(t *testing.T) {
 func TestIICMaximum(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
-	x := s.FromFloat32([]float32{50, 0, 0, 0, 50, 0, 0, 0, 50}, []int{3, 3}, torch.CPU)
+	x := s.FromFloat32([]float32{50, 0, 0, 0, 50, 0, 0, 0, 50}, []int{3, 3}, testDevice)
 	if got := s.Item(IIC(s, x, x)); math.Abs(got+math.Log(3)) > 1e-4 {
 		t.Fatalf("IIC = %v, want -log 3", got)
 	}

@@ -19,7 +19,7 @@ func outputsAndGrads(t *testing.T, n *Net, x []float32, shape []int) (out, grad 
 			s.Fill(g, 0)
 		}
 	}
-	a := n.Relevance(s, s.FromFloat32(x, shape, torch.CPU), true)
+	a := n.Relevance(s, s.FromFloat32(x, shape, testDevice), true)
 	if a != nil && a.DType() != torch.Float32 {
 		t.Fatalf("relevance scores are %v, want float32 for the normalisation and loss", a.DType())
 	}
@@ -107,7 +107,7 @@ func TestComputeModes(t *testing.T) {
 	}
 	s := torch.NoGrad()
 	defer s.Close()
-	act := n.ForwardTo(s, s.FromFloat32(x, shape, torch.CPU), n.ConvLayers()[1])
+	act := n.ForwardTo(s, s.FromFloat32(x, shape, testDevice), n.ConvLayers()[1])
 	if !act.ChannelsLast() {
 		t.Error("second conv block's output is not channels-last")
 	}
@@ -130,7 +130,7 @@ func TestComputeErrors(t *testing.T) {
 	}
 	s := torch.NoGrad()
 	defer s.Close()
-	a := mlp.Forward(s, s.Randn([]int{5, 4}, torch.Float32, torch.CPU), true)
+	a := mlp.Forward(s, s.Randn([]int{5, 4}, torch.Float32, testDevice), true)
 	if a.DType() != torch.Float32 {
 		t.Errorf("bf16 MLP scores are %v, want float32", a.DType())
 	}

@@ -25,7 +25,7 @@ func TestConvLayersAndForwardTo(t *testing.T) {
 			t.Errorf("%s: conv layers %v, want %v", tc.arch, got, tc.conv)
 		}
 		s := torch.NoGrad()
-		x := s.Randn([]int{2, 2, tc.h, tc.h}, torch.Float32, torch.CPU)
+		x := s.Randn([]int{2, 2, tc.h, tc.h}, torch.Float32, testDevice)
 		first := n.ForwardTo(s, x, tc.conv[0])
 		if sh := first.Shape(); !slices.Equal(sh, []int{2, 64, tc.h, tc.h}) {
 			t.Errorf("%s: first conv output %v", tc.arch, sh)

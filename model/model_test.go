@@ -11,7 +11,7 @@ import (
 
 func build(t *testing.T, sp Spec) *Net {
 	t.Helper()
-	n, err := New(sp, torch.CPU)
+	n, err := New(sp, testDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestParamCountsMatchPaper(t *testing.T) {
 			t.Errorf("%s: %d params is not within 5%% of the paper's %.1fM", tc.arch, got, tc.paper/1e6)
 		}
 		s := torch.NoGrad()
-		a := n.Forward(s, s.Randn([]int{3, 2, tc.h, tc.h}, torch.Float32, torch.CPU), false)
+		a := n.Forward(s, s.Randn([]int{3, 2, tc.h, tc.h}, torch.Float32, testDevice), false)
 		if sh := a.Shape(); len(sh) != 2 || sh[0] != 3 || sh[1] != 10 {
 			t.Errorf("%s: output shape %v, want [3 10]", tc.arch, sh)
 		}
@@ -72,7 +72,7 @@ func TestRelevanceNormalisation(t *testing.T) {
 	n := build(t, Spec{Arch: "mlp", In: 5, Hidden: []int{16}, K: 4, Norm: true})
 	s := torch.NewScope()
 	defer s.Close()
-	x := s.Randn([]int{64, 5}, torch.Float32, torch.CPU)
+	x := s.Randn([]int{64, 5}, torch.Float32, testDevice)
 	a := n.Forward(s, x, true)
 	mean := s.Float32s(s.Mean(a, false, 0))
 	v := s.Float32s(s.Var(a, false, 0))
@@ -147,7 +147,7 @@ func TestSpecErrors(t *testing.T) {
 		{Arch: "resnet", K: 3},
 		{Arch: "cifar", InC: 2, H: 30, W: 30, K: 10},
 	} {
-		if _, err := New(sp, torch.CPU); err == nil {
+		if _, err := New(sp, testDevice); err == nil {
 			t.Errorf("New(%+v) succeeded", sp)
 		}
 	}
@@ -157,7 +157,7 @@ func TestBottleneckNet(t *testing.T) {
 	n := build(t, Spec{Arch: "mnist2d", InC: 2, H: 28, W: 28, K: 10})
 	s := torch.NoGrad()
 	defer s.Close()
-	x := s.Randn([]int{5, 2, 28, 28}, torch.Float32, torch.CPU)
+	x := s.Randn([]int{5, 2, 28, 28}, torch.Float32, testDevice)
 	z := n.Bottleneck(s, x)
 	if sh := z.Shape(); len(sh) != 2 || sh[0] != 5 || sh[1] != 2 {
 		t.Fatalf("bottleneck shape %v, want [5 2]", sh)

@@ -17,8 +17,8 @@ func near(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
 func TestRoundTripAndArithmetic(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
-	a := s.FromFloat32([]float32{1, 2, 3, 4, 5, 6}, []int{2, 3}, CPU)
-	b := s.FromFloat32([]float32{10, 20, 30}, []int{3}, CPU)
+	a := s.FromFloat32([]float32{1, 2, 3, 4, 5, 6}, []int{2, 3}, testDevice)
+	b := s.FromFloat32([]float32{10, 20, 30}, []int{3}, testDevice)
 	sum := s.Add(a, b) // broadcast
 	got := s.Float32s(sum)
 	want := []float32{11, 22, 33, 14, 25, 36}
@@ -51,15 +51,15 @@ func TestRoundTripAndArithmetic(t *testing.T) {
 	if am[0] != 2 || am[1] != 2 {
 		t.Fatalf("argmax = %v", am)
 	}
-	sm := s.Float32s(s.Softmax(s.FromFloat32([]float32{0, 0}, []int{1, 2}, CPU), 1))
+	sm := s.Float32s(s.Softmax(s.FromFloat32([]float32{0, 0}, []int{1, 2}, testDevice), 1))
 	if sm[0] != 0.5 {
 		t.Fatalf("softmax = %v", sm)
 	}
-	ls := s.Item(s.LogSigmoid(s.FromFloat32([]float32{-100}, []int{1}, CPU)))
+	ls := s.Item(s.LogSigmoid(s.FromFloat32([]float32{-100}, []int{1}, testDevice)))
 	if !near(ls, -100, 1e-4) {
 		t.Fatalf("logsigmoid(-100) = %v, want -100 (stable)", ls)
 	}
-	u8 := s.FromUint8([]uint8{0, 255}, []int{2}, CPU)
+	u8 := s.FromUint8([]uint8{0, 255}, []int{2}, testDevice)
 	if v := s.Float32s(u8); v[1] != 255 {
 		t.Fatalf("uint8 -> float = %v", v)
 	}
@@ -71,8 +71,8 @@ func TestRoundTripAndArithmetic(t *testing.T) {
 func TestErrorsAreValuesNotCrashes(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
-	a := s.Zeros([]int{2, 3}, Float32, CPU)
-	b := s.Zeros([]int{4, 5}, Float32, CPU)
+	a := s.Zeros([]int{2, 3}, Float32, testDevice)
+	b := s.Zeros([]int{4, 5}, Float32, testDevice)
 	c := s.MatMul(a, b)
 	if c != nil {
 		t.Fatal("matmul of mismatched shapes returned a tensor")
@@ -86,7 +86,7 @@ func TestErrorsAreValuesNotCrashes(t *testing.T) {
 	if d := s.Add(c, a); d != nil || s.Err() != err {
 		t.Fatal("op after failure ran or replaced the error")
 	}
-	if fromHost := NewScope(); fromHost.FromFloat32([]float32{1, 2, 3}, []int{2, 2}, CPU) != nil || fromHost.Err() == nil {
+	if fromHost := NewScope(); fromHost.FromFloat32([]float32{1, 2, 3}, []int{2, 2}, testDevice) != nil || fromHost.Err() == nil {
 		t.Fatal("from_host with wrong element count did not fail")
 	}
 }
@@ -108,7 +108,7 @@ func TestOutOfMemoryIsAnError(t *testing.T) {
 	}
 	shape := NewScope()
 	defer shape.Close()
-	shape.MatMul(shape.Zeros([]int{2, 3}, Float32, CPU), shape.Zeros([]int{4, 5}, Float32, CPU))
+	shape.MatMul(shape.Zeros([]int{2, 3}, Float32, testDevice), shape.Zeros([]int{4, 5}, Float32, testDevice))
 	if errors.As(shape.Err(), &te) && te.OutOfMemory() {
 		t.Error("a shape error counts as out of memory")
 	}
@@ -117,7 +117,7 @@ func TestOutOfMemoryIsAnError(t *testing.T) {
 func TestScopeFreesAndKeep(t *testing.T) {
 	before := LiveTensors()
 	s := NewScope()
-	a := s.Ones([]int{3}, Float32, CPU)
+	a := s.Ones([]int{3}, Float32, testDevice)
 	b := s.Add(a, a)
 	kept := s.Keep(s.MulScalar(b, 2))
 	if got := LiveTensors() - before; got != 3 {
@@ -147,11 +147,11 @@ func TestScopeFreesAndKeep(t *testing.T) {
 func TestGradAndNoGrad(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
-	w := s.FromFloat32([]float32{1, 2, 3}, []int{3}, CPU)
+	w := s.FromFloat32([]float32{1, 2, 3}, []int{3}, testDevice)
 	if err := w.SetRequiresGrad(true); err != nil {
 		t.Fatal(err)
 	}
-	x := s.FromFloat32([]float32{4, 5, 6}, []int{3}, CPU)
+	x := s.FromFloat32([]float32{4, 5, 6}, []int{3}, testDevice)
 	// loss = sum(w*x) + sum(detach(w)*w): grad = x + detach(w) = [5,7,9].
 	loss := s.Add(s.Sum(s.Mul(w, x), false), s.Sum(s.Mul(s.Detach(w), w), false))
 	s.Backward(loss)
@@ -176,7 +176,7 @@ func TestGradAndNoGrad(t *testing.T) {
 func TestGradModeAcrossGoroutines(t *testing.T) {
 	p := NewScope()
 	defer p.Close()
-	w := p.Ones([]int{4}, Float32, CPU)
+	w := p.Ones([]int{4}, Float32, testDevice)
 	w.SetRequiresGrad(true)
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -210,7 +210,7 @@ func TestGradModeAcrossGoroutines(t *testing.T) {
 func TestAdamMatchesHandComputation(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
-	p := s.Keep(s.FromFloat32([]float32{1, -2}, []int{2}, CPU))
+	p := s.Keep(s.FromFloat32([]float32{1, -2}, []int{2}, testDevice))
 	defer p.Free()
 	p.SetRequiresGrad(true)
 	opt, err := NewAdam([]*Tensor{p}, []float64{0.1}, AdamConfig{})
@@ -256,9 +256,9 @@ func TestAdamMatchesHandComputation(t *testing.T) {
 func TestSafetensorsRoundTrip(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
-	a := s.FromFloat32([]float32{1.5, -2, 3.25, 4, 5, 6}, []int{2, 3}, CPU)
-	b := s.FromInt64([]int64{7, -8}, []int{2}, CPU)
-	c := s.Full(nil, 9, Float64, CPU)
+	a := s.FromFloat32([]float32{1.5, -2, 3.25, 4, 5, 6}, []int{2, 3}, testDevice)
+	b := s.FromInt64([]int64{7, -8}, []int{2}, testDevice)
+	c := s.Full(nil, 9, Float64, testDevice)
 	path := filepath.Join(t.TempDir(), "ck.safetensors")
 	meta := map[string]string{"config": `{"k":10}`}
 	if err := SaveSafetensors(path, []Named{{"a", a}, {"b", b}, {"c", c}}, meta); err != nil {
@@ -274,9 +274,9 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	if got := strings.Join(f.Names(), ","); got != "a,b,c" {
 		t.Fatalf("names = %s", got)
 	}
-	a2 := s.Float32s(s.LoadTensor(f, "a", CPU))
-	b2 := s.Int64s(s.LoadTensor(f, "b", CPU))
-	c2 := s.Item(s.LoadTensor(f, "c", CPU))
+	a2 := s.Float32s(s.LoadTensor(f, "a", testDevice))
+	b2 := s.Int64s(s.LoadTensor(f, "b", testDevice))
+	c2 := s.Item(s.LoadTensor(f, "c", testDevice))
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	if sh, _ := f.Shape("a"); len(sh) != 2 || sh[1] != 3 {
 		t.Fatalf("shape %v", sh)
 	}
-	if s.LoadTensor(f, "missing", CPU); s.Err() == nil || !strings.Contains(s.Err().Error(), `no tensor "missing"`) {
+	if s.LoadTensor(f, "missing", testDevice); s.Err() == nil || !strings.Contains(s.Err().Error(), `no tensor "missing"`) {
 		t.Fatalf("missing tensor: %v", s.Err())
 	}
 
@@ -332,11 +332,11 @@ func TestParseDevice(t *testing.T) {
 func TestConvPoolBatchNormShapes(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
-	x := s.Randn([]int{4, 2, 8, 8}, Float32, CPU)
-	w := s.Randn([]int{5, 2, 3, 3}, Float32, CPU)
+	x := s.Randn([]int{4, 2, 8, 8}, Float32, testDevice)
+	w := s.Randn([]int{5, 2, 3, 3}, Float32, testDevice)
 	y := s.Conv2d(x, w, nil, 1, 1)
-	rm := s.Zeros([]int{5}, Float32, CPU)
-	rv := s.Ones([]int{5}, Float32, CPU)
+	rm := s.Zeros([]int{5}, Float32, testDevice)
+	rv := s.Ones([]int{5}, Float32, testDevice)
 	z := s.MaxPool2d(s.ReLU(s.BatchNorm(y, nil, nil, rm, rv, true, 0.1, 1e-5)), 2, 2)
 	if sh := z.Shape(); len(sh) != 4 || sh[0] != 4 || sh[1] != 5 || sh[2] != 4 || sh[3] != 4 {
 		t.Fatalf("shape %v", sh)
@@ -349,8 +349,8 @@ func TestConvPoolBatchNormShapes(t *testing.T) {
 			t.Fatalf("running mean %v, want 0.1×%v", got, bm)
 		}
 	}
-	theta := s.FromFloat32([]float32{1, 0, 0, 0, 1, 0}, []int{1, 2, 3}, CPU)
-	img := s.Rand([]int{1, 1, 5, 5}, Float32, CPU)
+	theta := s.FromFloat32([]float32{1, 0, 0, 0, 1, 0}, []int{1, 2, 3}, testDevice)
+	img := s.Rand([]int{1, 1, 5, 5}, Float32, testDevice)
 	grid := s.AffineGrid(theta, 1, 1, 5, 5, false)
 	out := s.GridSample(img, grid, Bilinear, PadZeros, false)
 	a, b := s.Float32s(img), s.Float32s(out)
@@ -374,8 +374,8 @@ func TestSafetensorsReadableFromPython(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
 	path := filepath.Join(t.TempDir(), "ck.safetensors")
-	w := s.FromFloat32([]float32{0.5, -1.25, 3, 4}, []int{2, 2}, CPU)
-	steps := s.FromInt64([]int64{7}, []int{1}, CPU)
+	w := s.FromFloat32([]float32{0.5, -1.25, 3, 4}, []int{2, 2}, testDevice)
+	steps := s.FromInt64([]int64{7}, []int{1}, testDevice)
 	if err := SaveSafetensors(path, []Named{{"w", w}, {"steps", steps}}, map[string]string{"k": "4"}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,14 +15,14 @@ func BenchmarkStepMLPDigits(b *testing.B) {
 	defer runtime.UnlockOSThread()
 	src := digitsSource(b)
 	cfg := VectorDefaults()
-	r, err := New(cfg, src, torch.CPU, "")
+	r, err := New(cfg, src, testDevice, "")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer r.Close()
 	s := torch.NoGrad()
 	defer s.Close()
-	perm := s.RandPerm(src.Len(), torch.CPU)
+	perm := s.RandPerm(src.Len(), testDevice)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		st := torch.NewScope()

@@ -245,7 +245,7 @@ func imageConfig(objective string, epochs, batch int) Config {
 // trainImages trains cfg on im in a fresh run folder and returns the run.
 func trainImages(t *testing.T, im *data.Images, cfg Config) *Run {
 	t.Helper()
-	src, err := NewImageSource(im, torch.CPU)
+	src, err := NewImageSource(im, testDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +519,7 @@ func TestImageLoaderFolder(t *testing.T) {
 // bf16 with channels-last weights too, whose layout the checkpoint does not keep.
 func TestImageResumeIsExact(t *testing.T) {
 	im := mnistSet(t, 128)
-	src, err := NewImageSource(im, torch.CPU)
+	src, err := NewImageSource(im, testDevice)
 	if err != nil {
 		t.Fatal(err)
 	}

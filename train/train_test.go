@@ -20,7 +20,7 @@ func digitsSource(t testing.TB) *VectorSource {
 		t.Fatal(err)
 	}
 	v.Standardize()
-	src, err := NewVectorSource(v, torch.CPU)
+	src, err := NewVectorSource(v, testDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func digitsSource(t testing.TB) *VectorSource {
 
 func newRun(t *testing.T, cfg Config, src Source, dir string) *Run {
 	t.Helper()
-	r, err := New(cfg, src, torch.CPU, dir)
+	r, err := New(cfg, src, testDevice, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestMemoryStaysFlat(t *testing.T) {
 	for i := range v.X {
 		v.X[i] = float32(rng.NormFloat64())
 	}
-	src, err := NewVectorSource(v, torch.CPU)
+	src, err := NewVectorSource(v, testDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestConfigErrors(t *testing.T) {
 	} {
 		cfg := VectorDefaults()
 		tc.mod(&cfg)
-		_, err := New(cfg, src, torch.CPU, "")
+		_, err := New(cfg, src, testDevice, "")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("want error with %q, got %v", tc.want, err)
 		}
@@ -242,7 +242,7 @@ func TestConfigErrors(t *testing.T) {
 	// Objectives that augment need images.
 	cfg := VectorDefaults()
 	cfg.Objective = "twofold"
-	if _, err := New(cfg, src, torch.CPU, ""); err == nil || !strings.Contains(err.Error(), "needs images") {
+	if _, err := New(cfg, src, testDevice, ""); err == nil || !strings.Contains(err.Error(), "needs images") {
 		t.Errorf("twofold on vectors: %v", err)
 	}
 }
@@ -276,12 +276,12 @@ func TestHostImageSourceMatchesDevice(t *testing.T) {
 	for i := range im.Pix {
 		im.Pix[i] = uint8(rng.IntN(256))
 	}
-	dev, err := NewImageSource(im, torch.CPU)
+	dev, err := NewImageSource(im, testDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	host, err := NewHostImageSource(im, torch.CPU)
+	host, err := NewHostImageSource(im, testDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestSupervisedBottleneck(t *testing.T) {
 			}
 		}
 	}
-	src, err := NewImageSource(im, torch.CPU)
+	src, err := NewImageSource(im, testDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,15 +337,15 @@ func TestSupervisedBottleneck(t *testing.T) {
 	}
 	s := torch.NoGrad()
 	defer s.Close()
-	x, _ := src.Batch(s, s.Arange(4, torch.Int64, torch.CPU), nil)
+	x, _ := src.Batch(s, s.Arange(4, torch.Int64, testDevice), nil)
 	if sh := r.Net.Bottleneck(s, x).Shape(); sh[1] != 2 {
 		t.Fatalf("bottleneck shape %v", sh)
 	}
 	// Without labels, supervised training is refused.
 	im.Labels = nil
-	nolab, _ := NewImageSource(im, torch.CPU)
+	nolab, _ := NewImageSource(im, testDevice)
 	defer nolab.Close()
-	if _, err := New(cfg, nolab, torch.CPU, ""); err == nil || !strings.Contains(err.Error(), "needs labels") {
+	if _, err := New(cfg, nolab, testDevice, ""); err == nil || !strings.Contains(err.Error(), "needs labels") {
 		t.Fatalf("supervised without labels: %v", err)
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 // column makes an N×1 float32 tensor of per-image parameters.
 func column(s *torch.Scope, v ...float32) *torch.Tensor {
-	return s.FromFloat32(v, []int{len(v), 1}, torch.CPU)
+	return s.FromFloat32(v, []int{len(v), 1}, testDevice)
 }
 
 // ramp is an N×C×H×W test image whose pixels all differ, scaled into [0,1].
@@ -18,13 +18,13 @@ func ramp(s *torch.Scope, shape ...int) *torch.Tensor {
 	for _, d := range shape {
 		n *= d
 	}
-	return s.DivScalar(s.Reshape(s.Arange(n, torch.Float32, torch.CPU), shape...), float64(n))
+	return s.DivScalar(s.Reshape(s.Arange(n, torch.Float32, testDevice), shape...), float64(n))
 }
 
 func TestAugmentZeroConfigIsIdentity(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
-	x := s.Rand([]int{4, 3, 9, 7}, torch.Float32, torch.CPU)
+	x := s.Rand([]int{4, 3, 9, 7}, torch.Float32, testDevice)
 	for _, cfg := range []AugmentConfig{{}, {Crop: 1}} {
 		out := Augment(s, x, cfg)
 		if err := s.Err(); err != nil {
@@ -39,7 +39,7 @@ func TestAugmentZeroConfigIsIdentity(t *testing.T) {
 func TestIdentityStages(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
-	x := s.Rand([]int{2, 3, 6, 5}, torch.Float32, torch.CPU)
+	x := s.Rand([]int{2, 3, 6, 5}, torch.Float32, testDevice)
 	zero := column(s, 0, 0)
 	one := column(s, 1, 1)
 	theta := affineTheta(s, zero, one, zero, zero, one, 6, 5)
@@ -54,7 +54,7 @@ func TestAugmentDefault(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
 	const n = 8
-	img := s.Rand([]int{1, 3, 16, 16}, torch.Float32, torch.CPU)
+	img := s.Rand([]int{1, 3, 16, 16}, torch.Float32, testDevice)
 	x := s.Contiguous(s.Expand(img, n, 3, 16, 16))
 	cfg := DefaultAugment()
 	cfg.Flip = true
@@ -103,7 +103,7 @@ func TestAugmentDefault(t *testing.T) {
 	}
 
 	// Gray images take the brightness and contrast path.
-	g := Augment(s, s.Rand([]int{5, 1, 10, 10}, torch.Float32, torch.CPU), DefaultAugment())
+	g := Augment(s, s.Rand([]int{5, 1, 10, 10}, torch.Float32, testDevice), DefaultAugment())
 	if sh := g.Shape(); !sameShape(sh, []int{5, 1, 10, 10}) {
 		t.Fatalf("gray shape %v", sh)
 	}
@@ -126,17 +126,17 @@ func TestAugmentRejects(t *testing.T) {
 		{"scale 1", AugmentConfig{MaxScale: 1}, nil},
 		{"NaN rotation", AugmentConfig{Rotate: math.NaN()}, nil},
 		{"uint8 batch", DefaultAugment(), func(s *torch.Scope) *torch.Tensor {
-			return s.Zeros([]int{1, 1, 4, 4}, torch.Uint8, torch.CPU)
+			return s.Zeros([]int{1, 1, 4, 4}, torch.Uint8, testDevice)
 		}},
 		{"two channels", DefaultAugment(), func(s *torch.Scope) *torch.Tensor {
-			return s.Zeros([]int{1, 2, 4, 4}, torch.Float32, torch.CPU)
+			return s.Zeros([]int{1, 2, 4, 4}, torch.Float32, testDevice)
 		}},
 		{"not a batch", DefaultAugment(), func(s *torch.Scope) *torch.Tensor {
-			return s.Zeros([]int{4, 4}, torch.Float32, torch.CPU)
+			return s.Zeros([]int{4, 4}, torch.Float32, testDevice)
 		}},
 	} {
 		s := torch.NoGrad()
-		x := s.Zeros([]int{1, 3, 4, 4}, torch.Float32, torch.CPU)
+		x := s.Zeros([]int{1, 3, 4, 4}, torch.Float32, testDevice)
 		if c.x != nil {
 			x = c.x(s)
 		}
@@ -237,7 +237,7 @@ func TestHueRotation(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
 	// Keep colours away from 0 and 1 so the clamp cannot hide an error.
-	x := s.AddScalar(s.MulScalar(s.Rand([]int{3, 3, 4, 4}, torch.Float32, torch.CPU), 0.5), 0.25)
+	x := s.AddScalar(s.MulScalar(s.Rand([]int{3, 3, 4, 4}, torch.Float32, testDevice), 0.5), 0.25)
 	want := s.Float32s(x)
 	closeTo(t, "hue 0", s.Float32s(hueRotate(s, x, column(s, 0, 0, 0))), want, 1e-5)
 	closeTo(t, "hue ±1 turn", s.Float32s(hueRotate(s, x, column(s, 1, -1, 1))), want, 1e-5)
@@ -249,7 +249,7 @@ func TestHueRotation(t *testing.T) {
 	if d := s.Item(s.Max(s.Abs(s.Sub(turned, x)), false)); d < 0.01 {
 		t.Fatalf("0.3 turn changed colours by only %v", d)
 	}
-	grayImg := s.Full([]int{1, 3, 2, 2}, 0.4, torch.Float32, torch.CPU)
+	grayImg := s.Full([]int{1, 3, 2, 2}, 0.4, torch.Float32, testDevice)
 	closeTo(t, "gray under hue", s.Float32s(hueRotate(s, grayImg, column(s, 0.37))), s.Float32s(grayImg), 1e-5)
 	if err := s.Err(); err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func TestSobelVerticalEdge(t *testing.T) {
 			img[y*5+x] = 1
 		}
 	}
-	out := Sobel(s, s.FromFloat32(img, []int{1, 1, 5, 5}, torch.CPU))
+	out := Sobel(s, s.FromFloat32(img, []int{1, 1, 5, 5}, testDevice))
 	got := s.Float32s(out)
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestSobelVerticalEdge(t *testing.T) {
 func TestSobelConstantInteriorIsZero(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
-	out := Sobel(s, s.Full([]int{2, 1, 6, 7}, 0.37, torch.Float32, torch.CPU))
+	out := Sobel(s, s.Full([]int{2, 1, 6, 7}, 0.37, torch.Float32, testDevice))
 	inner := s.Narrow(s.Narrow(out, 2, 1, 4), 3, 1, 5)
 	if v := s.Item(s.Max(s.Abs(inner), false)); v > 1e-6 {
 		t.Fatalf("max |gradient| inside a constant image = %v", v)
@@ -93,17 +93,17 @@ func TestGrayPrimaries(t *testing.T) {
 		1, 0, 0, 1, // R plane
 		0, 1, 0, 1, // G plane
 		0, 0, 1, 1, // B plane
-	}, []int{1, 3, 2, 2}, torch.CPU)
+	}, []int{1, 3, 2, 2}, testDevice)
 	g := Gray(s, x)
 	if sh := g.Shape(); !sameShape(sh, []int{1, 1, 2, 2}) {
 		t.Fatalf("shape %v", sh)
 	}
 	closeTo(t, "gray", s.Float32s(g), []float32{0.299, 0.587, 0.114, 1}, 1e-6)
-	one := s.Rand([]int{1, 1, 2, 2}, torch.Float32, torch.CPU)
+	one := s.Rand([]int{1, 1, 2, 2}, torch.Float32, testDevice)
 	if Gray(s, one) != one {
 		t.Fatal("one-channel batch did not pass through")
 	}
-	if Gray(s, s.Zeros([]int{1, 2, 2, 2}, torch.Float32, torch.CPU)) != nil || s.Err() == nil {
+	if Gray(s, s.Zeros([]int{1, 2, 2, 2}, torch.Float32, testDevice)) != nil || s.Err() == nil {
 		t.Fatal("two channels accepted")
 	}
 }
@@ -111,7 +111,7 @@ func TestGrayPrimaries(t *testing.T) {
 func TestPreprocessFromUint8(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
-	x := s.Cast(s.RandInt(0, 256, []int{3, 3, 8, 6}, torch.CPU), torch.Uint8)
+	x := s.Cast(s.RandInt(0, 256, []int{3, 3, 8, 6}, testDevice), torch.Uint8)
 	out := Preprocess(s, x)
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestPreprocessFromUint8(t *testing.T) {
 	closeTo(t, "preprocess", s.Float32s(out), s.Float32s(want), 1e-6)
 
 	// A gray uint8 batch takes the one-channel path.
-	g := Preprocess(s, s.Cast(s.RandInt(0, 256, []int{2, 1, 5, 5}, torch.CPU), torch.Uint8))
+	g := Preprocess(s, s.Cast(s.RandInt(0, 256, []int{2, 1, 5, 5}, testDevice), torch.Uint8))
 	if sh := g.Shape(); !sameShape(sh, []int{2, 2, 5, 5}) || g.DType() != torch.Float32 {
 		t.Fatalf("gray input: shape %v dtype %v", sh, g.DType())
 	}
@@ -141,7 +141,7 @@ func TestPipelineNoLeak(t *testing.T) {
 	s := torch.NoGrad()
 	cfg := DefaultAugment()
 	cfg.Flip = true
-	x := s.Cast(s.RandInt(0, 256, []int{4, 3, 12, 10}, torch.CPU), torch.Uint8)
+	x := s.Cast(s.RandInt(0, 256, []int{4, 3, 12, 10}, testDevice), torch.Uint8)
 	out := Pipeline(s, x, &cfg)
 	if sh := out.Shape(); !sameShape(sh, []int{4, 2, 12, 10}) {
 		t.Fatalf("shape %v", sh)
@@ -159,7 +159,7 @@ func TestPipelineNoLeak(t *testing.T) {
 // benchPipeline times the per-step image path on a uint8 batch already on the
 // training device (CUDA when present).
 func benchPipeline(b *testing.B, shape []int) {
-	dev := torch.CPU
+	dev := testDevice
 	if torch.CUDAAvailable() {
 		dev = torch.Device{CUDA: true}
 	}

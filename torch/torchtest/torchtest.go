@@ -1,0 +1,32 @@
+// Package torchtest gives tests the device to run on, from EMCLUST_TEST_DEVICE (cpu,
+// cuda or cuda:N; default cpu), so that the same test binaries run on the CPU in CI
+// and on a GPU in scripts/gpu-acceptance.sh.
+package torchtest
+
+import (
+	"fmt"
+	"os"
+
+	"emclust/torch"
+)
+
+// Env names the variable Device reads.
+const Env = "EMCLUST_TEST_DEVICE"
+
+// Device is the device named by EMCLUST_TEST_DEVICE. A test binary asked for a device
+// it cannot use stops at once rather than testing the CPU in its place.
+func Device() torch.Device {
+	v := os.Getenv(Env)
+	if v == "" {
+		return torch.CPU
+	}
+	d, err := torch.ParseDevice(v)
+	if err == nil && v == "auto" && !d.CUDA {
+		err = fmt.Errorf("auto found no CUDA device")
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s=%s: %v\n", Env, v, err)
+		os.Exit(2)
+	}
+	return d
+}
