@@ -42,7 +42,7 @@ if [ -e "$LIBTORCH/lib/libtorch_cuda.so" ]; then
   if [ -n "$cuda_inc" ]; then
     defs+=(-DEMTORCH_CUDA)
     incs+=(-I"$cuda_inc")
-    cudart=$(ls "$cuda_inc"/../lib/libcudart.so* "$cuda_inc"/../lib64/libcudart.so* 2>/dev/null | head -1 || true)
+    cudart=$(ls "$cuda_inc"/../lib/libcudart.so* "$cuda_inc"/../lib64/libcudart.so* "$LIBTORCH"/lib/libcudart.so* 2>/dev/null | head -1 || true)
     if [ -n "$cudart" ]; then libs+=(-L"$(dirname "$cudart")" -l:"$(basename "$cudart")" -Wl,-rpath,"$(dirname "$cudart")"); else libs+=(-lcudart); fi
   else
     echo "build-shim: no cuda_runtime_api.h found: CUDA tensors work, but device names, peak memory and explicit sync fall back" >&2
