@@ -37,6 +37,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ -x "$emclust" ] || { echo "parity.sh: no emclust binary at $emclust (make build, or --emclust PATH)" >&2; exit 1; }
+command -v "$python" >/dev/null || { echo "parity.sh: no $python for the summary table (Debian/Ubuntu: apt-get install python3, or --python PATH)" >&2; exit 1; }
 [ -n "$out" ] || out=$(mktemp -d -t emclust-parity.XXXXXX)
 mkdir -p "$out"
 raw=$out/raw.jsonl

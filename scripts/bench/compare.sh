@@ -68,6 +68,8 @@ done
 
 [ -x "$emclust" ] || { echo "compare.sh: no emclust binary at $emclust (make build, or --emclust PATH)" >&2; exit 1; }
 command -v "$python" >/dev/null || { echo "compare.sh: no $python (--python PATH)" >&2; exit 1; }
+"$python" -c 'import torch' 2>/dev/null || {
+	echo "compare.sh: $python cannot import torch: install PyTorch for it (Debian/Ubuntu: make bench-deps, or apt-get install python3-torch)" >&2; exit 1; }
 [ -n "$out" ] || out=$(mktemp -d -t emclust-compare.XXXXXX)
 mkdir -p "$out"
 raw=$out/raw.jsonl

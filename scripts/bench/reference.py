@@ -46,9 +46,14 @@ import os
 import sys
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+try:
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError as e:
+    sys.exit("reference.py: %s: PyTorch is not installed for %s "
+             "(Debian/Ubuntu: make bench-deps, or apt-get install python3-torch; "
+             "elsewhere: pip install torch)" % (e, sys.executable))
 
 # The paper's data sizes: rows per epoch and the input of each model (cmd_bench.go).
 SHAPES = {
