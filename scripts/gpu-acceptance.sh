@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# gpu-acceptance.sh [--device cuda|cpu] [--quick] [--minutes M] [--fmnist DIR] OUTDIR
+#
+# Everything that needs an NVIDIA GPU, in one command, on a machine that has PyTorch
+# (CUDA), g++ and python3 but no Go and no network. Carry over the repository with the
+# binaries built on a Go machine (`make gpu-bundle`: ./emclust and build/tests/*.test)
+# and the Fashion-MNIST IDX files (--fmnist, default Debian's folder).
+#
+# Steps, each timed, logged to OUTDIR/acceptance.log and summed up in
+# OUTDIR/results.json (a step that fails does not stop the later ones; the exit status
+# is 1 if any failed):
+#   shim      build libemtorch.so against this machine's PyTorch (scripts/gpu-setup.sh)
+#   devices   emclust devices
+#   tests     the Go test binaries with EMCLUST_TEST_DEVICE=DEVICE
+#   speed     scripts/bench/compare.sh: mlp and mnist, cifar, stl10 twofold, fp32 and
+#             bf16, NCHW and NHWC, against both Python peers
+#   parity    scripts/parity.sh fp32 against bf16 on Fashion-MNIST
+#   train     Fashion-MNIST twofold for the minutes left, with epoch times and the
+#             fraction of the GPU's dense peak
+#
+# --device cpu --quick runs the same steps on a CPU in under 5 minutes, on small
+# sizes (the shim the binary was built with, a 1 000-image Fashion-MNIST, few steps),
+# so that CI tests the script itself. --minutes is the whole run's budget (default 8.5,
+# quick 4); the speed step stops starting configurations past its share, and the
+# train step fills what is left.
+set -uo pipefail
+
+device=cuda
+quick=0
+minutes=""
+fmnist=/usr/share/datasets/fashion-mnist
+out=""
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--device) device=$2; shift 2 ;;
+	--quick) quick=1; shift ;;
+	--minutes) minutes=$2; shift 2 ;;
+	--fmnist) fmnist=$2; shift 2 ;;
+	-h | --help) usage; exit 0 ;;
+	-*) echo "gpu-acceptance.sh: unknown flag $1" >&2; usage >&2; exit 2 ;;
+	*) [ -z "$out" ] || { echo "gpu-acceptance.sh: one OUTDIR, got $out and $1" >&2; exit 2; }; out=$1; shift ;;
+	esac
+done
+[ -n "$out" ] || { echo "gpu-acceptance.sh: give OUTDIR" >&2; usage >&2; exit 2; }
+case $device in cuda | cpu) ;; *) echo "gpu-acceptance.sh: --device $device: want cuda or cpu" >&2; exit 2 ;; esac
+[ -n "$minutes" ] || { [ $quick = 1 ] && minutes=4 || minutes=8.5; }
+
+cd "$(dirname "$0")/.."
+repo=$PWD
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+log=$out/acceptance.log
+steps=$out/steps.jsonl
+: >"$log"
+: >"$steps"
+t_start=$SECONDS
+budget_s=$(awk -v m="$minutes" 'BEGIN { if (m + 0 <= 0) exit 1; printf "%d", m * 60 }') ||
+	{ echo "gpu-acceptance.sh: --minutes $minutes: want a positive number" >&2; exit 2; }
+deadline=$((t_start + budget_s))
+exec > >(tee -a "$log") 2>&1
+
+say() { echo "acceptance [$((SECONDS - t_start)) s]: $*"; }
+failed=0
+# record NAME STATUS SECONDS DETAIL: one line of steps.jsonl.
+record() {
+	python3 -c 'import json,sys; print(json.dumps({"step":sys.argv[1],"status":sys.argv[2],"seconds":int(sys.argv[3]),"detail":sys.argv[4]}))' "$@" >>"$steps"
+	[ "$2" != fail ] || failed=1
+	say "$1: $2 ($3 s) $4"
+}
+left() { echo $((deadline - SECONDS)); }
+
+# --- binaries -------------------------------------------------------------------------
+if [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1; then
+	if command -v go >/dev/null; then
+		say "no ./emclust or build/tests: make gpu-bundle"
+		make gpu-bundle >/dev/null || { echo "gpu-acceptance.sh: make gpu-bundle failed" >&2; exit 1; }
+	else
+		echo "gpu-acceptance.sh: no ./emclust or build/tests/*.test, and no Go here: run make gpu-bundle on a Go machine and carry them over" >&2
+		exit 1
+	fi
+fi
+
+# --- shim -----------------------------------------------------------------------------
+t0=$SECONDS
+if [ $device = cuda ]; then
+	if scripts/gpu-setup.sh >"$out/shim.log" 2>&1; then
+		torch_lib=$(cd /tmp && python3 -c 'import torch,os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+		export LD_LIBRARY_PATH=$repo/build/cuda:$torch_lib:${LD_LIBRARY_PATH:-}
+		record shim ok $((SECONDS - t0)) "$(grep -m1 'gpu-setup: PyTorch' "$out/shim.log")"
+	else
+		record shim fail $((SECONDS - t0)) "scripts/gpu-setup.sh failed: $(tail -3 "$out/shim.log" | tr '\n' ' ')"
+		python3 scripts/acceptance-summary.py "$out" "$device" || true
+		exit 1
+	fi
+else
+	record shim ok 0 "the CPU shim the binary was built with"
+fi
+
+# --- devices --------------------------------------------------------------------------
+t0=$SECONDS
+if ./emclust devices >"$out/devices.txt" 2>&1 && { [ $device = cpu ] || grep -q '^cuda' "$out/devices.txt"; }; then
+	record devices ok $((SECONDS - t0)) "$(tr '\n' ';' <"$out/devices.txt")"
+else
+	record devices fail $((SECONDS - t0)) "$(tr '\n' ';' <"$out/devices.txt")"
+fi
+
+# --- Go tests on the device -----------------------------------------------------------
+t0=$SECONDS
+pkgs=()
+for tb in build/tests/*.test; do
+	name=$(basename "$tb" .test)
+	# quick: the packages whose tests run ops on the device, not the CLI's end-to-end suite
+	if [ $quick = 1 ]; then case $name in torch | loss | model | transform) ;; *) continue ;; esac; fi
+	pkgs+=("$name")
+done
+: >"$out/tests.tsv"
+test_failed=0
+for name in "${pkgs[@]}"; do
+	dir=$name
+	[ "$name" = emclust ] && dir=.
+	t1=$SECONDS
+	if (cd "$dir" && EMCLUST_TEST_DEVICE=$device EMCLUST_TEST_BIN=$repo/emclust "$repo/build/tests/$name.test" \
+		-test.count=1 -test.timeout=10m >"$out/test-$name.log" 2>&1); then
+		printf '%s\tok\t%d\n' "$name" $((SECONDS - t1)) >>"$out/tests.tsv"
+	else
+		printf '%s\tFAIL\t%d\n' "$name" $((SECONDS - t1)) >>"$out/tests.tsv"
+		grep -E -- '--- FAIL|_test.go:[0-9]+:' "$out/test-$name.log" | head -20
+		test_failed=1
+	fi
+done
+if [ $test_failed = 0 ]; then
+	record tests ok $((SECONDS - t0)) "${#pkgs[@]} packages on $device"
+else
+	record tests fail $((SECONDS - t0)) "failed: $(awk '$2 == "FAIL" { printf "%s ", $1 }' "$out/tests.tsv")"
+fi
+
+# --- speed against the Python peers ---------------------------------------------------
+t0=$SECONDS
+if [ $quick = 1 ]; then
+	speed=(--models mlp,mnist --objective twofold --steps 2 --warmup 1 --mlp-steps 20 --mlp-warmup 2 --repeats 1 --num-workers 0)
+	speed_share=$(((deadline - SECONDS) * 30 / 100))
+else
+	speed=(--models mnist,cifar,stl10,mlp --objective twofold --steps 30 --warmup 5 --mlp-steps 300 --mlp-warmup 20 --repeats 1)
+	speed_share=$(((deadline - SECONDS) * 35 / 100))
+fi
+if ! (cd /tmp && python3 -c 'import torch') 2>/dev/null; then
+	record speed fail 0 "python3 cannot import torch (Debian/Ubuntu: make bench-deps)"
+else
+	done_modes="" skipped=""
+	speed_ok=1
+	for mode in fp32:false bf16:false fp32:true bf16:true; do
+		p=${mode%:*} cl=${mode#*:}
+		if [ $((SECONDS - t0)) -ge $speed_share ]; then skipped="$skipped $p/cl=$cl"; continue; fi
+		if scripts/bench/compare.sh "${speed[@]}" --device $device --precision "$p" --channels-last "$cl" \
+			--emclust ./emclust --out "$out/speed-$p-cl$cl" >"$out/speed-$p-cl$cl.md" 2>"$out/speed-$p-cl$cl.log"; then
+			done_modes="$done_modes $p/cl=$cl"
+			cat "$out/speed-$p-cl$cl.md"
+		else
+			speed_ok=0
+			tail -5 "$out/speed-$p-cl$cl.log"
+		fi
+	done
+	detail="ran:${done_modes:- none}${skipped:+; out of time for:$skipped}"
+	[ $speed_ok = 1 ] && [ -n "$done_modes" ] && record speed ok $((SECONDS - t0)) "$detail" || record speed fail $((SECONDS - t0)) "$detail"
+fi
+
+# --- accuracy: parity, then a long run ------------------------------------------------
+t0=$SECONDS
+data=$fmnist
+if [ $quick = 1 ] && [ -d "$fmnist" ]; then
+	# 1 000 training and 200 test images, as uncompressed IDX files.
+	data=$out/fmnist-small
+	python3 - "$fmnist" "$data" 1000 200 <<'EOF' || data=""
+import gzip, os, struct, sys
+src, dst, n_train, n_test = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+os.makedirs(dst, exist_ok=True)
+def read(name):
+    for p in (os.path.join(src, name), os.path.join(src, name + ".gz")):
+        if os.path.exists(p):
+            return (gzip.open if p.endswith(".gz") else open)(p, "rb").read()
+    sys.exit("no %s in %s" % (name, src))
+for split, n in (("train", n_train), ("t10k", n_test)):
+    img, lab = read(split + "-images-idx3-ubyte"), read(split + "-labels-idx1-ubyte")
+    _, _, h, w = struct.unpack(">IIII", img[:16])
+    open(os.path.join(dst, split + "-images-idx3-ubyte"), "wb").write(struct.pack(">IIII", 0x803, n, h, w) + img[16:16 + n * h * w])
+    open(os.path.join(dst, split + "-labels-idx1-ubyte"), "wb").write(struct.pack(">II", 0x801, n) + lab[8:8 + n])
+EOF
+fi
+fm=(--dataset fashion-mnist --data-dir "$data" --device "$device")
+if [ -z "$data" ] || [ ! -d "$data" ]; then
+	record parity fail 0 "no Fashion-MNIST at $fmnist (--fmnist DIR: the four IDX files)"
+	record train fail 0 "no Fashion-MNIST at $fmnist"
+else
+	if [ $quick = 1 ]; then par=(--seeds 1 -- --epochs 1 --batch-size 100); else par=(--seeds 2 -- --epochs 2); fi
+	if scripts/parity.sh --modes fp32,bf16 --tol 0.05 --emclust ./emclust --out "$out/parity" "${par[@]:0:2}" \
+		"${par[@]:2}" "${fm[@]}" >"$out/parity.md" 2>"$out/parity.log"; then
+		record parity ok $((SECONDS - t0)) "$(grep -E '^\| (fp32|bf16) ' "$out/parity.md" | tr '\n' ' ')"
+	else
+		record parity fail $((SECONDS - t0)) "$(tail -3 "$out/parity.md" "$out/parity.log" | tr '\n' ' ')"
+	fi
+	cat "$out/parity.md"
+
+	t0=$SECONDS
+	budget=$(($(left) - 20))
+	if [ $budget -lt 20 ]; then
+		record train fail 0 "no time left for the long run ($budget s)"
+	else
+		say "train: Fashion-MNIST twofold for ${budget} s"
+		extra=()
+		[ $quick = 1 ] && extra=(--batch-size 100 --eval-every 1)
+		timeout -s INT "$budget" ./emclust train "${fm[@]}" --objective twofold --epochs 1000 --quiet \
+			--out "$out/train" "${extra[@]}" >"$out/train.txt" 2>&1
+		code=$?
+		epochs=$(wc -l <"$out/train/metrics.jsonl" 2>/dev/null || echo 0)
+		# 124: the time was up and the run stopped at SIGINT after its last whole epoch.
+		if [ "$epochs" -gt 0 ] && { [ $code = 0 ] || [ $code = 124 ] || [ $code = 1 ]; }; then
+			record train ok $((SECONDS - t0)) "$epochs epochs (exit $code)"
+		else
+			record train fail $((SECONDS - t0)) "exit $code, $epochs epochs: $(tail -2 "$out/train.txt" | tr '\n' ' ')"
+		fi
+	fi
+fi
+
+python3 scripts/acceptance-summary.py "$out" "$device" || failed=1
+say "done in $((SECONDS - t_start)) s; results in $out/results.json"
+exit $failed
