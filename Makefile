@@ -17,7 +17,7 @@ GO_MIN      := 1.25
 # CUDA shim: make cuda-lib LIBTORCH=/path/to/site-packages/torch (see scripts/build-shim.sh)
 LIBTORCH    ?=
 
-.PHONY: all deps lib build test vet fmt-check run bench cuda-lib clean
+.PHONY: all deps bench-deps lib build test vet fmt-check run bench cuda-lib test-libtorch2 cuda-check gpu-bundle gpu-acceptance-cpu clean
 
 all: build
 
@@ -32,6 +32,11 @@ deps:
 	@v=$$($(GO) env GOVERSION | sed 's/^go//'); \
 	if [ "$$(printf '%s\n' $(GO_MIN) $$v | sort -V | head -1)" != "$(GO_MIN)" ]; then \
 		echo "make deps: Go $$v is older than $(GO_MIN)"; exit 1; fi
+
+# The Python peers of scripts/bench (reference.py, compare.sh): Debian's PyTorch.
+bench-deps: deps
+	@dpkg -s python3-torch >/dev/null 2>&1 || { $(SUDO) apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends python3-torch; }
 
 lib: $(SHIM)
 
@@ -62,6 +67,24 @@ bench: build
 cuda-lib:
 	@[ -n "$(LIBTORCH)" ] || { echo "give LIBTORCH=<folder with include/ and lib/>, e.g. a PyTorch install's torch/"; exit 1; }
 	scripts/build-shim.sh "$(LIBTORCH)" $(BUILD)/cuda
+
+# What a GPU machine without Go needs besides the repository: the binary and the test
+# binaries (scripts/gpu-acceptance.sh runs them there).
+gpu-bundle: build
+	@rm -rf $(BUILD)/tests && mkdir -p $(BUILD)/tests
+	$(GO) test -c -o $(BUILD)/tests/ ./...
+
+# scripts/gpu-acceptance.sh on the CPU, quick: the script itself, under CI.
+gpu-acceptance-cpu: gpu-bundle bench-deps
+	scripts/gpu-acceptance.sh --device cpu --quick $(BUILD)/acceptance-cpu
+
+# The whole test suite against libtorch 2.6, CPU and CUDA builds, in a Debian trixie
+# root cached in ~/.cache/emclust (scripts/libtorch2.sh; needs root).
+test-libtorch2: deps
+	$(SUDO) env PATH="$$PATH" scripts/libtorch2.sh cpu
+
+cuda-check: deps
+	$(SUDO) env PATH="$$PATH" scripts/libtorch2.sh cuda
 
 clean:
 	rm -rf $(BUILD) emclust
