@@ -27,7 +27,10 @@ fi
 
 defs=(-D_GLIBCXX_USE_CXX11_ABI="$CXX11_ABI")
 libs=(-ltorch -ltorch_cpu -lc10)
-incs=(-I"$LIBTORCH/include" -I"$LIBTORCH/include/torch/csrc/api/include")
+# -isystem: warnings in libtorch's own headers (g++ 14 finds some in 2.x) are not ours.
+# /usr/include is one already, and naming it again breaks libstdc++'s #include_next.
+incs=(-isystem "$LIBTORCH/include/torch/csrc/api/include")
+[ "$(realpath "$LIBTORCH/include")" = /usr/include ] || incs=(-isystem "$LIBTORCH/include" "${incs[@]}")
 if [ -e "$LIBTORCH/lib/libtorch_cuda.so" ]; then
   # Without --no-as-needed the linker drops libtorch_cuda (nothing names its symbols)
   # and CUDA is silently unavailable at run time.
@@ -41,7 +44,7 @@ if [ -e "$LIBTORCH/lib/libtorch_cuda.so" ]; then
   done
   if [ -n "$cuda_inc" ]; then
     defs+=(-DEMTORCH_CUDA)
-    incs+=(-I"$cuda_inc")
+    [ "$(realpath "$cuda_inc")" = /usr/include ] || incs+=(-isystem "$cuda_inc")
     cudart=$(ls "$cuda_inc"/../lib/libcudart.so* "$cuda_inc"/../lib64/libcudart.so* "$LIBTORCH"/lib/libcudart.so* 2>/dev/null | head -1 || true)
     if [ -n "$cudart" ]; then libs+=(-L"$(dirname "$cudart")" -l:"$(basename "$cudart")" -Wl,-rpath,"$(dirname "$cudart")"); else libs+=(-lcudart); fi
   else
