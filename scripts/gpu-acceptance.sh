@@ -19,7 +19,7 @@
 #             fraction of the GPU's dense peak
 #
 # --device cpu --quick runs the same steps on a CPU in under 5 minutes, on small
-# sizes (the shim the binary was built with, a 1 000-image Fashion-MNIST, few steps),
+# sizes (the shim the binary was built with, a 600-image Fashion-MNIST, few steps),
 # so that CI tests the script itself. --minutes is the whole run's budget (default 8.5,
 # quick 4); the speed step stops starting configurations past its share, and the
 # train step fills what is left.
@@ -70,6 +70,14 @@ record() {
 }
 left() { echo $((deadline - SECONDS)); }
 
+# The Python with PyTorch: $PYTHON, python3, or Debian's (make bench-deps installs
+# python3-torch for /usr/bin/python3, which a pyenv python3 on PATH does not see).
+python=""
+for p in ${PYTHON:-} python3 /usr/bin/python3; do
+	if (cd /tmp && "$p" -c 'import torch') 2>/dev/null; then python=$p; break; fi
+done
+[ -z "$python" ] || export PYTHON=$python
+
 # --- binaries -------------------------------------------------------------------------
 if [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1; then
 	if command -v go >/dev/null; then
@@ -85,7 +93,7 @@ fi
 t0=$SECONDS
 if [ $device = cuda ]; then
 	if scripts/gpu-setup.sh >"$out/shim.log" 2>&1; then
-		torch_lib=$(cd /tmp && python3 -c 'import torch,os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
+		torch_lib=$(cd /tmp && "$python" -c 'import torch,os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 		export LD_LIBRARY_PATH=$repo/build/cuda:$torch_lib:${LD_LIBRARY_PATH:-}
 		record shim ok $((SECONDS - t0)) "$(grep -m1 'gpu-setup: PyTorch' "$out/shim.log")"
 	else
@@ -144,15 +152,15 @@ else
 	speed=(--models mnist,cifar,stl10,mlp --objective twofold --steps 30 --warmup 5 --mlp-steps 300 --mlp-warmup 20 --repeats 1)
 	speed_share=$(((deadline - SECONDS) * 35 / 100))
 fi
-if ! (cd /tmp && python3 -c 'import torch') 2>/dev/null; then
-	record speed fail 0 "python3 cannot import torch (Debian/Ubuntu: make bench-deps)"
+if [ -z "$python" ]; then
+	record speed fail 0 "no python3 here imports torch (Debian/Ubuntu: make bench-deps)"
 else
 	done_modes="" skipped=""
 	speed_ok=1
 	for mode in fp32:false bf16:false fp32:true bf16:true; do
 		p=${mode%:*} cl=${mode#*:}
 		if [ $((SECONDS - t0)) -ge $speed_share ]; then skipped="$skipped $p/cl=$cl"; continue; fi
-		if scripts/bench/compare.sh "${speed[@]}" --device $device --precision "$p" --channels-last "$cl" \
+		if scripts/bench/compare.sh "${speed[@]}" --python "$python" --device $device --precision "$p" --channels-last "$cl" \
 			--emclust ./emclust --out "$out/speed-$p-cl$cl" >"$out/speed-$p-cl$cl.md" 2>"$out/speed-$p-cl$cl.log"; then
 			done_modes="$done_modes $p/cl=$cl"
 			cat "$out/speed-$p-cl$cl.md"
@@ -169,9 +177,9 @@ fi
 t0=$SECONDS
 data=$fmnist
 if [ $quick = 1 ] && [ -d "$fmnist" ]; then
-	# 1 000 training and 200 test images, as uncompressed IDX files.
+	# 500 training and 100 test images, as uncompressed IDX files.
 	data=$out/fmnist-small
-	python3 - "$fmnist" "$data" 1000 200 <<'EOF' || data=""
+	python3 - "$fmnist" "$data" 500 100 <<'EOF' || data=""
 import gzip, os, struct, sys
 src, dst, n_train, n_test = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 os.makedirs(dst, exist_ok=True)

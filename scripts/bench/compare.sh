@@ -57,7 +57,7 @@ while [ $# -gt 0 ]; do
 	--num-workers) workers=$2; shift 2 ;;
 	--batch-size) batch=$2; shift 2 ;;
 	--emclust) emclust=$2; shift 2 ;;
-	--python) python=$2; shift 2 ;;
+	--python) python=$2; python_given=1; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--precision) precision=$2; shift 2 ;;
 	--channels-last) channels_last=$2; shift 2 ;;
@@ -68,8 +68,15 @@ done
 
 [ -x "$emclust" ] || { echo "compare.sh: no emclust binary at $emclust (make build, or --emclust PATH)" >&2; exit 1; }
 command -v "$python" >/dev/null || { echo "compare.sh: no $python (--python PATH)" >&2; exit 1; }
-"$python" -c 'import torch' 2>/dev/null || {
-	echo "compare.sh: $python cannot import torch: install PyTorch for it (Debian/Ubuntu: make bench-deps, or apt-get install python3-torch)" >&2; exit 1; }
+# Debian's python3-torch (make bench-deps) is for /usr/bin/python3, which a pyenv or
+# virtualenv python3 earlier on PATH does not see.
+if ! (cd /tmp && "$python" -c 'import torch') 2>/dev/null; then
+	if [ -z "${python_given:-}" ] && (cd /tmp && /usr/bin/python3 -c 'import torch') 2>/dev/null; then
+		python=/usr/bin/python3
+	else
+		echo "compare.sh: $python cannot import torch: install PyTorch for it (Debian/Ubuntu: make bench-deps, or apt-get install python3-torch)" >&2; exit 1
+	fi
+fi
 [ -n "$out" ] || out=$(mktemp -d -t emclust-compare.XXXXXX)
 mkdir -p "$out"
 raw=$out/raw.jsonl
