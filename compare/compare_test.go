@@ -93,9 +93,10 @@ func TestRunReproducible(t *testing.T) {
 		}
 	}
 	// Three epochs already cluster the digits well beyond chance (ACC 0.1), and
-	// k-means does too.
+	// k-means does too. (em reaches ACC 0.44 and NMI 0.39 here; the bound leaves room
+	// for another CPU's arithmetic.)
 	for _, r := range first {
-		if r.ACC < 0.3 || r.NMI < 0.3 || !(r.Seconds > 0) {
+		if r.ACC < 0.2 || r.NMI < 0.2 || !(r.Seconds > 0) {
 			t.Errorf("%+v: not learning", r)
 		}
 	}

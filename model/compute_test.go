@@ -63,7 +63,11 @@ func randomBatch(n int) []float32 {
 
 // bf16 must change the arithmetic (else the flag does nothing) but stay within
 // bfloat16's 8-bit mantissa of float32, and leave the optimiser float32 gradients
-// pointing the same way. Channels-last changes only the memory layout.
+// pointing the same way. Channels-last changes only the memory layout. The bf16
+// kernels differ by CPU (oneDNN with AVX512-BF16 or AMX, libtorch's fallback on
+// AVX2-only CPUs, oneDNN 3 in libtorch 2.x): an AVX-512 machine measured a gradient
+// cosine of 0.992, so the bound is 0.95, room for other kernels and still far from a
+// wrong gradient (an unrelated direction has a cosine near 0).
 func TestComputeModes(t *testing.T) {
 	shape := []int{16, 2, 28, 28}
 	x := randomBatch(16 * 2 * 28 * 28)
@@ -81,8 +85,8 @@ func TestComputeModes(t *testing.T) {
 		wantDifferentBits bool
 	}{
 		{c: Compute{Precision: "fp32", ChannelsLast: true}, maxDiff: 1e-4, minCos: 0.99999, wantChannelsLast: true},
-		{c: Compute{Precision: "bf16"}, minDiff: 1e-4, maxDiff: 0.15, minCos: 0.99, wantDifferentBits: true},
-		{c: Compute{Precision: "bf16", ChannelsLast: true}, minDiff: 1e-4, maxDiff: 0.15, minCos: 0.99, wantChannelsLast: true, wantDifferentBits: true},
+		{c: Compute{Precision: "bf16"}, minDiff: 1e-4, maxDiff: 0.15, minCos: 0.95, wantDifferentBits: true},
+		{c: Compute{Precision: "bf16", ChannelsLast: true}, minDiff: 1e-4, maxDiff: 0.15, minCos: 0.95, wantChannelsLast: true, wantDifferentBits: true},
 		{c: Compute{}, maxDiff: 0, minCos: 1 - 1e-12},
 	} {
 		if err := n.SetCompute(tc.c); err != nil {
