@@ -117,7 +117,7 @@ def main():
         if r["impl"] == "emclust":
             f = r["fraction_of_dense_peak"]
             print("- speed %s %s %s %s: %.2f ms/step%s" % (r["arch"], r["objective"], r["precision"],
-                  "NHWC" if r["channels_last"] else "NCHW", r["ms_per_step"],
+                  "-" if r["arch"] == "mlp" else "NHWC" if r["channels_last"] else "NCHW", r["ms_per_step"],
                   ", %.1f%% of dense peak" % (100 * f) if f else ""))
     if epochs:
         print("- train: %d epochs, median %.1f s/epoch%s, last epoch ACC %s" % (
