@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -56,15 +55,11 @@ func main() {
 			if err := torch.CheckABI(); err != nil {
 				return err
 			}
-			// Goroutines reach libtorch from several OS threads; capping glibc's arenas
-			// keeps large CPU tensors from faulting pages in per thread.
-			// EMCLUST_MALLOC_ARENAS=N caps them; by default glibc decides (no measured gain here).
-			arenas := 0
-			if v, err := strconv.Atoi(os.Getenv("EMCLUST_MALLOC_ARENAS")); err == nil {
-				arenas = v
-			}
-			if arenas > 0 {
-				torch.SetMallocArenas(arenas)
+			// glibc would return a CPU step's large buffers to the kernel and fault
+			// them in again on the next step (scripts/bench/allocators.sh measures it).
+			// EMCLUST_MALLOC=default leaves glibc as it is, for comparison.
+			if os.Getenv("EMCLUST_MALLOC") != "default" {
+				torch.KeepFreedMemory()
 			}
 			// libtorch here starts with one intra-op thread; use every core unless a
 			// command's --threads says otherwise.

@@ -361,9 +361,11 @@ func ResetPeakMemory(d Device) error {
 	return check("cuda_reset_peak_memory", C.et_cuda_reset_peak_memory(C.int(d.Index)))
 }
 
-// SetMallocArenas caps glibc's malloc arenas; see emtorch.h. It reports whether the
-// setting took.
-func SetMallocArenas(n int) bool { return C.et_set_malloc_arenas(C.int(n)) != 0 }
+// KeepFreedMemory makes glibc's malloc keep freed CPU memory for reuse rather than
+// return it to the kernel, which would fault it in again on the next training step;
+// see emtorch.h. It reports whether the setting took (false where the C library is
+// not glibc).
+func KeepFreedMemory() bool { return C.et_keep_freed_memory() != 0 }
 
 // SetCuDNNBenchmark turns cuDNN's autotuner on or off.
 func SetCuDNNBenchmark(on bool) { C.et_set_cudnn_benchmark(cbool(on)) }

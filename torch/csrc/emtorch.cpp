@@ -20,6 +20,7 @@
 #endif
 
 #include <atomic>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -747,11 +748,11 @@ et_error et_cuda_reset_peak_memory(int device_index) {
 
 void et_set_cudnn_benchmark(int on) { at::globalContext().setBenchmarkCuDNN(on != 0); }
 
-int et_set_malloc_arenas(int n) {
-#if defined(__GLIBC__) && defined(M_ARENA_MAX)
-  return mallopt(M_ARENA_MAX, n);
+int et_keep_freed_memory(void) {
+#if defined(__GLIBC__)
+  // mallopt takes an int: 2 GiB is the largest trim threshold it can set.
+  return mallopt(M_MMAP_MAX, 0) && mallopt(M_TRIM_THRESHOLD, INT_MAX);
 #else
-  (void)n;
   return 0;
 #endif
 }

@@ -1,0 +1,111 @@
+package train
+
+import (
+	"os"
+	"runtime"
+	"syscall"
+	"testing"
+
+	"emclust/torch"
+)
+
+// The binary does its libtorch work on the main OS thread (main.go), where glibc's
+// malloc uses the main arena, the one KeepFreedMemory's settings keep from shrinking;
+// another thread's arena still unmaps whole heaps. onMainThread runs f there, so the
+// page-fault test measures what the binary does.
+var mainThread = make(chan func())
+
+func init() { runtime.LockOSThread() }
+
+func TestMain(m *testing.M) {
+	done := make(chan int)
+	go func() { done <- m.Run() }()
+	for {
+		select {
+		case f := <-mainThread:
+			f()
+		case code := <-done:
+			os.Exit(code)
+		}
+	}
+}
+
+func onMainThread(f func()) {
+	finished := make(chan struct{})
+	mainThread <- func() { defer close(finished); f() }
+	<-finished
+}
+
+// minorFaults is the process's count of minor page faults so far.
+func minorFaults(t *testing.T) int64 {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return ru.Minflt
+}
+
+// A CPU training step reuses its memory: after warm-up it costs at most 1 000 minor
+// page faults, for the MLP and for each CNN objective. Without KeepFreedMemory glibc
+// unmaps a step's large buffers at free and faults them in again on the next step
+// (about 40 000 faults per MNIST twofold step at batch 128). A count, not a time: the
+// same on any machine. Always on the CPU, whatever EMCLUST_TEST_DEVICE says.
+func TestStepPageFaults(t *testing.T) {
+	if !torch.KeepFreedMemory() {
+		t.Fatal("glibc refused the malloc settings")
+	}
+	const warmup, steps, maxPerStep = 3, 10, 1000
+	images := synthImages(11, 256, 1, 28)
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		images bool
+	}{
+		{"mlp em", VectorDefaults(), false},
+		{"mnist em", imageConfig("em", 1, 128), true},
+		{"mnist em-aug", imageConfig("em-aug", 1, 128), true},
+		{"mnist twofold", imageConfig("twofold", 1, 128), true},
+		{"mnist iic", imageConfig("iic", 1, 128), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var src Source
+			if tc.images {
+				s, err := NewImageSource(images, torch.CPU)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				src = s
+			} else {
+				src = digitsSource(t)
+			}
+			r, err := New(tc.cfg, src, torch.CPU, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			bs := r.Cfg.BatchSize
+			run := func(count int) {
+				for i := range count {
+					s := torch.NewScope()
+					r.step(s, s.Arange(bs, torch.Int64, torch.CPU))
+					if err := s.Close(); err != nil {
+						t.Fatalf("step %d: %v", i, err)
+					}
+				}
+			}
+			var perStep int64
+			onMainThread(func() {
+				run(warmup)
+				f0 := minorFaults(t)
+				run(steps)
+				perStep = (minorFaults(t) - f0) / steps
+			})
+			t.Logf("%s: %d minor faults per step (batch %d)", tc.name, perStep, bs)
+			if perStep > maxPerStep {
+				t.Errorf("%s: %d minor page faults per step, want at most %d", tc.name, perStep, maxPerStep)
+			}
+		})
+	}
+}
