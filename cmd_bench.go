@@ -112,7 +112,7 @@ func benchCommand() *cli.Command {
 				return nil
 			}
 			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "model\tobjective\tprecision\tlayout\tdevice\tparams\tms/step\trows/s\tGFLOP/step\tTFLOP/s\tepoch rows\tepoch s\tpeak MiB\t")
+			fmt.Fprintln(tw, "model\tobjective\tprecision\tlayout\tdevice\tparams\tms/step\trows/s\tGFLOP/step\tTFLOP/s\tepoch rows\tepoch s\tpeak MiB\tfaults/step\t")
 			for _, r := range results {
 				peak := "-"
 				if r.PeakBytes >= 0 {
@@ -125,8 +125,8 @@ func benchCommand() *cli.Command {
 				if r.Arch == "mlp" {
 					layout = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%.0f\t%s\t%s\t%d\t%.1f\t%s\t\n", r.Arch, r.Objective, r.Precision, layout, r.Device, r.Params,
-					r.StepMS, r.ImagesPerSec, sigFig(r.GFLOPPerStep), sigFig(r.AchievedTFLOPS), r.EpochRows, r.EpochSeconds, peak)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%.0f\t%s\t%s\t%d\t%.1f\t%s\t%.0f\t\n", r.Arch, r.Objective, r.Precision, layout, r.Device, r.Params,
+					r.StepMS, r.ImagesPerSec, sigFig(r.GFLOPPerStep), sigFig(r.AchievedTFLOPS), r.EpochRows, r.EpochSeconds, peak, r.FaultsPerStep)
 			}
 			return tw.Flush()
 		},

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"syscall"
 	"time"
 
 	"emclust/torch"
@@ -28,6 +29,18 @@ type BenchResult struct {
 	// AchievedTFLOPS is that over the measured step time.
 	GFLOPPerStep   float64 `json:"gflop_per_step"`
 	AchievedTFLOPS float64 `json:"achieved_tflops"`
+	// FaultsPerStep is the process's minor page faults per timed step: memory the
+	// allocator gave back and the step touched again (see torch.KeepFreedMemory).
+	FaultsPerStep float64 `json:"minor_faults_per_step"`
+}
+
+// minorFaults is the process's minor page-fault count, -1 where unknown.
+func minorFaults() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return -1
+	}
+	return ru.Minflt
 }
 
 // ForwardEquivalents is the work of one training step of objective in forward passes
@@ -95,11 +108,12 @@ func Bench(cfg Config, src Source, dev torch.Device, warmup, steps, epochRows in
 	if err := torch.ResetPeakMemory(dev); err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	start, faults := time.Now(), minorFaults()
 	if err := run(steps); err != nil {
 		return nil, err
 	}
 	el := time.Since(start).Seconds()
+	faults = minorFaults() - faults
 	if steps == 0 || el == 0 {
 		return nil, fmt.Errorf("bench: no steps timed")
 	}
@@ -111,6 +125,7 @@ func Bench(cfg Config, src Source, dev torch.Device, warmup, steps, epochRows in
 		PeakBytes: torch.PeakMemory(dev), Params: r.Net.NumParams(), Threads: torch.NumThreads(),
 	}
 	res.EpochSeconds = float64(epochRows/bs) / res.StepsPerSec
+	res.FaultsPerStep = float64(faults) / float64(steps)
 	flops := float64(StepFLOPs(r.Net.ForwardFLOPs(), bs, cfg.Objective))
 	res.GFLOPPerStep = flops / 1e9
 	res.AchievedTFLOPS = flops * res.StepsPerSec / 1e12

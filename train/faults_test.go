@@ -3,7 +3,6 @@ package train
 import (
 	"os"
 	"runtime"
-	"syscall"
 	"testing"
 
 	"emclust/torch"
@@ -34,16 +33,6 @@ func onMainThread(f func()) {
 	finished := make(chan struct{})
 	mainThread <- func() { defer close(finished); f() }
 	<-finished
-}
-
-// minorFaults is the process's count of minor page faults so far.
-func minorFaults(t *testing.T) int64 {
-	t.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return ru.Minflt
 }
 
 // A CPU training step reuses its memory: after warm-up it costs at most 1 000 minor
@@ -98,9 +87,9 @@ func TestStepPageFaults(t *testing.T) {
 			var perStep int64
 			onMainThread(func() {
 				run(warmup)
-				f0 := minorFaults(t)
+				f0 := minorFaults()
 				run(steps)
-				perStep = (minorFaults(t) - f0) / steps
+				perStep = (minorFaults() - f0) / steps
 			})
 			t.Logf("%s: %d minor faults per step (batch %d)", tc.name, perStep, bs)
 			if perStep > maxPerStep {
