@@ -3,6 +3,7 @@ package train
 import (
 	"os"
 	"runtime"
+	"slices"
 	"testing"
 
 	"emclust/torch"
@@ -35,8 +36,8 @@ func onMainThread(f func()) {
 	<-finished
 }
 
-// A CPU training step reuses its memory: after warm-up it costs at most 1 000 minor
-// page faults, for the MLP and for each CNN objective. Without KeepFreedMemory glibc
+// A CPU training step reuses its memory: after warm-up the median step costs at most
+// 1 000 minor page faults, for the MLP and for each CNN objective. Without KeepFreedMemory glibc
 // unmaps a step's large buffers at free and faults them in again on the next step
 // (about 40 000 faults per MNIST twofold step at batch 128). A count, not a time: the
 // same on any machine. Always on the CPU, whatever EMCLUST_TEST_DEVICE says.
@@ -84,16 +85,23 @@ func TestStepPageFaults(t *testing.T) {
 					}
 				}
 			}
-			var perStep int64
+			perStep := make([]int64, steps)
 			onMainThread(func() {
 				run(warmup)
-				f0 := minorFaults()
-				run(steps)
-				perStep = (minorFaults() - f0) / steps
+				for i := range perStep {
+					f0 := minorFaults()
+					run(1)
+					perStep[i] = minorFaults() - f0
+				}
 			})
-			t.Logf("%s: %d minor faults per step (batch %d)", tc.name, perStep, bs)
-			if perStep > maxPerStep {
-				t.Errorf("%s: %d minor page faults per step, want at most %d", tc.name, perStep, maxPerStep)
+			// Churn costs every step; the heap still growing to its high-water mark
+			// (em-aug's crops vary in size) costs an occasional step once, so the
+			// median step is the one held to the bound.
+			sorted := slices.Sorted(slices.Values(perStep))
+			median := sorted[len(sorted)/2]
+			t.Logf("%s: minor faults per step %v (batch %d)", tc.name, perStep, bs)
+			if median > maxPerStep {
+				t.Errorf("%s: the median step took %d minor page faults (%v), want at most %d", tc.name, median, perStep, maxPerStep)
 			}
 		})
 	}
