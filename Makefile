@@ -78,6 +78,7 @@ gpu-bundle: build
 
 # scripts/gpu-acceptance.sh on the CPU, quick: the script itself, under CI.
 gpu-acceptance-cpu: gpu-bundle bench-deps
+	rm -rf $(BUILD)/acceptance-cpu
 	scripts/gpu-acceptance.sh --device cpu --quick $(BUILD)/acceptance-cpu
 
 # The whole test suite against libtorch 2.6, CPU and CUDA builds, in a Debian trixie

@@ -48,6 +48,11 @@ case $device in cuda | cpu) ;; *) echo "gpu-acceptance.sh: --device $device: wan
 
 cd "$(dirname "$0")/.."
 repo=$PWD
+# A run's figures must be its own: a folder left by an earlier run would lend them.
+if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
+	echo "gpu-acceptance.sh: $out is not empty: give a new OUTDIR" >&2
+	exit 2
+fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 log=$out/acceptance.log
@@ -228,7 +233,7 @@ else
 		code=$?
 		epochs=$(wc -l <"$out/train/metrics.jsonl" 2>/dev/null || echo 0)
 		# 124: the time was up and the run stopped at SIGINT after its last whole epoch.
-		if [ "$epochs" -gt 0 ] && { [ $code = 0 ] || [ $code = 124 ] || [ $code = 1 ]; }; then
+		if [ "$epochs" -gt 0 ] && { [ $code = 0 ] || [ $code = 124 ]; }; then
 			record train ok $((SECONDS - t0)) "$epochs epochs (exit $code)"
 		else
 			record train fail $((SECONDS - t0)) "exit $code, $epochs epochs: $(tail -2 "$out/train.txt" | tr '\n' ' ')"

@@ -27,7 +27,7 @@ case $MODE in cpu | cuda) ;; *) echo "libtorch2.sh: mode $MODE: want cpu or cuda
 [ "$(id -u)" = 0 ] || { echo "libtorch2.sh: needs root (debootstrap, chroot, mount); run it with sudo" >&2; exit 1; }
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-CACHE=${EMCLUST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/emclust}
+CACHE=${EMCLUST_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/emclust}
 ROOT=$CACHE/trixie
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 GO=${GO:-go}
