@@ -83,10 +83,12 @@ gpu-acceptance-cpu: gpu-bundle bench-deps
 
 # The whole test suite against libtorch 2.6, CPU and CUDA builds, in a Debian trixie
 # root cached in ~/.cache/emclust (scripts/libtorch2.sh; needs root).
-test-libtorch2: deps
+# The Go binaries are built on this machine and link the 1.13 shim (lib), which the
+# 2.6 one replaces on LD_LIBRARY_PATH in the root.
+test-libtorch2: lib
 	$(SUDO) env PATH="$$PATH" scripts/libtorch2.sh cpu
 
-cuda-check: deps
+cuda-check: lib
 	$(SUDO) env PATH="$$PATH" scripts/libtorch2.sh cuda
 
 clean:
