@@ -56,10 +56,12 @@ func main() {
 				return err
 			}
 			// glibc would return a CPU step's large buffers to the kernel and fault
-			// them in again on the next step (scripts/bench/allocators.sh measures it).
-			// EMCLUST_MALLOC=default leaves glibc as it is, for comparison.
+			// them in again on the next step, and a fresh large tensor costs a page
+			// fault per 4 KiB without huge pages (docs/RESULTS.md section 10).
+			// EMCLUST_MALLOC=default leaves both as they are, for comparison.
 			if os.Getenv("EMCLUST_MALLOC") != "default" {
 				torch.KeepFreedMemory()
+				torch.AdviseHugePages()
 			}
 			// libtorch here starts with one intra-op thread; use every core unless a
 			// command's --threads says otherwise.

@@ -569,6 +569,17 @@ func (s *Scope) IndexSelect(a *Tensor, dim int, index *Tensor) *Tensor {
 	return s.done("index_select", C.et_index_select(s.flags(), a.h, C.int64_t(dim), index.h, &h), h)
 }
 
+// IndexAdd returns a with the slices of src along dim added at the positions index
+// names; repeated positions accumulate. On the CPU it is one pass over src, where a
+// one-hot matrix product would be a pass of K times the work.
+func (s *Scope) IndexAdd(a *Tensor, dim int, index, src *Tensor) *Tensor {
+	if !s.ok("index_add", a, index, src) {
+		return nil
+	}
+	var h C.et_tensor
+	return s.done("index_add", C.et_index_add(s.flags(), a.h, C.int64_t(dim), index.h, src.h, &h), h)
+}
+
 // Gather picks a's elements at index along dim.
 func (s *Scope) Gather(a *Tensor, dim int, index *Tensor) *Tensor {
 	if !s.ok("gather", a, index) {

@@ -367,6 +367,12 @@ func ResetPeakMemory(d Device) error {
 // not glibc).
 func KeepFreedMemory() bool { return C.et_keep_freed_memory() != 0 }
 
+// AdviseHugePages makes libtorch's CPU allocator ask for transparent huge pages on
+// every block of 2 MiB or more, so that a fresh large tensor is faulted in 2 MiB at a
+// time instead of 4 KiB; see emtorch.h. It reports whether the allocator was
+// installed (false off Linux).
+func AdviseHugePages() bool { return C.et_advise_huge_pages() != 0 }
+
 // SetCuDNNBenchmark turns cuDNN's autotuner on or off.
 func SetCuDNNBenchmark(on bool) { C.et_set_cudnn_benchmark(cbool(on)) }
 

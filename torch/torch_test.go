@@ -424,3 +424,86 @@ func TestHandshake(t *testing.T) {
 		}
 	}
 }
+
+func TestIndexAdd(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	base := s.FromFloat32([]float32{1, 1, 1, 1, 1, 1}, []int{3, 2}, testDevice)
+	src := s.FromFloat32([]float32{1, 2, 3, 4, 5, 6, 7, 8}, []int{4, 2}, testDevice)
+	idx := s.FromInt64([]int64{2, 0, 2, 2}, []int{4}, testDevice)
+	got := s.Float32s(s.IndexAdd(base, 0, idx, src))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Row 0 gets src row 1; row 1 nothing; row 2 gets rows 0, 2 and 3.
+	want := []float32{4, 5, 1, 1, 1 + 1 + 5 + 7, 1 + 2 + 6 + 8}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("index_add = %v, want %v", got, want)
+		}
+	}
+	if v := s.Float32s(base); v[0] != 1 {
+		t.Fatalf("index_add changed its input: %v", v)
+	}
+	s.IndexAdd(base, 0, s.FromInt64([]int64{3}, []int{1}, testDevice), s.Narrow(src, 0, 0, 1))
+	if s.Err() == nil {
+		t.Fatal("index 3 of a 3-row tensor was accepted")
+	}
+}
+
+// hugeAdvisedBytes sums the sizes of this process's mappings that carry the kernel's
+// huge-page advice ("hg" in /proc/self/smaps VmFlags).
+func hugeAdvisedBytes(t *testing.T) int64 {
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total, size int64
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 3 && f[0] == "Size:":
+			fmt.Sscan(f[1], &size)
+		case len(f) > 0 && f[0] == "VmFlags:":
+			for _, fl := range f[1:] {
+				if fl == "hg" {
+					total += size << 10
+				}
+			}
+		}
+	}
+	return total
+}
+
+func TestAdviseHugePages(t *testing.T) {
+	if testDevice.CUDA {
+		t.Skip("the advice is for CPU tensors; this run tests CUDA")
+	}
+	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage"); err != nil {
+		t.Skip("kernel without transparent huge pages")
+	}
+	before := hugeAdvisedBytes(t)
+	if !AdviseHugePages() {
+		t.Fatal("AdviseHugePages reported no allocator installed on Linux")
+	}
+	s := NewScope()
+	defer s.Close()
+	const n = 16 << 20 // 64 MiB of float32
+	x := s.Full([]int{n}, 3, Float32, testDevice)
+	sum := s.Item(s.Sum(x, false))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if sum != 3*n {
+		t.Fatalf("sum of the advised tensor = %v, want %v", sum, 3*n)
+	}
+	// All of it but the partial 2 MiB pages at either end must carry the advice.
+	if got := hugeAdvisedBytes(t) - before; got < 60<<20 {
+		t.Fatalf("huge-page advice grew by %d bytes for a 64 MiB tensor, want at least 60 MiB", got)
+	}
+	// A small tensor is left alone; its data must still be right.
+	small := s.Float32s(s.Full([]int{3}, 1.5, Float32, testDevice))
+	if s.Err() != nil || small[2] != 1.5 {
+		t.Fatalf("small tensor after advice = %v, %v", small, s.Err())
+	}
+}

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <c10/core/CPUAllocator.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/api/include/torch/version.h>
 
@@ -17,6 +18,9 @@
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#endif
+#if defined(__linux__)
+#include <sys/mman.h>
 #endif
 
 #include <atomic>
@@ -41,6 +45,48 @@ et_tensor wrap(at::Tensor t) {
   live.fetch_add(1, std::memory_order_relaxed);
   return new et_tensor_s{std::move(t)};
 }
+
+#if defined(__linux__)
+// libtorch 2.3 made Allocator::allocate non-const and added the pure copy_data.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 3)
+#define ET_ALLOCATE_CONST
+#define ET_ALLOCATOR_COPY_DATA 1
+#else
+#define ET_ALLOCATE_CONST const
+#define ET_ALLOCATOR_COPY_DATA 0
+#endif
+
+// HugePageAllocator is libtorch's own CPU allocator plus one madvise per large block
+// (see et_advise_huge_pages). Blocks come from and go back to the wrapped allocator,
+// so a DataPtr made before it was installed is freed the same way as one made after.
+class HugePageAllocator final : public c10::Allocator {
+public:
+  explicit HugePageAllocator(c10::Allocator *base) : base_(base) {}
+
+  c10::DataPtr allocate(size_t n) ET_ALLOCATE_CONST override {
+    c10::DataPtr p = base_->allocate(n);
+    constexpr uintptr_t huge = uintptr_t(2) << 20;
+    auto start = (reinterpret_cast<uintptr_t>(p.get()) + huge - 1) & ~(huge - 1);
+    auto end = (reinterpret_cast<uintptr_t>(p.get()) + n) & ~(huge - 1);
+    if (p.get() != nullptr && end > start) {
+      // Advice only: a failure leaves the block on small pages, as before.
+      (void)madvise(reinterpret_cast<void *>(start), end - start, MADV_HUGEPAGE);
+    }
+    return p;
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return base_->raw_deleter(); }
+
+#if ET_ALLOCATOR_COPY_DATA
+  void copy_data(void *dest, const void *src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#endif
+
+private:
+  c10::Allocator *base_;
+};
+#endif
 
 // Mode applies the per-call thread-local state carried in flags.
 struct Mode {
@@ -436,6 +482,15 @@ et_error et_index_select(int flags, et_tensor a, int64_t dim, et_tensor index,
   ET_CATCH
 }
 
+et_error et_index_add(int flags, et_tensor a, int64_t dim, et_tensor index, et_tensor src,
+                      et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  *out = wrap(need(a, "index_add").index_add(dim, need(index, "index_add index"),
+                                             need(src, "index_add source")));
+  ET_CATCH
+}
+
 et_error et_gather(int flags, et_tensor a, int64_t dim, et_tensor index, et_tensor *out) {
   ET_TRY
   Mode m(flags);
@@ -747,6 +802,17 @@ et_error et_cuda_reset_peak_memory(int device_index) {
 }
 
 void et_set_cudnn_benchmark(int on) { at::globalContext().setBenchmarkCuDNN(on != 0); }
+
+int et_advise_huge_pages(void) {
+#if defined(__linux__)
+  // Never freed: libtorch holds the pointer for the rest of the process.
+  static HugePageAllocator *alloc = new HugePageAllocator(c10::GetDefaultCPUAllocator());
+  c10::SetCPUAllocator(alloc, /*priority=*/1);
+  return 1;
+#else
+  return 0;
+#endif
+}
 
 int et_keep_freed_memory(void) {
 #if defined(__GLIBC__)
