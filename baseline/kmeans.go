@@ -100,7 +100,7 @@ type kmeansRun struct {
 }
 
 // kmeans runs one k-means++ seeding and Lloyd's algorithm. Its tensors live in a scope
-// of the restart, and each iteration's N×K temporaries in a scope of the iteration, so
+// of the restart, and each iteration's temporaries in a scope of the iteration, so
 // memory stays flat however many iterations run.
 func (p *points) kmeans(rng *rand.Rand, maxIter int, tol float64) (*kmeansRun, error) {
 	rs := torch.NoGrad()
@@ -109,20 +109,23 @@ func (p *points) kmeans(rng *rand.Rand, maxIter int, tol float64) (*kmeansRun, e
 	if err != nil {
 		return nil, fmt.Errorf("k-means++: %w", err)
 	}
+	st, err := p.newLloyd(centers)
+	if err != nil {
+		return nil, err
+	}
 	tolAbs := tol * p.meanVar
-	var labels *torch.Tensor
 	strict := false
 	iters := 0
 	for iters < maxIter {
 		iters++
-		st, err := p.lloydStep(rs, centers, labels)
+		changed, err := p.assign(st)
+		if err == nil {
+			err = p.update(rs, st)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("Lloyd iteration %d: %w", iters, err)
 		}
-		centers.Free()
-		labels.Free()
-		centers, labels = st.centers, st.labels
-		if st.changed == 0 {
+		if changed == 0 {
 			// The assignment reproduced the previous one, so the new centres are the
 			// old ones and another iteration would change nothing.
 			strict = true
@@ -132,26 +135,44 @@ func (p *points) kmeans(rng *rand.Rand, maxIter int, tol float64) (*kmeansRun, e
 			break
 		}
 	}
-
-	s := torch.NoGrad()
-	defer s.Close()
 	if !strict {
 		// The last centres moved after the last assignment: reassign, so that the
 		// labels returned are the nearest centres of the centres returned.
-		labels = s.ArgMin(p.sqDist(s, centers), 1, false)
+		if _, err := p.assign(st); err != nil {
+			return nil, fmt.Errorf("final assignment: %w", err)
+		}
 	}
-	diff := s.Sub(p.x, s.IndexSelect(centers, 0, labels))
-	inertia := s.Item(s.Sum(s.Cast(s.Square(diff), torch.Float64), false))
-	labels64 := s.Int64s(labels)
-	hostCenters := s.Float32s(centers)
-	if err := s.Err(); err != nil {
+
+	inertia, err := p.inertia(st.centers, st.labels)
+	if err != nil {
 		return nil, fmt.Errorf("inertia: %w", err)
 	}
-	out := &kmeansRun{labels: make([]int, len(labels64)), centers: hostCenters, inertia: inertia, iters: iters}
-	for i, l := range labels64 {
+	out := &kmeansRun{labels: make([]int, p.n), centers: st.host, inertia: inertia, iters: iters}
+	for i, l := range st.labels {
 		out.labels[i] = int(l)
 	}
 	return out, nil
+}
+
+// inertia sums the squared distances of the points to their centres from direct
+// differences, each row's sum in float32 and the total in float64. It goes 8 192 rows
+// at a time, so that it needs no N×D temporaries.
+func (p *points) inertia(centers *torch.Tensor, labels []int64) (float64, error) {
+	const chunk = 8192
+	total := 0.0
+	for start := 0; start < p.n; start += chunk {
+		m := min(chunk, p.n-start)
+		s := torch.NoGrad()
+		own := s.IndexSelect(centers, 0, s.FromInt64(labels[start:start+m], []int{m}, p.dev))
+		rows := s.Float32s(s.Sum(s.Square(s.Sub(s.Narrow(p.x, 0, start, m), own)), false, 1))
+		if err := s.Close(); err != nil {
+			return 0, err
+		}
+		for _, v := range rows {
+			total += float64(v)
+		}
+	}
+	return total, nil
 }
 
 // plusPlus picks K initial centres by greedy k-means++ (scikit-learn's
@@ -255,54 +276,209 @@ func sampleCandidates(rng *rand.Rand, w []float32, taken []bool, cum []float64, 
 	}
 }
 
-// lloydState is what one Lloyd iteration hands to the next.
-type lloydState struct {
-	labels, centers *torch.Tensor // owned by the restart's scope
-	shift           float64       // summed squared move of the centres
-	changed         int           // labels that differ from the previous assignment
+// lloyd is one restart's state between Lloyd iterations: the centres, the assignment,
+// the per-cluster sums it implies, and per point Elkan's bounds (Elkan 2003, "Using the
+// triangle inequality to accelerate k-means"): an upper bound on the distance to its
+// own centre and a lower bound on the distance to each centre. A point whose upper
+// bound is below every other centre's lower bound, or below half the gap between its
+// centre and that one, keeps its cluster without any distance being computed. The
+// assignment is the one a full pass would make, up to the rounding of the distance
+// expansion, which the bounds allow for. Late in a run almost every point is skipped,
+// and the sums are updated by the few points that moved, so an iteration costs a small
+// fraction of a pass over the data.
+type lloyd struct {
+	centers  *torch.Tensor // K×D, owned by the restart's scope
+	host     []float32     // the same centres on the host
+	labels   []int64       // assignment of each point; -1 before the first
+	upper    []float64     // per point, ≥ the distance to its own centre (not squared)
+	lower    []float64     // N×K, ≤ the distance of point i to centre j
+	slack    []float64     // rounding allowance of each point's squared distances
+	sums     []float64     // K×D sums of the points of each cluster
+	counts   []int         // points per cluster
+	moved    []int64       // points whose cluster the last assignment changed
+	from     []int64       // their previous clusters
+	shift    float64       // summed squared move of the centres in the last update
+	computed int           // rows whose distances the last assignment computed
 }
 
-// lloydStep assigns every point to its nearest centre and moves each centre to the
-// mean of its points (one-hotᵀ·x / counts). prev, the previous labels, may be nil.
+// newLloyd starts a restart at the given centres, which it takes over.
+func (p *points) newLloyd(centers *torch.Tensor) (*lloyd, error) {
+	s := torch.NoGrad()
+	defer s.Close()
+	host := s.Float32s(centers)
+	sq := s.Float32s(p.sq)
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	st := &lloyd{
+		centers: centers,
+		host:    host,
+		labels:  make([]int64, p.n),
+		upper:   make([]float64, p.n),
+		lower:   make([]float64, p.n*p.k),
+		slack:   make([]float64, p.n),
+		sums:    make([]float64, p.k*p.d),
+		counts:  make([]int, p.k),
+	}
+	maxSq := float64(slices.Max(sq))
+	for i := range st.labels {
+		st.labels[i] = -1
+		// ||x||² − 2x·c + ||c||² in float32 is off by a few ulps of ||x||² + ||c||²;
+		// allow a hundred. A centre is a mean of points or a point, so ||c||² ≤ maxSq.
+		st.slack[i] = 1e-5 * (float64(sq[i]) + maxSq)
+	}
+	return st, nil
+}
+
+// assign gives every point its nearest centre and returns how many points changed
+// cluster (all of them the first time). Only points whose bounds do not settle it
+// have their distances computed, on the device, and only those cross to the host.
+func (p *points) assign(st *lloyd) (changed int, err error) {
+	k, n := p.k, p.n
+	var rows []int64 // points to compute; nil means all
+	if st.labels[0] >= 0 {
+		gap := halfGaps(st.host, k, p.d)
+		for i := range n {
+			a, u := int(st.labels[i]), st.upper[i]
+			lo := st.lower[i*k : (i+1)*k]
+			for j := range k {
+				if j != a && u > lo[j] && u > gap[a*k+j] {
+					rows = append(rows, int64(i))
+					break
+				}
+			}
+		}
+		if len(rows) > n/2 {
+			rows = nil // gathering most rows costs more than computing all
+		}
+	}
+	st.moved, st.from = st.moved[:0], st.from[:0]
+	m := n
+	if rows != nil {
+		m = len(rows)
+	}
+	st.computed = m
+	if m == 0 {
+		return 0, nil
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	var dist []float32
+	if rows == nil {
+		dist = s.Float32s(p.sqDist(s, st.centers))
+	} else {
+		idx := s.FromInt64(rows, []int{m}, p.dev)
+		dist = s.Float32s(sqDistTo(s, s.IndexSelect(p.x, 0, idx), s.IndexSelect(p.sq, 0, idx), st.centers))
+	}
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	for r := range m {
+		i := r
+		if rows != nil {
+			i = int(rows[r])
+		}
+		best, bestD := 0, math.Inf(1)
+		lo := st.lower[i*k : (i+1)*k]
+		for j, v := range dist[r*k : (r+1)*k] {
+			d := max(float64(v), 0)
+			if d < bestD {
+				best, bestD = j, d
+			}
+			lo[j] = math.Sqrt(max(d-st.slack[i], 0))
+		}
+		st.upper[i] = math.Sqrt(bestD + st.slack[i])
+		if old := st.labels[i]; int64(best) != old {
+			st.moved = append(st.moved, int64(i))
+			st.from = append(st.from, old)
+			st.labels[i] = int64(best)
+		}
+	}
+	return len(st.moved), nil
+}
+
+// halfGaps is the K×K matrix of half the distances between centres: a point closer
+// than gap[a,j] to its own centre a is closer to a than to j.
+func halfGaps(c []float32, k, d int) []float64 {
+	gap := make([]float64, k*k)
+	for a := range k {
+		for b := range a {
+			t := 0.0
+			for i := range d {
+				e := float64(c[a*d+i]) - float64(c[b*d+i])
+				t += e * e
+			}
+			gap[a*k+b] = math.Sqrt(t) / 2
+			gap[b*k+a] = gap[a*k+b]
+		}
+	}
+	return gap
+}
+
+// update moves each centre to the mean of its points and loosens the bounds by how far
+// the centres moved. The cluster sums are kept in float64 on the host: the first
+// update takes them from one pass over x (index_add on the CPU; a one-hot product on a
+// GPU, where index_add's atomics would make runs irreproducible), and later updates
+// move only the rows of the points that changed cluster.
 //
 // An empty cluster is re-seeded with the point farthest from its own centre, the
 // next-farthest for a second empty cluster and so on, as scikit-learn does; unlike
 // scikit-learn the donor cluster's mean is not corrected for the point it lost,
-// which the next assignment does anyway. The new labels and centres move to rs.
-func (p *points) lloydStep(rs *torch.Scope, centers, prev *torch.Tensor) (*lloydState, error) {
+// which the next assignment does anyway. The new centres move to rs.
+func (p *points) update(rs *torch.Scope, st *lloyd) error {
 	s := torch.NoGrad()
 	defer s.Close()
-	k := p.k
-	dist := p.sqDist(s, centers)
-	labels := s.ArgMin(dist, 1, false)
-	onehot := s.Cast(s.OneHot(labels, k), torch.Float32)
-	counts := s.Sum(onehot, false, 0)
-	sums := s.MatMul(s.Transpose(onehot, 0, 1), p.x)
-	next := s.Div(sums, s.Unsqueeze(s.ClampMin(counts, 1), 1))
-	shift := s.Sum(s.Square(s.Sub(next, centers)), false)
-	var changed *torch.Tensor
-	if prev == nil {
-		changed = s.Full(nil, float64(p.n), torch.Float32, p.dev)
-	} else {
-		changed = s.Cast(s.Sum(s.Not(s.Eq(labels, prev)), false), torch.Float32)
+	k, d := p.k, p.d
+	if len(st.moved) == p.n { // the first assignment: every point moved from nowhere
+		labels := s.FromInt64(st.labels, []int{p.n}, p.dev)
+		var sums *torch.Tensor
+		if p.dev.CUDA {
+			sums = s.MatMul(s.Transpose(s.Cast(s.OneHot(labels, k), torch.Float32), 0, 1), p.x)
+		} else {
+			sums = s.IndexAdd(s.Zeros([]int{k, d}, torch.Float32, p.dev), 0, labels, p.x)
+		}
+		host := s.Float32s(sums)
+		if err := s.Err(); err != nil {
+			return err
+		}
+		for i, v := range host {
+			st.sums[i] = float64(v)
+		}
+		for _, l := range st.labels {
+			st.counts[l]++
+		}
+	} else if len(st.moved) > 0 {
+		rows := s.Float32s(s.IndexSelect(p.x, 0, s.FromInt64(st.moved, []int{len(st.moved)}, p.dev)))
+		if err := s.Err(); err != nil {
+			return err
+		}
+		for r, i := range st.moved {
+			x := rows[r*d : (r+1)*d]
+			from, to := st.sums[st.from[r]*int64(d):], st.sums[st.labels[i]*int64(d):]
+			for c, v := range x {
+				from[c] -= float64(v)
+				to[c] += float64(v)
+			}
+			st.counts[st.from[r]]--
+			st.counts[st.labels[i]]++
+		}
 	}
-	// One copy to the host per iteration: K counts, the shift and the changed count.
-	stats := s.Float32s(s.Cat(0, counts, s.Reshape(shift, 1), s.Reshape(changed, 1)))
-	if err := s.Err(); err != nil {
-		return nil, err
-	}
-	st := &lloydState{shift: float64(stats[k]), changed: int(stats[k+1])}
 
+	host := make([]float32, k*d)
 	var empty []int
-	for j, c := range stats[:k] {
+	for j, c := range st.counts {
 		if c == 0 {
 			empty = append(empty, j)
+			continue
+		}
+		for i := range d {
+			host[j*d+i] = float32(st.sums[j*d+i] / float64(c))
 		}
 	}
 	if len(empty) > 0 {
-		far := s.Float32s(s.Min(dist, false, 1)) // distance of each point to its own centre
+		far := s.Float32s(s.Min(p.sqDist(s, st.centers), false, 1)) // distance of each point to its own centre
 		if err := s.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		order := make([]int, p.n)
 		for i := range order {
@@ -314,25 +490,41 @@ func (p *points) lloydStep(rs *torch.Scope, centers, prev *torch.Tensor) (*lloyd
 			idx[i] = int64(order[i])
 		}
 		rows := s.Float32s(s.IndexSelect(p.x, 0, s.FromInt64(idx, []int{len(idx)}, p.dev)))
-		host := s.Float32s(next)
 		if err := s.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		for i, j := range empty {
-			copy(host[j*p.d:(j+1)*p.d], rows[i*p.d:(i+1)*p.d])
+			copy(host[j*d:(j+1)*d], rows[i*d:(i+1)*d])
 		}
-		next = s.FromFloat32(host, []int{k, p.d}, p.dev)
-		st.shift = s.Item(s.Sum(s.Square(s.Sub(next, centers)), false))
-		// Moving a centre changes the problem even if no label changed.
-		st.changed = max(st.changed, 1)
 	}
+
+	moved := make([]float64, k)
+	st.shift = 0
+	for j := range k {
+		t := 0.0
+		for i := range d {
+			e := float64(host[j*d+i]) - float64(st.host[j*d+i])
+			t += e * e
+		}
+		if math.IsNaN(t) {
+			return errors.New("centres became NaN")
+		}
+		st.shift += t
+		moved[j] = math.Sqrt(t)
+	}
+	for i, l := range st.labels {
+		st.upper[i] += moved[l]
+		lo := st.lower[i*k : (i+1)*k]
+		for j := range lo {
+			lo[j] -= moved[j]
+		}
+	}
+	next := s.FromFloat32(host, []int{k, d}, p.dev)
 	if err := s.Err(); err != nil {
-		return nil, err
+		return err
 	}
-	if math.IsNaN(st.shift) {
-		return nil, errors.New("centres became NaN")
-	}
-	st.labels, st.centers = labels, next
-	moveTo(rs, s, labels, next)
-	return st, nil
+	st.centers.Free()
+	st.centers, st.host = next, host
+	moveTo(rs, s, next)
+	return s.Err()
 }

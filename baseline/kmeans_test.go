@@ -261,9 +261,14 @@ func TestLloydReseedsEmptyCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Centred data is -5.5 -4.5 4.5 5.5; centre 1 is far from everything.
-	centres := s.FromFloat32([]float32{-5, 100}, []int{2, 1}, testDevice)
-	st, err := p.lloydStep(s, centres, nil)
+	st, err := p.newLloyd(s.FromFloat32([]float32{-5, 100}, []int{2, 1}, testDevice))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.assign(st); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.update(s, st); err != nil {
 		t.Fatal(err)
 	}
 	got := s.Float32s(st.centers)
@@ -271,11 +276,76 @@ func TestLloydReseedsEmptyCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Centre 0 took every point (mean 0); centre 1 moves to 5.5, 10.5 from centre 0.
-	if got[0] != 0 || got[1] != 5.5 {
-		t.Fatalf("centres after the step %v, want [0 5.5]", got)
+	if got[0] != 0 || got[1] != 5.5 || st.host[0] != 0 || st.host[1] != 5.5 {
+		t.Fatalf("centres after the step %v (host %v), want [0 5.5]", got, st.host)
 	}
 	if want := 5.0*5.0 + 94.5*94.5; math.Abs(st.shift-want) > 1e-2 {
 		t.Fatalf("shift %g, want %g", st.shift, want)
+	}
+}
+
+// The bounds may skip a point only when a full pass would leave it where it is: after
+// every iteration each point's centre is its nearest one, computed on the host in
+// float64 from the centres the device holds, up to the rounding slack. And they must
+// skip: late iterations compute few rows.
+func TestLloydBoundsKeepNearestCentre(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	const n, d, k = 3000, 8, 12
+	rng := rand.New(rand.NewPCG(7, 8))
+	xs := make([]float32, n*d)
+	for i := range xs {
+		xs[i] = float32(rng.NormFloat64()) + float32(4*((i/d)%5)) // five overlapping groups
+	}
+	p, err := preparePoints(s, tensor(t, s, xs, d), k, "k-means")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := s.Float32s(p.x)
+	centres, err := p.plusPlus(s, rand.New(rand.NewPCG(1, pcgStream)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.newLloyd(centres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	minComputed := n
+	for iter := 1; iter <= 40; iter++ {
+		changed, err := p.assign(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if iter > 1 {
+			minComputed = min(minComputed, st.computed)
+		}
+		for i := range n {
+			dist := func(j int) float64 {
+				t := 0.0
+				for c := range d {
+					e := float64(host[i*d+c]) - float64(st.host[j*d+c])
+					t += e * e
+				}
+				return t
+			}
+			own, best := dist(int(st.labels[i])), math.Inf(1)
+			for j := range k {
+				best = min(best, dist(j))
+			}
+			if own > best+2*st.slack[i] {
+				t.Fatalf("iteration %d: point %d is at %g from its centre %d, but %g from the nearest",
+					iter, i, own, st.labels[i], best)
+			}
+		}
+		if changed == 0 {
+			break
+		}
+		if err := p.update(s, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if minComputed > n/2 {
+		t.Fatalf("the bounds never skipped half of the points (least computed: %d of %d)", minComputed, n)
 	}
 }
 
