@@ -60,8 +60,9 @@ type Result struct {
 // nearest-centre assignment of the returned centres, and the inertia is computed from
 // them by direct differences in float64, not from the distance expansion.
 //
-// Each iteration holds an N×K distance matrix on the device besides x and a centred
-// copy of it; nothing of size N×D crosses to the host.
+// Besides x and a centred copy of it, the device holds at most an N×K distance matrix
+// and the rows whose distances an iteration computes (see lloyd); the host holds the
+// assignment and N×K distance bounds. Nothing of size N×D crosses to the host.
 func KMeans(x *torch.Tensor, cfg KMeansConfig) (*Result, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {

@@ -4,9 +4,9 @@
 // They run on the tensor's own device with the same libtorch binding as training, so a
 // run on a GPU can print "emclust vs k-means" on the very features it clustered without
 // copying them to the host. Only small things cross to the host: the N distances that
-// k-means++ samples from, K cluster sizes and a shift per Lloyd iteration, and for a
-// full-covariance mixture the K D×D covariances, whose Cholesky factors are computed in
-// Go with gonum.
+// k-means++ samples from, the distances Lloyd's iterations compute (N×K at most), the
+// rows of the points that changed cluster, and for a full-covariance mixture the K D×D
+// covariances, whose Cholesky factors are computed in Go with gonum.
 //
 // The algorithms follow scikit-learn's KMeans and GaussianMixture closely (greedy
 // k-means++, the relative tolerance on the centre shift, reg_covar, k-means
