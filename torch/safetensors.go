@@ -1,7 +1,9 @@
 package torch
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,6 +17,16 @@ import (
 // Checkpoints use the safetensors layout: an 8-byte little-endian header length, a
 // JSON header naming each tensor's dtype, shape and byte range, then the raw data.
 // It does not depend on the libtorch version, and Python's safetensors reads it.
+//
+// The metadata carries a SHA-256 of the data section under ChecksumKey, checked on
+// read: a flipped bit in a weight would otherwise load silently and change the
+// clustering. Files without the key (written by other tools) load unchecked.
+
+// ChecksumKey is the metadata entry holding the hex SHA-256 of the data section.
+const ChecksumKey = "emclust.data_sha256"
+
+// maxHeaderBytes bounds the JSON header read into memory.
+const maxHeaderBytes = 100 << 20
 
 var stNames = map[DType]string{
 	Float32: "F32", Float64: "F64", Int64: "I64", Uint8: "U8",
@@ -47,8 +59,8 @@ func SaveSafetensors(path string, tensors []Named, meta map[string]string) error
 	s := NoGrad()
 	defer s.Close()
 	header := map[string]any{}
-	if len(meta) > 0 {
-		header["__metadata__"] = meta
+	if _, ok := meta[ChecksumKey]; ok {
+		return fmt.Errorf("save %s: metadata key %q is reserved", path, ChecksumKey)
 	}
 	var blobs [][]byte
 	off := 0
@@ -80,6 +92,15 @@ func SaveSafetensors(path string, tensors []Named, meta map[string]string) error
 		off += len(buf)
 		blobs = append(blobs, buf)
 	}
+	sum := sha256.New()
+	for _, b := range blobs {
+		sum.Write(b)
+	}
+	withSum := map[string]string{ChecksumKey: hex.EncodeToString(sum.Sum(nil))}
+	for k, v := range meta {
+		withSum[k] = v
+	}
+	header["__metadata__"] = withSum
 	hj, err := json.Marshal(header)
 	if err != nil {
 		return fmt.Errorf("save %s: %w", path, err)
@@ -124,7 +145,7 @@ func ReadSafetensors(path string) (*SafeFile, error) {
 		return nil, fmt.Errorf("read checkpoint %s: %d bytes, too short for a safetensors file", path, len(raw))
 	}
 	hl := binary.LittleEndian.Uint64(raw[:8])
-	if hl > uint64(len(raw)-8) || hl > 100<<20 {
+	if hl > uint64(len(raw)-8) || hl > maxHeaderBytes {
 		return nil, fmt.Errorf("read checkpoint %s: header length %d does not fit in a %d-byte file (truncated or not safetensors)", path, hl, len(raw))
 	}
 	var header map[string]json.RawMessage
@@ -147,20 +168,46 @@ func ReadSafetensors(path string) (*SafeFile, error) {
 		if !ok {
 			return nil, fmt.Errorf("read checkpoint %s: tensor %q: unsupported dtype %s", path, name, e.DType)
 		}
-		n := 1
-		for _, d := range e.Shape {
-			if d < 0 {
-				return nil, fmt.Errorf("read checkpoint %s: tensor %q: negative dim", path, name)
-			}
-			n *= d
+		bytes, ok := shapeBytes(e.Shape, dt.Size(), len(f.data))
+		if !ok {
+			return nil, fmt.Errorf("read checkpoint %s: tensor %q: shape %v of %s does not fit in %d data bytes",
+				path, name, e.Shape, e.DType, len(f.data))
 		}
-		if e.Offsets[0] < 0 || e.Offsets[1] > len(f.data) || e.Offsets[1]-e.Offsets[0] != n*dt.Size() {
+		if e.Offsets[0] < 0 || e.Offsets[0] > e.Offsets[1] || e.Offsets[1] > len(f.data) || e.Offsets[1]-e.Offsets[0] != bytes {
 			return nil, fmt.Errorf("read checkpoint %s: tensor %q: data range %v does not match shape %v of %s in %d data bytes (truncated?)",
 				path, name, e.Offsets, e.Shape, e.DType, len(f.data))
 		}
 		f.entries[name] = e
 	}
+	if want, ok := f.Meta[ChecksumKey]; ok {
+		got := sha256.Sum256(f.data)
+		if hex.EncodeToString(got[:]) != want {
+			return nil, fmt.Errorf("read checkpoint %s: the tensor data does not match the checksum it was saved with (the file is damaged)", path)
+		}
+	}
 	return f, nil
+}
+
+// shapeBytes is the byte size of a tensor of this shape, and false when a dimension
+// is negative or the size exceeds limit (checked before each multiplication, so that
+// no product can overflow).
+func shapeBytes(shape []int, elem, limit int) (int, bool) {
+	for _, d := range shape {
+		if d < 0 {
+			return 0, false
+		}
+		if d == 0 {
+			return 0, true
+		}
+	}
+	n := elem
+	for _, d := range shape {
+		if n > limit/d {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, n <= limit
 }
 
 // Names lists the tensors in the file, sorted.

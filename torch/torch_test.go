@@ -380,13 +380,14 @@ func TestSafetensorsReadableFromPython(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := `
-import json, struct, sys
+import hashlib, json, struct, sys
 b = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", b[:8])[0]
 h = json.loads(b[8:8+n])
 data = b[8+n:]
 fmt = {"F32": "f", "I64": "q"}
-out = {"meta": h["__metadata__"]}
+meta = h["__metadata__"]
+out = {"sha256_ok": hashlib.sha256(data).hexdigest() == meta.pop("emclust.data_sha256"), "meta": meta}
 for name, e in h.items():
     if name == "__metadata__":
         continue
@@ -400,7 +401,8 @@ print(json.dumps(out, sort_keys=True))
 	if err != nil {
 		t.Fatalf("python: %v: %s", err, got)
 	}
-	want := `{"meta": {"k": "4"}, "steps": {"shape": [1], "values": [7]}, "w": {"shape": [2, 2], "values": [0.5, -1.25, 3.0, 4.0]}}`
+	// The checksum is the SHA-256 of the data section, as Python's hashlib computes it.
+	want := `{"meta": {"k": "4"}, "sha256_ok": true, "steps": {"shape": [1], "values": [7]}, "w": {"shape": [2, 2], "values": [0.5, -1.25, 3.0, 4.0]}}`
 	if strings.TrimSpace(string(got)) != want {
 		t.Fatalf("python read\n%s\nwant\n%s", got, want)
 	}

@@ -1,0 +1,110 @@
+package torch
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// rawSafetensors lays out a safetensors file from a JSON header and data bytes.
+func rawSafetensors(header string, data []byte) []byte {
+	b := make([]byte, 8, 8+len(header)+len(data))
+	binary.LittleEndian.PutUint64(b, uint64(len(header)))
+	b = append(b, header...)
+	return append(b, data...)
+}
+
+// Checkpoints are untrusted input: every malformed one is an error naming the file,
+// never a panic in the reader or in LoadTensor.
+func TestSafetensorsRejects(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, header string
+		data         []byte
+		want         string
+	}{
+		// n·4 wraps around to −8, which matched offsets [8, 0].
+		{"shape wraps to negative", `{"w":{"dtype":"F32","shape":[4611686018427387902],"data_offsets":[8,0]}}`, make([]byte, 8), "does not fit"},
+		// 2^32 · 2^32 · 4 wraps to 0.
+		{"shape wraps to zero", `{"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}}`, nil, "does not fit"},
+		{"offsets reversed", `{"w":{"dtype":"U8","shape":[0],"data_offsets":[4,0]}}`, make([]byte, 4), "data range"},
+		{"negative dim", `{"w":{"dtype":"U8","shape":[-1],"data_offsets":[0,0]}}`, nil, "does not fit"},
+		{"past the end", `{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, make([]byte, 4), "does not fit"},
+		{"unknown dtype", `{"w":{"dtype":"Q7","shape":[1],"data_offsets":[0,1]}}`, make([]byte, 1), "unsupported dtype"},
+		{"metadata not strings", `{"__metadata__":{"a":1}}`, nil, "bad metadata"},
+		{"bad checksum", `{"__metadata__":{"emclust.data_sha256":"00"},"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, []byte{7}, "checksum"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".safetensors")
+			if err := os.WriteFile(path, rawSafetensors(tc.header, tc.data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadSafetensors(path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+				t.Fatalf("got %v, want an error naming %s and saying %q", err, path, tc.want)
+			}
+		})
+	}
+}
+
+// A flipped bit anywhere in the tensor data is caught by the checksum; the same bit in
+// a file without one would load silently.
+func TestSafetensorsChecksum(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	w := s.FromFloat32([]float32{1, 2, 3, 4}, []int{4}, testDevice)
+	path := filepath.Join(t.TempDir(), "ck.safetensors")
+	if err := SaveSafetensors(path, []Named{{"w", w}}, map[string]string{"format": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Meta[ChecksumKey]) != 64 || f.Meta["format"] != "x" {
+		t.Fatalf("metadata %v, want the caller's entries and a SHA-256", f.Meta)
+	}
+	raw, _ := os.ReadFile(path)
+	for _, bit := range []int{0, 13, 8*16 - 1} {
+		flipped := append([]byte(nil), raw...)
+		flipped[len(raw)-16+bit/8] ^= 1 << (bit % 8)
+		bad := filepath.Join(t.TempDir(), "flipped.safetensors")
+		os.WriteFile(bad, flipped, 0o644)
+		if _, err := ReadSafetensors(bad); err == nil || !strings.Contains(err.Error(), "damaged") {
+			t.Fatalf("bit %d flipped: %v, want a checksum error", bit, err)
+		}
+	}
+	if err := SaveSafetensors(path, []Named{{"w", w}}, map[string]string{ChecksumKey: "x"}); err == nil {
+		t.Fatal("a caller could set the checksum entry")
+	}
+}
+
+// FuzzReadSafetensors feeds arbitrary bytes to the reader and loads every tensor of
+// what it accepts: neither may panic.
+func FuzzReadSafetensors(f *testing.F) {
+	f.Add(rawSafetensors(`{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, make([]byte, 8)))
+	f.Add(rawSafetensors(`{"__metadata__":{"format":"emclust-checkpoint-1"},"b":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}`, make([]byte, 8)))
+	f.Add(rawSafetensors(`{"w":{"dtype":"F32","shape":[4611686018427387902],"data_offsets":[8,0]}}`, make([]byte, 8)))
+	f.Add([]byte("not a checkpoint"))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		path := filepath.Join(dir, "fuzz.safetensors")
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sf, err := ReadSafetensors(path)
+		if err != nil {
+			return
+		}
+		s := NoGrad()
+		defer s.Close()
+		for _, name := range sf.Names() {
+			s.LoadTensor(sf, name, CPU)
+		}
+		if err := s.Err(); err != nil {
+			t.Fatalf("accepted file fails to load: %v", err)
+		}
+	})
+}
