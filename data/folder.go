@@ -6,6 +6,7 @@ import (
 	"image/color"
 	_ "image/jpeg" // register the JPEG decoder with image.Decode
 	_ "image/png"  // register the PNG decoder with image.Decode
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -65,8 +66,8 @@ func ListImageFiles(dir string) ([]string, error) {
 // size. They have three channels (RGB; transparency is composited over black) or, when
 // gray is set, one (ITU-R BT.601 luma).
 func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
-	if size < 0 {
-		return nil, fmt.Errorf("image folder %s: negative size %d", dir, size)
+	if size < 0 || size > MaxImageSide {
+		return nil, fmt.Errorf("image folder %s: image size %d, want 0 (keep) to %d", dir, size, MaxImageSide)
 	}
 	files, err := ListImageFiles(dir)
 	if err != nil {
@@ -96,8 +97,12 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 			return nil, fmt.Errorf("%s: empty image", files[0])
 		}
 	}
+	total, ok := mulWithin(1<<62, len(files), c, h, w)
+	if err := checkMemory(fmt.Sprintf("image folder %s: %d images of %dx%dx%d", dir, len(files), c, h, w), total, ok); err != nil {
+		return nil, err
+	}
 	im := &Images{
-		Pix: make([]uint8, len(files)*c*h*w),
+		Pix: make([]uint8, total),
 		N:   len(files),
 		C:   c, H: h, W: w,
 		Labels:  labels,
@@ -200,6 +205,17 @@ func decodeImageFile(dir, rel string) (image.Image, error) {
 		return nil, err
 	}
 	defer f.Close()
+	// The header's size is checked before the decoder allocates the pixels.
+	cfg, _, err := image.DecodeConfig(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: decode: %w", rel, err)
+	}
+	if _, ok := mulWithin(maxDecodedPixels, cfg.Width, cfg.Height); !ok || cfg.Width > MaxImageSide || cfg.Height > MaxImageSide {
+		return nil, fmt.Errorf("%s: image is %dx%d, larger than the %dx%d emclust decodes", rel, cfg.Width, cfg.Height, MaxImageSide, MaxImageSide)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
 	img, _, err := image.Decode(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: decode: %w", rel, err)

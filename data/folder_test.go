@@ -2,6 +2,8 @@ package data
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -188,4 +190,25 @@ func TestLoadImageFolderErrors(t *testing.T) {
 
 	_, err = LoadImageFolder(filepath.Join(dir, "nope"), 0, false)
 	imgWantErr(t, err, "nope")
+
+	// A size that would need N·3·size² bytes of memory is refused before allocating.
+	dir = t.TempDir()
+	imgWriteFile(t, filepath.Join(dir, "cats", "001.png"), pngBytes(t, patternImage(0, 2, 2)))
+	_, err = LoadImageFolder(dir, 100000, false)
+	imgWantErr(t, err, "image size 100000, want 0 (keep) to 16384")
+
+	// A PNG whose header claims 100000×100000 is refused from the header alone.
+	imgWriteFile(t, filepath.Join(dir, "cats", "002.png"), pngWithSize(t, 100000, 100000))
+	_, err = LoadImageFolder(dir, 8, false)
+	imgWantErr(t, err, "002.png: image is 100000x100000, larger than")
+}
+
+// pngWithSize is a 1×1 PNG whose header says w×h, with a valid header checksum.
+func pngWithSize(t *testing.T, w, h uint32) []byte {
+	b := pngBytes(t, patternImage(0, 1, 1))
+	// Signature (8 bytes), IHDR length and type (8), then width and height.
+	binary.BigEndian.PutUint32(b[16:], w)
+	binary.BigEndian.PutUint32(b[20:], h)
+	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
+	return b
 }

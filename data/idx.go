@@ -41,10 +41,10 @@ func ReadIDXImages(path string) (*Images, error) {
 		return nil, err
 	}
 	n, h, w := dims[0], dims[1], dims[2]
-	want := int64(n) * int64(h) * int64(w)
-	if int64(len(body)) != want {
+	want, ok := mulWithin(len(body), n, h, w)
+	if !ok || len(body) != want {
 		what := "truncated"
-		if int64(len(body)) > want {
+		if ok && len(body) > want {
 			what = "trailing data"
 		}
 		return nil, fmt.Errorf("%s: %s: header says %d images of %dx%d, file has %d bytes of pixels",
@@ -127,8 +127,14 @@ func readMaybeGzip(path string) ([]byte, error) {
 		hint := int(binary.LittleEndian.Uint32(b[len(b)-4:]))
 		out.Grow(min(hint, 32*len(b)) + bytes.MinRead)
 	}
-	if _, err := io.Copy(&out, zr); err != nil {
+	// A small file can inflate without bound; stop at what memory can hold.
+	limit := int64(memoryLimit() / 2)
+	got, err := io.Copy(&out, io.LimitReader(zr, limit+1))
+	if err != nil {
 		return nil, fmt.Errorf("%s: decompress: %w", path, err)
+	}
+	if got > limit {
+		return nil, fmt.Errorf("%s: decompresses to more than %d MiB, half the machine's memory", path, limit>>20)
 	}
 	return out.Bytes(), nil
 }

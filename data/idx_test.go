@@ -155,6 +155,12 @@ func TestIDXErrors(t *testing.T) {
 
 	_, err = ReadIDXImages(filepath.Join(dir, "missing"))
 	imgWantErr(t, err, "missing", "no such file")
+
+	// 16 × 2³⁰ × 2³⁰ bytes wraps to 0 in 64 bits: it must not read as 16 empty images.
+	wrap := make([]byte, 16)
+	copy(wrap, []byte{0, 0, 8, 3, 0, 0, 0, 16, 0x40, 0, 0, 0, 0x40, 0, 0, 0})
+	_, err = ReadIDXImages(imgWriteFile(t, filepath.Join(dir, "wrap-idx3-ubyte"), wrap))
+	imgWantErr(t, err, "wrap-idx3-ubyte: truncated: header says 16 images of 1073741824x1073741824")
 }
 
 // writeMNISTLike writes a 3-image training split (gzipped) and a 2-image test split

@@ -1,0 +1,59 @@
+package data
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// Limits on what a reader allocates on the word of a file's header or a flag. Files are
+// untrusted: a header may declare any size, and a product of declared sizes may
+// overflow. Every allocation is checked against the bytes the file actually has, or,
+// where the data is computed (decompressed, decoded, resized), against these limits.
+const (
+	// MaxImageSide is the largest image width or height decoded or resized to.
+	MaxImageSide = 16384
+	// maxDecodedPixels bounds one decoded image (a 16384² PNG is 1 GiB as RGBA).
+	maxDecodedPixels = 1 << 28
+)
+
+// mulWithin returns the product of dims and true, or false when a dimension is negative
+// or the product exceeds limit. It checks before each multiplication, so no product can
+// overflow.
+func mulWithin(limit int, dims ...int) (int, bool) {
+	n := 1
+	for _, d := range dims {
+		if d < 0 {
+			return 0, false
+		}
+		if d == 0 {
+			return 0, true
+		}
+	}
+	for _, d := range dims {
+		if n > limit/d {
+			return 0, false
+		}
+		n *= d
+	}
+	return n, true
+}
+
+// memoryLimit is the most bytes a data set may take in memory: the machine's physical
+// memory. Asking for more would end the process with Go's "out of memory" trace
+// instead of an error naming the file or flag.
+func memoryLimit() int {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil || si.Totalram == 0 {
+		return 1 << 40
+	}
+	total := uint64(si.Totalram) * uint64(si.Unit)
+	return int(min(total, 1<<50))
+}
+
+// checkMemory refuses a buffer of n bytes that the machine cannot hold.
+func checkMemory(what string, n int, ok bool) error {
+	if limit := memoryLimit(); !ok || n > limit {
+		return fmt.Errorf("%s would need more than the machine's %d MiB of memory", what, limit>>20)
+	}
+	return nil
+}
