@@ -102,6 +102,18 @@ func runTrain(c *cli.Context) error {
 			return fmt.Errorf("resume: %w", err)
 		}
 		cfg, runDir, ckpt = *saved, dir, f
+		// Refuse before anything is written: a refused resume must leave the run's
+		// config.json as it was.
+		done, err := train.CheckpointEpochs(f)
+		if err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+		if epochs := c.Int("epochs"); c.IsSet("epochs") && epochs <= done {
+			return usageError{fmt.Errorf("--epochs %d with --resume: %s already finished %d epochs; pass --epochs N with N > %d to train longer", epochs, dir, done, done)}
+		}
+		if !c.IsSet("epochs") && done >= saved.Epochs {
+			return fmt.Errorf("resume: %s already finished %d of %d epochs; pass --epochs N with N > %d to train longer", dir, done, saved.Epochs, done)
+		}
 		// Recompute the standardisation from the same training data: bit-for-bit the
 		// inputs of the first sitting, which the saved float32 statistics are not.
 		cfg.InputMean, cfg.InputStd = nil, nil
@@ -160,6 +172,9 @@ func runTrain(c *cli.Context) error {
 		name := cfg.DataFile
 		if name == "" {
 			name = cfg.Dataset
+		}
+		if src.Len() == 0 {
+			return fmt.Errorf("%s holds no rows or images to cluster", name)
 		}
 		return fmt.Errorf("--k %d: more clusters than the %d rows of %s", cfg.K, src.Len(), name)
 	}

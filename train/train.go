@@ -56,6 +56,7 @@ type Run struct {
 	prior      *torch.Tensor
 	labels     *torch.Tensor // int64 labels on the index device (supervised)
 	epoch      int           // epochs completed
+	lock       *os.File      // held on Dir/.lock while the run may write there
 }
 
 // New builds the network and optimisers for cfg on src's device and writes
@@ -66,6 +67,11 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 	}
 	if cfg.K > src.Len() {
 		return nil, fmt.Errorf("k = %d is larger than the %d rows of data", cfg.K, src.Len())
+	}
+	if src.Len() < 2 {
+		// The relevance normalisation is a batch statistic: one row gives a zero
+		// variance and NaN posteriors.
+		return nil, fmt.Errorf("%d row of data: the relevance normalisation needs batches of at least 2 rows", src.Len())
 	}
 	if cfg.BatchSize > src.Len() {
 		cfg.BatchSize = src.Len()
@@ -159,6 +165,12 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 			r.Close()
 			return nil, fmt.Errorf("run folder: %w", err)
 		}
+		lock, err := lockRunDir(dir)
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		r.lock = lock
 		for _, f := range []string{"config.json", checkpointName, "metrics.jsonl"} {
 			atomicfile.RemoveStale(filepath.Join(dir, f))
 		}
@@ -170,8 +182,13 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 	return r, nil
 }
 
-// Close frees the network, optimisers and prior (not the source).
+// Close frees the network, optimisers and prior (not the source), and releases the
+// run folder.
 func (r *Run) Close() {
+	if r.lock != nil {
+		r.lock.Close()
+		r.lock = nil
+	}
 	if r.optA != nil {
 		r.optA.Close()
 	}
@@ -301,7 +318,12 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 		m.HMean[j] = round6(float64(v))
 	}
 	if math.IsNaN(m.Loss) || math.IsInf(m.Loss, 0) {
-		return m, fmt.Errorf("loss is %v: training diverged (try a lower --lr or a larger --gamma)", m.Loss)
+		advice := "try a lower --lr or a larger --gamma"
+		if _, vectors := r.Src.(*VectorSource); vectors && !r.Cfg.Standardize {
+			// Raw features of ±1e38 overflow the first layer; z-scores do not.
+			advice = "try --standardize, a lower --lr or a larger --gamma"
+		}
+		return m, fmt.Errorf("loss is %v: training diverged (%s)", m.Loss, advice)
 	}
 	return m, nil
 }
@@ -560,6 +582,15 @@ func ReadCheckpoint(runDir string) (*torch.SafeFile, *Config, model.Spec, error)
 		return nil, nil, spec, fmt.Errorf("%s: spec: %w", path, err)
 	}
 	return f, &cfg, spec, nil
+}
+
+// CheckpointEpochs is the number of epochs a checkpoint had completed.
+func CheckpointEpochs(f *torch.SafeFile) (int, error) {
+	var meta checkpointMeta
+	if err := json.Unmarshal([]byte(f.Meta["state"]), &meta); err != nil {
+		return 0, fmt.Errorf("%s: state: %w", f.Path, err)
+	}
+	return meta.Epoch, nil
 }
 
 // Restore loads a checkpoint's network, optimiser states, prior and history into r,
