@@ -24,8 +24,15 @@ func embedCommand() *cli.Command {
 			&cli.StringFlag{Name: "model", Required: true, Usage: "run folder of `emclust train --arch mnist2d --objective supervised`"},
 			&cli.StringFlag{Name: "out", Value: "points.csv", Usage: "CSV with columns x,y[,label], written atomically"},
 			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
+			forceFlag,
 		),
 		Action: func(c *cli.Context) error {
+			if err := checkModelArgs(c); err != nil {
+				return err
+			}
+			if err := checkOutput(c, c.String("model"), c.String("data")); err != nil {
+				return err
+			}
 			in, err := openInference(c)
 			if err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -162,8 +163,15 @@ func predictCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Value: "assignments.csv", Usage: "CSV of index,cluster,posterior (and label when known), written atomically"},
 			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
 			&cli.BoolFlag{Name: "all-posteriors", Usage: "also write the posterior of every cluster (p0..pK-1)"},
+			forceFlag,
 		),
 		Action: func(c *cli.Context) error {
+			if err := checkModelArgs(c); err != nil {
+				return err
+			}
+			if err := checkOutput(c, c.String("model"), c.String("data")); err != nil {
+				return err
+			}
 			in, err := openInference(c)
 			if err != nil {
 				return err
@@ -324,12 +332,16 @@ func dataCommand() *cli.Command {
 		Subcommands: []*cli.Command{{
 			Name:      "fetch",
 			Usage:     "download a data set's official files, check their MD5 and unpack them",
-			UsageText: "emclust data fetch NAME --dir D   (NAME: mnist, fashion-mnist, cifar10, cifar100, stl10)",
+			UsageText: "emclust data fetch --dir D NAME   (NAME: mnist, fashion-mnist, cifar10, cifar100, stl10)",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "dir", Usage: "folder to put the files in (required)"},
 				&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
 			},
 			Action: func(c *cli.Context) error {
+				if c.NArg() > 1 && strings.HasPrefix(c.Args().Get(1), "-") {
+					// urfave/cli stops reading flags at the first argument.
+					return usageError{fmt.Errorf("flags go before the data set name: emclust data fetch %s %s", strings.Join(c.Args().Tail(), " "), c.Args().First())}
+				}
 				if c.NArg() != 1 {
 					return usageError{errors.New("data fetch takes one data set name: mnist, fashion-mnist, cifar10, cifar100 or stl10")}
 				}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+)
+
+// runFiles are the files a run folder owns: train writes them, and another command's
+// --out must not replace them.
+var runFiles = []string{"checkpoint.safetensors", "config.json", "metrics.jsonl", "assignments.csv"}
+
+// forceFlag lets --out replace an existing file.
+var forceFlag = &cli.BoolFlag{Name: "force", Usage: "replace the --out file if it exists"}
+
+// checkOutput refuses an --out path before any work is done: a folder, a file a run
+// folder owns, one of the command's inputs, or an existing file without --force.
+func checkOutput(c *cli.Context, inputs ...string) error {
+	out := c.String("out")
+	st, err := os.Stat(out)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if dir := filepath.Dir(out); dir != "." {
+			if d, err := os.Stat(dir); err != nil || !d.IsDir() {
+				return usageError{fmt.Errorf("--out %s: folder %s does not exist", out, dir)}
+			}
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("--out %s: %w", out, err)
+	case st.IsDir():
+		return usageError{fmt.Errorf("--out %s is a folder; name the file to write", out)}
+	}
+	for _, in := range inputs {
+		if in == "" {
+			continue
+		}
+		if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
+			return usageError{fmt.Errorf("--out %s is this command's input; name another file", out)}
+		}
+	}
+	dir, base := filepath.Split(out)
+	for _, owned := range runFiles {
+		if base != owned {
+			continue
+		}
+		for _, marker := range []string{"checkpoint.safetensors", "config.json"} {
+			if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
+				return usageError{fmt.Errorf("--out %s belongs to the run in %s; name a file outside the run folder", out, filepath.Clean(dir))}
+			}
+		}
+	}
+	if !c.Bool("force") {
+		return usageError{fmt.Errorf("--out %s exists; pass --force to replace it", out)}
+	}
+	return nil
+}
