@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -54,6 +55,9 @@ func benchCommand() *cli.Command {
 			dev, err := selectDevice(c.String("device"))
 			if err != nil {
 				return err
+			}
+			if n := c.Int("threads"); n < 0 || n > runtime.NumCPU() {
+				return usageError{fmt.Errorf("--threads %d: want 0 (one per CPU) to %d, the CPUs this machine has", n, runtime.NumCPU())}
 			}
 			if c.Int("threads") > 0 {
 				torch.SetNumThreads(c.Int("threads"))

@@ -83,6 +83,11 @@ func ParseCSV(r io.Reader, name string, opt CSVOptions) (*Vectors, error) {
 		defer zr.Close()
 		br = bufio.NewReaderSize(zr, 64<<10)
 	}
+	// Spreadsheets start UTF-8 CSVs with a byte-order mark. Left in, it hides in the
+	// first column's name, or makes a header-less file's first row look like a header.
+	if bom, _ := br.Peek(3); len(bom) == 3 && bom[0] == 0xef && bom[1] == 0xbb && bom[2] == 0xbf {
+		br.Discard(3)
+	}
 	comma := opt.Comma
 	if comma == 0 {
 		// A short or failed peek still holds what could be read; read errors

@@ -60,6 +60,23 @@ func TestReadCSV(t *testing.T) {
 			features: []string{"a", "b"},
 		},
 		{
+			// Was silently dropped as a "header": the mark made the first cell text.
+			name:    "byte-order mark, no header",
+			content: "\ufeff1,2\n3,4\n",
+			n:       2, d: 2,
+			x: []float32{1, 2, 3, 4},
+		},
+		{
+			name:    "byte-order mark before a header",
+			content: "\ufeffa,label\n1,x\n3,y\n",
+			opt:     CSVOptions{LabelCol: "label"},
+			n:       2, d: 1,
+			x:        []float32{1, 3},
+			labels:   []int{0, 1},
+			classes:  []string{"x", "y"},
+			features: []string{"a"},
+		},
+		{
 			name:    "numeric first row is data",
 			content: "1,2\n3,4\n",
 			opt:     CSVOptions{Header: "auto"},

@@ -6,11 +6,14 @@ package train
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"emclust/atomicfile"
+	"emclust/data"
 	"emclust/model"
 	"emclust/transform"
 )
@@ -110,10 +113,15 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("epochs = %d: want at least 1", c.Epochs)
 	case c.BatchSize < 2:
 		return fmt.Errorf("batch size %d: the relevance normalisation needs at least 2 rows a batch", c.BatchSize)
-	case !(c.LR > 0):
-		return fmt.Errorf("lr %v: want > 0", c.LR)
-	case c.Objective == "twofold" && !(c.LRKL > 0):
-		return fmt.Errorf("lr-kl %v: want > 0", c.LRKL)
+	case !(c.LR > 0) || math.IsInf(c.LR, 1):
+		return fmt.Errorf("lr %v: want a finite rate > 0", c.LR)
+	case c.Objective == "twofold" && (!(c.LRKL > 0) || math.IsInf(c.LRKL, 1)):
+		return fmt.Errorf("lr-kl %v: want a finite rate > 0", c.LRKL)
+	case c.Threads < 0 || c.Threads > runtime.NumCPU():
+		// Far more threads than CPUs did not finish a 1-second run in 300 s.
+		return fmt.Errorf("threads %d: want 0 (one per CPU) to %d, the CPUs this machine has", c.Threads, runtime.NumCPU())
+	case c.ImageSize < 0 || c.ImageSize > data.MaxImageSide:
+		return fmt.Errorf("image size %d: want 0 (keep) to %d", c.ImageSize, data.MaxImageSide)
 	case c.Prior != "uniform" && c.Prior != "learned":
 		return fmt.Errorf("prior %q: want uniform or learned", c.Prior)
 	case c.EvalEvery < 0:
