@@ -74,6 +74,7 @@ func makeFixtures(dir string) error {
 		"nan.csv":             "a,b,c\n1,2,3\n4,NaN,6\n",
 		"ragged.csv":          "1,2,3\n4,5\n",
 		"empty.csv":           "",
+		"one.csv":             "1,2,3\n",
 		"ten.csv":             randomCSV(10, 4, 2, 1, true),
 		"four.csv":            randomCSV(200, 4, 2, 2, true),
 		"four-unlabelled.csv": randomCSV(50, 4, 0, 3, false),
@@ -107,6 +108,25 @@ func makeFixtures(dir string) error {
 	}
 	if err := os.WriteFile(filepath.Join(idx, "train-labels-idx1-ubyte"), labels, 0o644); err != nil {
 		return err
+	}
+
+	// An MNIST of no images: four well-formed IDX files of 0 entries.
+	empty := filepath.Join(dir, "mnist0")
+	if err := os.MkdirAll(empty, 0o755); err != nil {
+		return err
+	}
+	for _, split := range []string{"train", "t10k"} {
+		img := binary.BigEndian.AppendUint32(nil, 0x803)
+		for _, v := range []uint32{0, 28, 28} {
+			img = binary.BigEndian.AppendUint32(img, v)
+		}
+		lbl := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 0x801), 0)
+		if err := os.WriteFile(filepath.Join(empty, split+"-images-idx3-ubyte"), img, 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(empty, split+"-labels-idx1-ubyte"), lbl, 0o644); err != nil {
+			return err
+		}
 	}
 
 	r := runIn(dir, 60*time.Second, "train", "--quiet", "--data", "four.csv", "--label-col", "label",
@@ -289,9 +309,23 @@ func TestErrors(t *testing.T) {
 		{name: "gamma abc", args: append(ten, "--gamma", "abc"), code: 2, want: []string{"gamma", `"abc"`}},
 		{name: "epochs 0", args: []string{"train", "--data", "ten.csv", "--epochs", "0"}, code: 2, want: []string{"epochs"}},
 		{name: "bad hidden", args: append(ten, "--hidden", "32,x"), code: 2, want: []string{"--hidden", `"x"`}},
+		// Was a NaN posterior with exit 0: the batch was lowered to the 1 row.
+		{name: "one row", args: append(train, "--data", "one.csv", "--k", "1"), code: 1, want: []string{"1 row", "at least 2 rows"}},
+		// Was accepted, then failed writing config.json without naming the flag.
+		{name: "lr inf", args: append(ten, "--lr", "inf"), code: 2, want: []string{"lr +Inf", "finite"}},
+		{name: "lr-kl NaN", args: append(train, "--dataset", "mnist", "--data-dir", "mnist", "--lr-kl", "NaN"), code: 2, want: []string{"lr-kl NaN", "finite"}},
+		// Was a hang: 10 000 threads on 2 cores; -1 was accepted silently.
+		{name: "threads -1", args: append(ten, "--threads", "-1"), code: 2, want: []string{"threads -1", "CPUs"}},
+		{name: "threads 10000", args: append(ten, "--threads", "10000"), code: 2, want: []string{"threads 10000", "CPUs"}},
+		{name: "bench threads -1", args: []string{"bench", "--model", "mlp", "--threads", "-1"}, code: 2, want: []string{"--threads -1", "CPUs"}},
+		// Was Go's "fatal error: runtime: out of memory" and a 179-line trace.
+		{name: "image size 100000", args: append(train, "--dataset", "folder", "--data-dir", "mnist", "--image-size", "100000"), code: 2,
+			want: []string{"image size 100000", "16384"}},
 		{name: "truncated IDX", args: append(train, "--dataset", "mnist", "--data-dir", "mnist"), code: 1,
 			want: []string{"train-images-idx3-ubyte", "truncated"}},
 		{name: "unknown dataset", args: append(train, "--dataset", "imagenet"), code: 2, want: []string{`"imagenet"`}},
+		// Was "more clusters than the 0 rows".
+		{name: "IDX of no images", args: append(train, "--dataset", "mnist", "--data-dir", "mnist0"), code: 1, want: []string{"mnist", "no rows or images"}},
 		{name: "data and dataset", args: append(train, "--data", "ten.csv", "--dataset", "digits"), code: 2, want: []string{"--data", "--dataset"}},
 		{name: "unknown flag", args: []string{"train", "--bogus"}, code: 2, want: []string{"-bogus", "train --help"}},
 		{name: "unknown command", args: []string{"trian"}, code: 2, want: []string{`"trian"`}},
@@ -311,8 +345,21 @@ func TestErrors(t *testing.T) {
 			want: []string{"truncated.safetensors", "truncated"}},
 		{name: "predict with a missing model", args: []string{"predict", "--model", "nowhere", "--data", "three.csv"}, code: 1,
 			want: []string{"nowhere"}},
-		{name: "predict to a missing folder", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "no/such/dir/p.csv"}, code: 1,
-			want: []string{"no/such/dir/p.csv"}},
+		{name: "predict to a missing folder", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "no/such/dir/p.csv"}, code: 2,
+			want: []string{"no/such/dir/p.csv", "does not exist"}},
+		// Was data loss: the CSV replaced the trained model, exit 0.
+		{name: "predict over the run's checkpoint", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "r4/checkpoint.safetensors"}, code: 2,
+			want: []string{"r4/checkpoint.safetensors", "belongs to the run"}},
+		{name: "predict over the run's assignments", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "r4/assignments.csv", "--force"}, code: 2,
+			want: []string{"r4/assignments.csv", "belongs to the run"}},
+		{name: "predict over its input", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "four-unlabelled.csv", "--force"}, code: 2,
+			want: []string{"four-unlabelled.csv", "input"}},
+		{name: "predict onto a folder", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "mnist"}, code: 2,
+			want: []string{"--out mnist", "folder"}},
+		{name: "predict onto an existing file", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "ten.csv"}, code: 2,
+			want: []string{"--out ten.csv", "--force"}},
+		{name: "embed onto an existing file", args: []string{"embed", "--model", "r4", "--out", "ten.csv"}, code: 2,
+			want: []string{"--out ten.csv", "--force"}},
 		{name: "eval without labels", args: []string{"eval", "--model", "r4", "--data", "four-unlabelled.csv"}, code: 1,
 			want: []string{"four-unlabelled.csv", "no labels", "--label-col"}},
 		{name: "score of different lengths", args: []string{"score", "--truth", "truth.txt", "--pred", "short.txt"}, code: 1,
@@ -321,6 +368,9 @@ func TestErrors(t *testing.T) {
 			want: []string{"nowhere.txt"}},
 		{name: "score without pred", args: []string{"score", "--truth", "truth.txt"}, code: 2, want: []string{"--pred", "required"}},
 		{name: "fetch without dir", args: []string{"data", "fetch", "mnist"}, code: 2, want: []string{"--dir", "required"}},
+		// Was "takes one data set name", for the order README showed.
+		{name: "fetch with the flag last", args: []string{"data", "fetch", "cifar10", "--dir", "d"}, code: 2,
+			want: []string{"flags go before", "emclust data fetch --dir d cifar10"}},
 		{name: "bench of an unknown model", args: []string{"bench", "--model", "resnet"}, code: 2, want: []string{`"resnet"`}},
 		{name: "bench of an unknown precision", args: []string{"bench", "--model", "mlp", "--precision", "fp32,int8"}, code: 2, want: []string{"--precision", `"int8"`}},
 		{name: "bench of a bad layout", args: []string{"bench", "--model", "mlp", "--channels-last", "yes"}, code: 2, want: []string{"--channels-last", `"yes"`}},
@@ -593,6 +643,45 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 	// A finished run says how to train it longer.
 	r = run(t, dir, "train", "--resume", "a")
 	wantError(t, r, 1, "a", "4 of 4 epochs", "--epochs")
+
+	// Was data loss: a refused resume had already rewritten config.json to the
+	// refused epoch count.
+	before, err := os.ReadFile(filepath.Join(dir, "a", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, dir, "train", "--resume", "a", "--epochs", "2")
+	wantError(t, r, 2, "--epochs 2", "already finished 4 epochs")
+	if after, _ := os.ReadFile(filepath.Join(dir, "a", "config.json")); string(after) != string(before) {
+		t.Errorf("a refused resume changed config.json:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// Was data loss: two runs with one --out both exited 0 and one lost its checkpoint,
+// metrics and assignments. A run holds an advisory lock on RUN/.lock while it writes.
+func TestRunFolderLocked(t *testing.T) {
+	dir := t.TempDir()
+	runDir := filepath.Join(dir, "run")
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(runDir, ".lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("4242\n")
+	r := run(t, dir, "train", "--quiet", "--epochs", "1", "--out", "run")
+	wantError(t, r, 1, "run folder run", "in use", "pid 4242")
+	if _, err := os.Stat(filepath.Join(runDir, "config.json")); err == nil {
+		t.Error("the refused run wrote config.json into the locked folder")
+	}
+	// Released, the same folder trains.
+	f.Close()
+	wantScoreLine(t, run(t, dir, "train", "--quiet", "--epochs", "1", "--out", "run"))
 }
 
 // bigCSV writes rows×16 random features with a label column: a couple of seconds of
