@@ -18,7 +18,7 @@ func folderColor(img, x, y int) color.NRGBA {
 	return color.NRGBA{uint8(img*50 + x*10), uint8(y * 20), uint8(200 - img*30), 255}
 }
 
-func pngBytes(t *testing.T, img image.Image) []byte {
+func pngBytes(t testing.TB, img image.Image) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	if err := png.Encode(&b, img); err != nil {
@@ -204,7 +204,7 @@ func TestLoadImageFolderErrors(t *testing.T) {
 }
 
 // pngWithSize is a 1×1 PNG whose header says w×h, with a valid header checksum.
-func pngWithSize(t *testing.T, w, h uint32) []byte {
+func pngWithSize(t testing.TB, w, h uint32) []byte {
 	b := pngBytes(t, patternImage(0, 1, 1))
 	// Signature (8 bytes), IHDR length and type (8), then width and height.
 	binary.BigEndian.PutUint32(b[16:], w)

@@ -1,0 +1,146 @@
+package data
+
+import (
+	"bytes"
+	"image/jpeg"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The readers of outside bytes take anything without a panic, and what they accept
+// is self-consistent. `go test` runs the seeds (f.Add and testdata/fuzz); `go test
+// -fuzz FuzzX ./data` searches further.
+
+func checkVectors(t *testing.T, v *Vectors) {
+	t.Helper()
+	if v.N < 1 || v.D < 1 || len(v.X) != v.N*v.D {
+		t.Fatalf("accepted %d×%d with %d values", v.N, v.D, len(v.X))
+	}
+	if v.Labels != nil {
+		if len(v.Labels) != v.N {
+			t.Fatalf("%d labels for %d rows", len(v.Labels), v.N)
+		}
+		for _, l := range v.Labels {
+			if l < 0 || l >= len(v.Classes) {
+				t.Fatalf("label %d outside the %d classes", l, len(v.Classes))
+			}
+		}
+	}
+}
+
+func checkImages(t *testing.T, im *Images) {
+	t.Helper()
+	if len(im.Pix) != im.N*im.C*im.H*im.W {
+		t.Fatalf("accepted %d images of %dx%dx%d with %d bytes", im.N, im.C, im.H, im.W, len(im.Pix))
+	}
+	if im.Labels != nil && len(im.Labels) != im.N {
+		t.Fatalf("%d labels for %d images", len(im.Labels), im.N)
+	}
+}
+
+func FuzzParseCSV(f *testing.F) {
+	for _, seed := range []string{
+		"a,b,label\n1,2,x\n3,4,y\n",
+		"\ufeff1;2\n3;4\n",
+		"1 2 3\n4 5 6\n",
+		"\"a\",\"b\"\n\"1\",2\n",
+		"# comment\n1\t2\n",
+		"x,y\n1e38,-1e38\nNaN,1\n",
+	} {
+		f.Add([]byte(seed), "", "auto")
+		f.Add([]byte(seed), "-1", "yes")
+	}
+	f.Fuzz(func(t *testing.T, b []byte, labelCol, header string) {
+		v, err := ParseCSV(bytes.NewReader(b), "fuzz.csv", CSVOptions{LabelCol: labelCol, Header: header})
+		if err == nil {
+			checkVectors(t, v)
+		}
+	})
+}
+
+func FuzzParseNPY(f *testing.F) {
+	f.Add([]byte("\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }" +
+		"          \n\x00\x00\x80?\x00\x00\x00@\x00\x00@@\x00\x00\x80@"))
+	f.Add([]byte("\x93NUMPY\x01\x00v\x00{'descr': '<f8', 'fortran_order': True, 'shape': (2, 1), }" +
+		"          \n\x00\x00\x00\x00\x00\x00\xf0?\x00\x00\x00\x00\x00\x00\x00@"))
+	f.Add([]byte("\x93NUMPY\x02\x00\x10\x00\x00\x00{'shape': (9999999999999, 99999999)}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		v, err := ParseNPY(bytes.NewReader(b), "fuzz.npy")
+		if err == nil {
+			checkVectors(t, v)
+		}
+	})
+}
+
+func FuzzReadIDX(f *testing.F) {
+	f.Add(idxImagesBytes(2, 3, 3, 0))
+	f.Add([]byte{0, 0, 8, 1, 0, 0, 0, 2, 7, 9})
+	f.Add([]byte{0, 0, 8, 3, 0, 0, 0, 16, 0x40, 0, 0, 0, 0x40, 0, 0, 0})
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		path := filepath.Join(dir, "fuzz-idx")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if im, err := ReadIDXImages(path); err == nil {
+			checkImages(t, im)
+		}
+		if l, err := ReadIDXLabels(path); err == nil && len(l) != len(b)-8 {
+			t.Fatalf("%d labels from %d bytes", len(l), len(b))
+		}
+	})
+}
+
+// FuzzCIFARAndSTL10 writes the fuzzed bytes as every file of a CIFAR-10, CIFAR-100
+// and STL-10 folder.
+func FuzzCIFARAndSTL10(f *testing.F) {
+	rec := make([]byte, 1+cifarImageBytes)
+	rec[0] = 3
+	f.Add(rec)
+	f.Add(append([]byte{0, 19}, make([]byte, cifarImageBytes)...))
+	f.Add(make([]byte, stlImageBytes))
+	f.Add([]byte{1})
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, name := range []string{"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+			"data_batch_5.bin", "test_batch.bin", "train.bin", "test.bin",
+			"train_X.bin", "train_y.bin", "test_X.bin", "test_y.bin"} {
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, load := range []func(string) (*Images, error){LoadCIFAR10, LoadCIFAR100, LoadSTL10} {
+			if im, err := load(dir); err == nil {
+				checkImages(t, im)
+			}
+		}
+	})
+}
+
+// FuzzImageFolder decodes the fuzzed bytes as a PNG and as a JPEG in a folder of one
+// class, kept as it is and resized.
+func FuzzImageFolder(f *testing.F) {
+	f.Add(pngBytes(f, patternImage(0, 3, 2)))
+	f.Add(pngWithSize(f, 100000, 100000))
+	var jb bytes.Buffer
+	if err := jpeg.Encode(&jb, patternImage(1, 4, 4), nil); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(jb.Bytes())
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, name := range []string{"a.png", "b.jpg"} {
+			d := filepath.Join(dir, name[:1])
+			os.MkdirAll(filepath.Join(d, "cats"), 0o755)
+			if err := os.WriteFile(filepath.Join(d, "cats", name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, size := range []int{0, 5} {
+				if im, err := LoadImageFolder(d, size, size == 5); err == nil {
+					checkImages(t, im)
+				}
+			}
+		}
+	})
+}
