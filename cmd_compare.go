@@ -144,9 +144,9 @@ func runCompare(c *cli.Context) error {
 			if err := printCompare(c, rep); err != nil {
 				return err
 			}
-			return fmt.Errorf("interrupted after %d of %d runs; the table above covers those, and no files were written", len(results), total)
+			return interruptedError{fmt.Errorf("interrupted after %d of %d runs; the table above covers those, and no files were written", len(results), total)}
 		}
-		return fmt.Errorf("interrupted before the first of %d runs finished", total)
+		return interruptedError{fmt.Errorf("interrupted before the first of %d runs finished", total)}
 	}
 	return writeCompare(c, rep)
 }

@@ -361,6 +361,9 @@ func dataCommand() *cli.Command {
 					bar.Set64(done)
 				}
 				if err := data.Fetch(ctx, c.Args().First(), c.String("dir"), progress); err != nil {
+					if ctx.Err() != nil {
+						return interruptedError{err}
+					}
 					return err
 				}
 				fmt.Fprintf(os.Stderr, "emclust: %s is in %s\n", c.Args().First(), c.String("dir"))

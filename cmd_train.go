@@ -112,7 +112,11 @@ func runTrain(c *cli.Context) error {
 			return usageError{fmt.Errorf("--epochs %d with --resume: %s already finished %d epochs; pass --epochs N with N > %d to train longer", epochs, dir, done, done)}
 		}
 		if !c.IsSet("epochs") && done >= saved.Epochs {
-			return fmt.Errorf("resume: %s already finished %d of %d epochs; pass --epochs N with N > %d to train longer", dir, done, saved.Epochs, done)
+			// A run killed, or out of disk, between its last checkpoint and its
+			// assignments is finished by resuming it; a complete one is not redone.
+			if _, err := os.Stat(filepath.Join(dir, "assignments.csv")); err == nil {
+				return fmt.Errorf("resume: %s already finished %d of %d epochs; pass --epochs N with N > %d to train longer", dir, done, saved.Epochs, done)
+			}
 		}
 		// Recompute the standardisation from the same training data: bit-for-bit the
 		// inputs of the first sitting, which the saved float32 statistics are not.
@@ -187,9 +191,6 @@ func runTrain(c *cli.Context) error {
 		if err := run.Restore(ckpt); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
-		if run.EpochsDone() >= run.Cfg.Epochs {
-			return fmt.Errorf("resume: %s already finished %d of %d epochs; pass --epochs N with N > %d to train longer", runDir, run.EpochsDone(), run.Cfg.Epochs, run.EpochsDone())
-		}
 	}
 	log := io.Writer(os.Stderr)
 	if quiet {
@@ -204,13 +205,18 @@ func runTrain(c *cli.Context) error {
 	run.Progress = newProgress(log, quiet)
 
 	start := time.Now()
+	if run.EpochsDone() >= run.Cfg.Epochs {
+		// Resumed only to write what the first sitting could not (see above).
+		fmt.Fprintf(log, "emclust: all %d epochs were done; writing the assignments\n", run.EpochsDone())
+		return finishRun(c, run, src, dev, 0, log)
+	}
 	if err := run.Train(ctx); err != nil {
 		if errors.Is(err, context.Canceled) {
 			if run.EpochsDone() == 0 {
-				return fmt.Errorf("interrupted before the first epoch ended, so %s holds no checkpoint to resume: start the run again", runDir)
+				return interruptedError{fmt.Errorf("interrupted before the first epoch ended, so %s holds no checkpoint to resume: start the run again", runDir)}
 			}
-			return fmt.Errorf("interrupted after %s; checkpoint kept in %s: continue with emclust train --resume %s",
-				plural(run.EpochsDone(), "epoch"), runDir, runDir)
+			return interruptedError{fmt.Errorf("interrupted after %s; checkpoint kept in %s: continue with emclust train --resume %s",
+				plural(run.EpochsDone(), "epoch"), runDir, runDir)}
 		}
 		return explainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
 	}
@@ -318,6 +324,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	cfg.DataFile = absPath(c.String("data"))
 	cfg.LabelCol = c.String("label-col")
 	cfg.Header = c.String("header")
+	if h := cfg.Header; h != "auto" && h != "yes" && h != "no" {
+		return cfg, usageError{fmt.Errorf("--header %q: want auto, yes or no", h)}
+	}
 	cfg.Standardize = c.Bool("standardize")
 	if cfg.DataFile != "" && cfg.Dataset != "" {
 		return cfg, usageError{errors.New("give either --data FILE or --dataset NAME, not both")}
@@ -345,6 +354,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	}
 	if c.IsSet("arch") {
 		cfg.Arch = c.String("arch")
+		if !images && cfg.Arch != "mlp" {
+			return cfg, usageError{fmt.Errorf("--arch %s is a network for images; vectors train an mlp", cfg.Arch)}
+		}
 	}
 	hidden, err := parseInts(c.String("hidden"))
 	if err != nil {

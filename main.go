@@ -76,17 +76,32 @@ func main() {
 	setUsageErrors(app.Commands)
 	if err := app.Run(os.Args); err != nil {
 		fmt.Fprintln(os.Stderr, "emclust: "+oneLine(err.Error()))
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
-		}
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
+}
+
+// Exit statuses, as README documents them: 0 success, 1 a failure at run time, 2 a
+// mistake in the command line, 130 interrupted (128 + SIGINT, as shells report it).
+func exitCode(err error) int {
+	var ue usageError
+	var ie interruptedError
+	switch {
+	case errors.As(err, &ue):
+		return 2
+	case errors.As(err, &ie):
+		return 130
+	}
+	return 1
 }
 
 // usageError marks a mistake in the command line (exit status 2); every other
 // error exits 1.
 type usageError struct{ error }
+
+// interruptedError marks a command stopped by SIGINT or SIGTERM (exit status 130).
+type interruptedError struct{ error }
+
+func (e interruptedError) Unwrap() error { return e.error }
 
 // setUsageErrors makes a flag parse error of any command a one-line usage error on
 // stderr. Without it urfave/cli prints the command's whole help to stdout (which

@@ -309,6 +309,9 @@ func TestErrors(t *testing.T) {
 		{name: "gamma abc", args: append(ten, "--gamma", "abc"), code: 2, want: []string{"gamma", `"abc"`}},
 		{name: "epochs 0", args: []string{"train", "--data", "ten.csv", "--epochs", "0"}, code: 2, want: []string{"epochs"}},
 		{name: "bad hidden", args: append(ten, "--hidden", "32,x"), code: 2, want: []string{"--hidden", `"x"`}},
+		// Were exit 1: usage mistakes found only when the data were read.
+		{name: "header maybe", args: append(ten, "--header", "maybe"), code: 2, want: []string{"--header", `"maybe"`, "auto, yes or no"}},
+		{name: "cifar net on vectors", args: append(ten, "--arch", "cifar"), code: 2, want: []string{"--arch cifar", "mlp"}},
 		// Was a NaN posterior with exit 0: the batch was lowered to the 1 row.
 		{name: "one row", args: append(train, "--data", "one.csv", "--k", "1"), code: 1, want: []string{"1 row", "at least 2 rows"}},
 		// Was accepted, then failed writing config.json without naming the flag.
@@ -644,6 +647,24 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 	r = run(t, dir, "train", "--resume", "a")
 	wantError(t, r, 1, "a", "4 of 4 epochs", "--epochs")
 
+	// A finished run that lost its assignments (killed, or out of disk, after the last
+	// checkpoint) is finished by resuming it, without training.
+	assignments := filepath.Join(dir, "a", "assignments.csv")
+	want, err := os.ReadFile(assignments)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(assignments)
+	if got := wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "a", "--device", "cpu")); got != resumed {
+		t.Errorf("finishing the run printed %q, the run said %q", got, resumed)
+	}
+	if got, _ := os.ReadFile(assignments); string(got) != string(want) {
+		t.Error("assignments.csv written on finishing differs from the run's own")
+	}
+	if n := len(readLines(t, filepath.Join(dir, "a", "metrics.jsonl"))); n != 4 {
+		t.Errorf("finishing the run left %d epochs in metrics.jsonl, want 4", n)
+	}
+
 	// Was data loss: a refused resume had already rewritten config.json to the
 	// refused epoch count.
 	before, err := os.ReadFile(filepath.Join(dir, "a", "config.json"))
@@ -654,6 +675,23 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 	wantError(t, r, 2, "--epochs 2", "already finished 4 epochs")
 	if after, _ := os.ReadFile(filepath.Join(dir, "a", "config.json")); string(after) != string(before) {
 		t.Errorf("a refused resume changed config.json:\n%s\nwas\n%s", after, before)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{errors.New("disk full"), 1},
+		{usageError{errors.New("--k x")}, 2},
+		{fmt.Errorf("train: %w", usageError{errors.New("--k x")}), 2},
+		{interruptedError{errors.New("interrupted after 1 epoch")}, 130},
+		{fmt.Errorf("compare: %w", interruptedError{context.Canceled}), 130},
+	} {
+		if got := exitCode(tc.err); got != tc.want {
+			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
+		}
 	}
 }
 
@@ -843,7 +881,7 @@ func TestInterrupt(t *testing.T) {
 		t.Fatal("training did not stop within 20s of SIGINT")
 	}
 	r := result{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
-	wantError(t, r, 1, "interrupted", "--resume run")
+	wantError(t, r, 130, "interrupted", "--resume run")
 	checkRunUsable(t, dir)
 
 	// Before the first epoch ends: nothing to resume, and the message says so.
@@ -864,8 +902,8 @@ func TestInterrupt(t *testing.T) {
 	for lines.Scan() {
 		all = append(all, lines.Text())
 	}
-	if code := cmd.ProcessState.ExitCode(); code != 1 {
-		t.Errorf("exit status %d after SIGINT, want 1", code)
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Errorf("exit status %d after SIGINT, want 130", code)
 	}
 	if len(all) == 0 {
 		t.Fatal("no output on stderr")
