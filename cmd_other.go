@@ -441,7 +441,6 @@ type barProgress struct {
 	bar   *progressbar.ProgressBar
 	epoch int
 	of    int
-	loss  float64
 }
 
 func newProgress(w io.Writer, quiet bool) train.Progress {
@@ -471,7 +470,6 @@ func (p *barProgress) Step(done int, loss float64, read bool) {
 		return
 	}
 	if read {
-		p.loss = loss
 		p.bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f", p.epoch, p.of, loss))
 	}
 	p.bar.Set(done)

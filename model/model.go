@@ -224,11 +224,6 @@ func (n *Net) Forward(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor
 	return n.norm.forward(s, n.Relevance(s, x, train), train)
 }
 
-// Normalize applies only the relevance normalisation to raw scores a.
-func (n *Net) Normalize(s *torch.Scope, a *torch.Tensor, train bool) *torch.Tensor {
-	return n.norm.forward(s, a, train)
-}
-
 // Params lists the trainable tensors by checkpoint name, in a fixed order.
 func (n *Net) Params() []torch.Named {
 	var out []torch.Named

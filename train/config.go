@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 
@@ -136,18 +134,4 @@ func writeJSON(path string, v any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return atomicfile.WriteBytes(path, append(b, '\n'))
-}
-
-// LoadConfig reads RUN/config.json.
-func LoadConfig(runDir string) (*Config, error) {
-	path := filepath.Join(runDir, "config.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read run config: %w", err)
-	}
-	var c Config
-	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return &c, nil
 }

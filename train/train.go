@@ -480,16 +480,6 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 	return nil
 }
 
-// Final returns the last evaluated metrics.
-func (r *Run) Final() (EpochMetrics, bool) {
-	for i := len(r.History) - 1; i >= 0; i-- {
-		if r.History[i].Sizes != nil {
-			return r.History[i], true
-		}
-	}
-	return EpochMetrics{}, false
-}
-
 // Checkpoint layout: model tensors under "model.", optimiser moments under
 // "optA.<i>.*" / "optB.<i>.*", the learned prior as "prior"; config, spec, epoch,
 // optimiser step counts and history in the metadata.
