@@ -36,11 +36,11 @@ func benchCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "model", Value: "mlp,mnist", Usage: "comma-separated: mlp, mnist, cifar, stl10"},
 			&cli.StringFlag{Name: "objective", Usage: "comma-separated objectives (default: em for mlp, twofold for CNNs)"},
-			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
+			deviceFlag(),
 			&cli.IntFlag{Name: "batch-size", Value: 128, Usage: "rows per step"},
 			&cli.IntFlag{Name: "steps", Value: 20, Usage: "timed steps"},
 			&cli.IntFlag{Name: "warmup", Value: 3, Usage: "untimed steps first (allocator, cuDNN autotuning)"},
-			&cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: its default)"},
+			threadsFlag(),
 			&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "comma-separated: fp32, bf16 (each is timed)"},
 			&cli.StringFlag{Name: "channels-last", Value: "auto", Usage: "comma-separated: false, true, auto (train's default: true for CNNs on the CPU); each is timed on the CNNs"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON lines instead of a table"},

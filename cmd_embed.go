@@ -23,7 +23,7 @@ func embedCommand() *cli.Command {
 		Flags: append(dataFlags("the data the model trained on", "as in training"),
 			&cli.StringFlag{Name: "model", Required: true, Usage: "run folder of `emclust train --arch mnist2d --objective supervised`"},
 			&cli.StringFlag{Name: "out", Value: "points.csv", Usage: "CSV with columns x,y[,label], written atomically"},
-			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
+			deviceFlag(),
 			forceFlag,
 		),
 		Action: func(c *cli.Context) error {

@@ -161,7 +161,7 @@ func predictCommand() *cli.Command {
 		Flags: append(dataFlags("the data the model trained on", "as in training"),
 			&cli.StringFlag{Name: "model", Usage: "run folder or checkpoint file (required)"},
 			&cli.StringFlag{Name: "out", Value: "assignments.csv", Usage: "CSV of index,cluster,posterior (and label when known), written atomically"},
-			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
+			deviceFlag(),
 			&cli.BoolFlag{Name: "all-posteriors", Usage: "also write the posterior of every cluster (p0..pK-1)"},
 			forceFlag,
 		),
@@ -211,7 +211,7 @@ func evalCommand() *cli.Command {
 		UsageText: "emclust eval --model RUN [--dataset NAME --data-dir D | --data FILE.csv --label-col C] [--json]",
 		Flags: append(dataFlags("the data the model trained on", "as in training"),
 			&cli.StringFlag{Name: "model", Usage: "run folder or checkpoint file (required)"},
-			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
+			deviceFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		),
 		Action: func(c *cli.Context) error {

@@ -26,7 +26,7 @@ func reportCommand() *cli.Command {
 		ArgsUsage: "RUN",
 		Flags: append(dataFlags("the data the run trained on", "as in training"),
 			&cli.StringFlag{Name: "out", Usage: "report folder", DefaultText: "RUN/report"},
-			&cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"},
+			deviceFlag(),
 			&cli.IntFlag{Name: "tsne-points", Value: 2000, Usage: "rows, drawn at random, in the t-SNE map of the final-layer responses"},
 			&cli.BoolFlag{Name: "no-tsne", Usage: "leave out the t-SNE map (it takes a while on a CPU)"},
 			&cli.StringFlag{Name: "compare-run", Usage: "2-d data: a second run on the same data (say, trained with --no-norm) whose distributions are drawn beside RUN's"},

@@ -58,3 +58,13 @@ func checkOutput(c *cli.Context, inputs ...string) error {
 	}
 	return nil
 }
+
+// deviceFlag and threadsFlag are the same on every command that computes. Each call
+// makes a new flag: urfave/cli keeps parse state in the flag value.
+func deviceFlag() cli.Flag {
+	return &cli.StringFlag{Name: "device", Value: "auto", Usage: "auto, cpu, cuda or cuda:N"}
+}
+
+func threadsFlag() cli.Flag {
+	return &cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: one per CPU)"}
+}
