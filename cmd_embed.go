@@ -21,7 +21,7 @@ func embedCommand() *cli.Command {
 		Usage:     "write the 2-d bottleneck outputs of a supervised mnist2d model as CSV (x,y,label)",
 		UsageText: "emclust embed --model RUN [--dataset NAME --data-dir D] --out points.csv",
 		Flags: append(dataFlags("the data the model trained on", "as in training"),
-			&cli.StringFlag{Name: "model", Required: true, Usage: "run folder of `emclust train --arch mnist2d --objective supervised`"},
+			&cli.StringFlag{Name: "model", Usage: "run folder of `emclust train --arch mnist2d --objective supervised` (required)"},
 			&cli.StringFlag{Name: "out", Value: "points.csv", Usage: "CSV with columns x,y[,label], written atomically"},
 			deviceFlag(),
 			forceFlag,

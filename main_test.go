@@ -361,6 +361,8 @@ func TestErrors(t *testing.T) {
 			want: []string{"--out mnist", "folder"}},
 		{name: "predict onto an existing file", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "ten.csv"}, code: 2,
 			want: []string{"--out ten.csv", "--force"}},
+		// Was the whole help on stdout and exit 1.
+		{name: "embed without model", args: []string{"embed"}, code: 2, want: []string{"--model", "required"}},
 		{name: "embed onto an existing file", args: []string{"embed", "--model", "r4", "--out", "ten.csv"}, code: 2,
 			want: []string{"--out ten.csv", "--force"}},
 		{name: "eval without labels", args: []string{"eval", "--model", "r4", "--data", "four-unlabelled.csv"}, code: 1,
