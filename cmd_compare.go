@@ -41,6 +41,7 @@ func compareCommand() *cli.Command {
 		&cli.StringFlag{Name: "markdown", Usage: "also write the table to this file (atomically)"},
 		&cli.BoolFlag{Name: "json", Usage: "print every run and the summaries as JSON instead of the table"},
 		&cli.StringFlag{Name: "out", Usage: "keep each neural run's folder as DIR/<method>-s<seed>, and the JSON report as DIR/compare.json", DefaultText: "keep nothing"},
+		&cli.BoolFlag{Name: "force", Usage: "replace an earlier comparison's files in --out and --markdown"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
 	)
 	return &cli.Command{
@@ -88,6 +89,9 @@ func runCompare(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := checkCompareOutputs(c, methods, seeds); err != nil {
+		return err
+	}
 	dev, err := selectDevice(cfg.Device)
 	if err != nil {
 		return err
@@ -121,7 +125,7 @@ func runCompare(c *cli.Context) error {
 		deviceName += fmt.Sprintf(" (%d threads)", torch.NumThreads())
 	}
 	fmt.Fprintf(log, "emclust: %s on %s; %s × %s\n", src.Describe(), deviceName, strings.Join(methods, ","), plural(len(seeds), "seed"))
-	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: c.String("out"),
+	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: c.String("out"), Replace: c.Bool("force"),
 		Done: func(r compare.Result, done, total int) {
 			fmt.Fprintf(log, "emclust: [%*d/%d] %-8s seed %-3d ACC %.4f NMI %.4f ARI %.4f  %.1fs\n",
 				len(strconv.Itoa(total)), done, total, r.Method, r.Seed, r.ACC, r.NMI, r.ARI, r.Seconds)
@@ -162,6 +166,36 @@ func printCompare(c *cli.Context, rep *compare.Report) error {
 		return nil
 	}
 	fmt.Print(rep.Markdown())
+	return nil
+}
+
+// checkCompareOutputs refuses, unless --force, to write over an earlier comparison:
+// its compare.json, the --markdown file, or a run folder a neural method would
+// retrain in place.
+func checkCompareOutputs(c *cli.Context, methods []string, seeds []uint64) error {
+	var taken []string
+	if dir := c.String("out"); dir != "" {
+		taken = append(taken, filepath.Join(dir, "compare.json"))
+		for _, m := range methods {
+			for _, seed := range seeds {
+				taken = append(taken, filepath.Join(compare.RunDir(dir, m, seed), "checkpoint.safetensors"))
+			}
+		}
+	}
+	if md := c.String("markdown"); md != "" {
+		if st, err := os.Stat(md); err == nil && st.IsDir() {
+			return usageError{fmt.Errorf("--markdown %s is a folder; name the file to write", md)}
+		}
+		taken = append(taken, md)
+	}
+	if c.Bool("force") {
+		return nil
+	}
+	for _, path := range taken {
+		if _, err := os.Stat(path); err == nil {
+			return usageError{fmt.Errorf("%s exists from an earlier comparison; pass --force to replace it, or pick another --out", path)}
+		}
+	}
 	return nil
 }
 

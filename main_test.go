@@ -680,6 +680,28 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 	}
 }
 
+// compare keeps an earlier comparison's files unless told --force; before, a second
+// compare --out D retrained its neural runs in place over the first's.
+func TestCompareGuardsOutputs(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"compare", "--data", filepath.Join(fixtures, "four.csv"), "--label-col", "label",
+		"--methods", "em,kmeans", "--seeds", "1", "--epochs", "1", "--out", "cmp", "--markdown", "cmp.md", "--device", "cpu"}
+	r := run(t, dir, args...)
+	if r.code != 0 {
+		t.Fatalf("compare: exit %d: %s", r.code, r.stderr)
+	}
+	for _, f := range []string{"cmp/compare.json", "cmp.md", "cmp/em-s1/checkpoint.safetensors"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("compare wrote no %s: %v", f, err)
+		}
+	}
+	wantError(t, run(t, dir, args...), 2, "exists from an earlier comparison", "--force")
+	r = run(t, dir, append(args, "--force")...)
+	if r.code != 0 {
+		t.Fatalf("compare --force: exit %d: %s", r.code, r.stderr)
+	}
+}
+
 func TestExitCode(t *testing.T) {
 	for _, tc := range []struct {
 		err  error

@@ -130,6 +130,9 @@ type Options struct {
 	// Dir, when set, keeps each neural run's folder as Dir/<method>-s<seed>
 	// (config, metrics, checkpoint); otherwise neural runs write nothing.
 	Dir string
+	// Replace lets a neural run start over in a folder under Dir that an earlier
+	// comparison left; without it such a folder is an error.
+	Replace bool
 
 	// Done, when set, is called after each run with its result and how many runs
 	// are done of how many.
@@ -214,13 +217,13 @@ func (opt *Options) check(src train.Source) error {
 		if err := cfg.Validate(); err != nil {
 			return fmt.Errorf("compare: %s: %w", m, err)
 		}
-		if opt.Dir == "" {
+		if opt.Dir == "" || opt.Replace {
 			continue
 		}
 		for _, seed := range opt.Seeds {
-			dir := runDir(opt.Dir, m, seed)
+			dir := RunDir(opt.Dir, m, seed)
 			if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); err == nil {
-				return fmt.Errorf("compare: %s already holds a run; pick another output folder", dir)
+				return fmt.Errorf("compare: %s already holds a run; pick another output folder, or replace it with --force", dir)
 			}
 		}
 	}
@@ -238,7 +241,8 @@ func (opt *Options) check(src train.Source) error {
 	return nil
 }
 
-func runDir(dir, method string, seed uint64) string {
+// RunDir is the folder of one neural run kept under dir.
+func RunDir(dir, method string, seed uint64) string {
 	return filepath.Join(dir, fmt.Sprintf("%s-s%d", method, seed))
 }
 
@@ -249,7 +253,7 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 	cfg.Seed = seed
 	dir := ""
 	if opt.Dir != "" {
-		dir = runDir(opt.Dir, method, seed)
+		dir = RunDir(opt.Dir, method, seed)
 	}
 	start := time.Now()
 	run, err := train.New(cfg, src, opt.Device, dir)
