@@ -52,6 +52,9 @@ func benchCommand() *cli.Command {
 			if c.Int("steps") < 1 || c.Int("warmup") < 0 {
 				return usageError{fmt.Errorf("--steps %d --warmup %d: want at least 1 timed step and no negative warmup", c.Int("steps"), c.Int("warmup"))}
 			}
+			if n := c.Int("batch-size"); n < 2 {
+				return usageError{fmt.Errorf("--batch-size %d: the relevance normalisation needs at least 2 rows a batch", n)}
+			}
 			dev, err := selectDevice(c.String("device"))
 			if err != nil {
 				return err

@@ -320,6 +320,7 @@ func TestErrors(t *testing.T) {
 		// Was a hang: 10 000 threads on 2 cores; -1 was accepted silently.
 		{name: "threads -1", args: append(ten, "--threads", "-1"), code: 2, want: []string{"threads -1", "CPUs"}},
 		{name: "threads 10000", args: append(ten, "--threads", "10000"), code: 2, want: []string{"threads 10000", "CPUs"}},
+		{name: "bench batch 1", args: []string{"bench", "--model", "mlp", "--batch-size", "1"}, code: 2, want: []string{"--batch-size 1", "at least 2"}},
 		{name: "bench threads -1", args: []string{"bench", "--model", "mlp", "--threads", "-1"}, code: 2, want: []string{"--threads -1", "CPUs"}},
 		// Was Go's "fatal error: runtime: out of memory" and a 179-line trace.
 		{name: "image size 100000", args: append(train, "--dataset", "folder", "--data-dir", "mnist", "--image-size", "100000"), code: 2,
