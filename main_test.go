@@ -63,6 +63,26 @@ func testMain(m *testing.M) int {
 	return m.Run()
 }
 
+// hugeCSV is 40 rows of ±3e38 in 4 columns: float32's range, not its precision,
+// decides what the first layer computes.
+func hugeCSV() string {
+	var b strings.Builder
+	rng := rand.New(rand.NewPCG(5, 6))
+	for range 40 {
+		for j := range 4 {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			if rng.IntN(2) == 0 {
+				b.WriteByte('-')
+			}
+			b.WriteString("3e38")
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 // makeFixtures writes the small input files the tests share and trains a tiny run
 // on a 4-feature CSV (fixtures/r4) for the predict and eval tests.
 func makeFixtures(dir string) error {
@@ -75,6 +95,7 @@ func makeFixtures(dir string) error {
 		"ragged.csv":          "1,2,3\n4,5\n",
 		"empty.csv":           "",
 		"one.csv":             "1,2,3\n",
+		"huge.csv":            hugeCSV(),
 		"ten.csv":             randomCSV(10, 4, 2, 1, true),
 		"four.csv":            randomCSV(200, 4, 2, 2, true),
 		"four-unlabelled.csv": randomCSV(50, 4, 0, 3, false),
@@ -312,6 +333,9 @@ func TestErrors(t *testing.T) {
 		// Were exit 1: usage mistakes found only when the data were read.
 		{name: "header maybe", args: append(ten, "--header", "maybe"), code: 2, want: []string{"--header", `"maybe"`, "auto, yes or no"}},
 		{name: "cifar net on vectors", args: append(ten, "--arch", "cifar"), code: 2, want: []string{"--arch cifar", "mlp"}},
+		// The advice named --lr and --gamma, not --standardize, which fixes it.
+		{name: "raw features near float32's limit", args: append(train, "--data", "huge.csv", "--k", "2"), code: 1,
+			want: []string{"diverged", "--standardize"}},
 		// Was a NaN posterior with exit 0: the batch was lowered to the 1 row.
 		{name: "one row", args: append(train, "--data", "one.csv", "--k", "1"), code: 1, want: []string{"1 row", "at least 2 rows"}},
 		// Was accepted, then failed writing config.json without naming the flag.
