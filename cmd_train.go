@@ -428,6 +428,10 @@ func checkRunDir(dir string) error {
 		return nil // a checkpoint file
 	}
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); errors.Is(err, os.ErrNotExist) {
+		// A run killed while writing its first checkpoint left the partial file.
+		if err := train.RemoveStale(dir); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
 		return fmt.Errorf("resume: %s has no checkpoint.safetensors (a run saves one after each epoch); start a new run with --out %s", dir, dir)
 	}
 	return nil

@@ -171,9 +171,7 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 			return nil, err
 		}
 		r.lock = lock
-		for _, f := range []string{"config.json", checkpointName, "metrics.jsonl"} {
-			atomicfile.RemoveStale(filepath.Join(dir, f))
-		}
+		removeStale(dir)
 		if err := writeJSON(filepath.Join(dir, "config.json"), r.Cfg); err != nil {
 			r.Close()
 			return nil, err
@@ -572,6 +570,36 @@ func ReadCheckpoint(runDir string) (*torch.SafeFile, *Config, model.Spec, error)
 		return nil, nil, spec, fmt.Errorf("%s: spec: %w", path, err)
 	}
 	return f, &cfg, spec, nil
+}
+
+// runFileNames are the files of a run folder written through atomicfile.
+var runFileNames = []string{"config.json", checkpointName, "metrics.jsonl", "assignments.csv", "summary.json"}
+
+func removeStale(dir string) {
+	for _, f := range runFileNames {
+		atomicfile.RemoveStale(filepath.Join(dir, f))
+	}
+}
+
+// RemoveStale deletes the partial files a run killed while writing left in dir. It
+// takes the folder's lock for it, so it fails rather than touch a running run's
+// files.
+func RemoveStale(dir string) error {
+	stale := false
+	for _, f := range runFileNames {
+		m, _ := filepath.Glob(filepath.Join(dir, "."+f+".tmp*"))
+		stale = stale || len(m) > 0
+	}
+	if !stale {
+		return nil // and no lock file left in a folder that may not be a run's
+	}
+	lock, err := lockRunDir(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	removeStale(dir)
+	return nil
 }
 
 // CheckpointEpochs is the number of epochs a checkpoint had completed.
