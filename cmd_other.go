@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -332,19 +331,20 @@ func dataCommand() *cli.Command {
 		Subcommands: []*cli.Command{{
 			Name:      "fetch",
 			Usage:     "download a data set's official files, check their MD5 and unpack them",
-			UsageText: "emclust data fetch --dir D NAME   (NAME: mnist, fashion-mnist, cifar10, cifar100, stl10)",
+			UsageText: "emclust data fetch NAME --dir D   (NAME: mnist, fashion-mnist, cifar10, cifar100, stl10)",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "dir", Usage: "folder to put the files in (required)"},
 				&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
 			},
 			Action: func(c *cli.Context) error {
-				if c.NArg() > 1 && strings.HasPrefix(c.Args().Get(1), "-") {
-					// urfave/cli stops reading flags at the first argument.
-					return usageError{fmt.Errorf("flags go before the data set name: emclust data fetch %s %s", strings.Join(c.Args().Tail(), " "), c.Args().First())}
+				args, err := interspersedFlags(c)
+				if err != nil {
+					return err
 				}
-				if c.NArg() != 1 {
+				if len(args) != 1 {
 					return usageError{errors.New("data fetch takes one data set name: mnist, fashion-mnist, cifar10, cifar100 or stl10")}
 				}
+				name := args[0]
 				if err := requireFlags(c, "dir"); err != nil {
 					return err
 				}
@@ -356,17 +356,17 @@ func dataCommand() *cli.Command {
 						return
 					}
 					if bar == nil || done == 0 {
-						bar = progressbar.DefaultBytes(total, "downloading "+c.Args().First())
+						bar = progressbar.DefaultBytes(total, "downloading "+name)
 					}
 					bar.Set64(done)
 				}
-				if err := data.Fetch(ctx, c.Args().First(), c.String("dir"), progress); err != nil {
+				if err := data.Fetch(ctx, name, c.String("dir"), progress); err != nil {
 					if ctx.Err() != nil {
 						return interruptedError{err}
 					}
 					return err
 				}
-				fmt.Fprintf(os.Stderr, "emclust: %s is in %s\n", c.Args().First(), c.String("dir"))
+				fmt.Fprintf(os.Stderr, "emclust: %s is in %s\n", name, c.String("dir"))
 				return nil
 			},
 		}},

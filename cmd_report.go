@@ -148,8 +148,9 @@ func parseClusters(s string) ([]int, error) {
 // interspersedFlags returns the command's positional arguments, after applying any
 // flags that follow them. urfave/cli stops at the first positional argument, so
 // without this `emclust report RUN --out DIR` would take --out DIR as more run
-// folders.
+// folders, and `emclust data fetch cifar10 --dir D` would refuse the --dir.
 func interspersedFlags(c *cli.Context) ([]string, error) {
+	cmd := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
 	args := c.Args().Slice()
 	var pos []string
 	for i := 0; i < len(args); i++ {
@@ -171,7 +172,7 @@ func interspersedFlags(c *cli.Context) ([]string, error) {
 			}
 		}
 		if flag == nil {
-			return nil, usageError{fmt.Errorf("report: flag provided but not defined: %s (see emclust report --help)", a)}
+			return nil, usageError{fmt.Errorf("%s: flag provided but not defined: %s (see emclust %s --help)", cmd, a, cmd)}
 		}
 		if _, isBool := flag.(*cli.BoolFlag); isBool {
 			if !hasVal {
@@ -179,13 +180,13 @@ func interspersedFlags(c *cli.Context) ([]string, error) {
 			}
 		} else if !hasVal {
 			if i+1 >= len(args) {
-				return nil, usageError{fmt.Errorf("report: flag needs an argument: %s", a)}
+				return nil, usageError{fmt.Errorf("%s: flag needs an argument: %s", cmd, a)}
 			}
 			i++
 			val = args[i]
 		}
 		if err := c.Set(name, val); err != nil {
-			return nil, usageError{fmt.Errorf("report: invalid value %q for flag %s: %v", val, a, err)}
+			return nil, usageError{fmt.Errorf("%s: invalid value %q for flag %s: %v", cmd, val, a, err)}
 		}
 	}
 	return pos, nil

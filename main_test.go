@@ -398,9 +398,12 @@ func TestErrors(t *testing.T) {
 			want: []string{"nowhere.txt"}},
 		{name: "score without pred", args: []string{"score", "--truth", "truth.txt"}, code: 2, want: []string{"--pred", "required"}},
 		{name: "fetch without dir", args: []string{"data", "fetch", "mnist"}, code: 2, want: []string{"--dir", "required"}},
-		// Was "takes one data set name", for the order README showed.
-		{name: "fetch with the flag last", args: []string{"data", "fetch", "cifar10", "--dir", "d"}, code: 2,
-			want: []string{"flags go before", "emclust data fetch --dir d cifar10"}},
+		// Was "takes one data set name", for the order README showed: the flag is
+		// read now, and the missing --dir value is what is refused.
+		{name: "fetch with the flag last", args: []string{"data", "fetch", "cifar10", "--dir"}, code: 2,
+			want: []string{"data fetch", "flag needs an argument: --dir"}},
+		{name: "fetch of an unknown set, flag last", args: []string{"data", "fetch", "imagenet", "--dir", "d"}, code: 1,
+			want: []string{"imagenet"}},
 		{name: "bench of an unknown model", args: []string{"bench", "--model", "resnet"}, code: 2, want: []string{`"resnet"`}},
 		{name: "bench of an unknown precision", args: []string{"bench", "--model", "mlp", "--precision", "fp32,int8"}, code: 2, want: []string{"--precision", `"int8"`}},
 		{name: "bench of a bad layout", args: []string{"bench", "--model", "mlp", "--channels-last", "yes"}, code: 2, want: []string{"--channels-last", `"yes"`}},
