@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -34,6 +35,7 @@ func reportCommand() *cli.Command {
 			&cli.IntFlag{Name: "steps", Value: 150, Usage: "gradient-ascent steps of the activation maximisation"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed for the random subsets, the t-SNE layout and the starting images"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines"},
+			&cli.BoolFlag{Name: "force", Usage: "replace the report already in --out"},
 		),
 		Action: runReport,
 	}
@@ -60,6 +62,13 @@ func runReport(c *cli.Context) error {
 	clusters, err := parseClusters(c.String("clusters"))
 	if err != nil {
 		return err
+	}
+	out := c.String("out")
+	if out == "" {
+		out = filepath.Join(runDir, "report")
+	}
+	if _, err := os.Stat(filepath.Join(out, "index.html")); err == nil && !c.Bool("force") {
+		return usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
 	}
 	dev, err := selectDevice(c.String("device"))
 	if err != nil {

@@ -747,6 +747,22 @@ func TestResumeRemovesPartialCheckpoint(t *testing.T) {
 	}
 }
 
+// report replaces an earlier report only when told to.
+func TestReportGuardsOutput(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"report", filepath.Join(fixtures, "r4"), "--no-tsne", "--quiet", "--steps", "5", "--out", "rep", "--device", "cpu"}
+	if r := run(t, dir, args...); r.code != 0 {
+		t.Fatalf("report: exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rep", "index.html")); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, run(t, dir, args...), 2, "rep holds a report already", "--force")
+	if r := run(t, dir, append(args, "--force")...); r.code != 0 {
+		t.Fatalf("report --force: exit %d: %s", r.code, r.stderr)
+	}
+}
+
 func TestExitCode(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
