@@ -111,12 +111,11 @@ func runTrain(c *cli.Context) error {
 		if epochs := c.Int("epochs"); c.IsSet("epochs") && epochs <= done {
 			return usageError{fmt.Errorf("--epochs %d with --resume: %s already finished %d epochs; pass --epochs N with N > %d to train longer", epochs, dir, done, done)}
 		}
-		if !c.IsSet("epochs") && done >= saved.Epochs {
+		if !c.IsSet("epochs") && done >= saved.Epochs && summaryEpochs(dir) == done {
 			// A run killed, or out of disk, between its last checkpoint and its
-			// assignments is finished by resuming it; a complete one is not redone.
-			if _, err := os.Stat(filepath.Join(dir, "assignments.csv")); err == nil {
-				return fmt.Errorf("resume: %s already finished %d of %d epochs; pass --epochs N with N > %d to train longer", dir, done, saved.Epochs, done)
-			}
+			// summary is finished by resuming it; a complete one is not redone.
+			// summary.json is the last file a run writes, and says which epoch.
+			return fmt.Errorf("resume: %s already finished %d of %d epochs; pass --epochs N with N > %d to train longer", dir, done, saved.Epochs, done)
 		}
 		// Recompute the standardisation from the same training data: bit-for-bit the
 		// inputs of the first sitting, which the saved float32 statistics are not.
@@ -412,6 +411,22 @@ func checkResumeFlags(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// summaryEpochs is the epoch count of RUN/summary.json, or -1 when it is missing or
+// unreadable.
+func summaryEpochs(dir string) int {
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return -1
+	}
+	var sum struct {
+		Epochs *int `json:"epochs"`
+	}
+	if json.Unmarshal(b, &sum) != nil || sum.Epochs == nil {
+		return -1
+	}
+	return *sum.Epochs
 }
 
 // checkRunDir explains a --resume folder without a checkpoint better than the error

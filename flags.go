@@ -11,7 +11,7 @@ import (
 
 // runFiles are the files a run folder owns: train writes them, and another command's
 // --out must not replace them.
-var runFiles = []string{"checkpoint.safetensors", "config.json", "metrics.jsonl", "assignments.csv"}
+var runFiles = []string{"checkpoint.safetensors", "config.json", "metrics.jsonl", "assignments.csv", "summary.json", ".lock"}
 
 // forceFlag lets --out replace an existing file.
 var forceFlag = &cli.BoolFlag{Name: "force", Usage: "replace the --out file if it exists"}
@@ -20,6 +20,18 @@ var forceFlag = &cli.BoolFlag{Name: "force", Usage: "replace the --out file if i
 // folder owns, one of the command's inputs, or an existing file without --force.
 func checkOutput(c *cli.Context, inputs ...string) error {
 	out := c.String("out")
+	// Whether or not the file exists yet: a run still training writes it later.
+	dir, base := filepath.Split(out)
+	for _, owned := range runFiles {
+		if base != owned {
+			continue
+		}
+		for _, marker := range []string{"checkpoint.safetensors", "config.json"} {
+			if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
+				return usageError{fmt.Errorf("--out %s belongs to the run in %s; name a file outside the run folder", out, filepath.Clean(dir))}
+			}
+		}
+	}
 	st, err := os.Stat(out)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -40,17 +52,6 @@ func checkOutput(c *cli.Context, inputs ...string) error {
 		}
 		if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
 			return usageError{fmt.Errorf("--out %s is this command's input; name another file", out)}
-		}
-	}
-	dir, base := filepath.Split(out)
-	for _, owned := range runFiles {
-		if base != owned {
-			continue
-		}
-		for _, marker := range []string{"checkpoint.safetensors", "config.json"} {
-			if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
-				return usageError{fmt.Errorf("--out %s belongs to the run in %s; name a file outside the run folder", out, filepath.Clean(dir))}
-			}
 		}
 	}
 	if !c.Bool("force") {

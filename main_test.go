@@ -378,6 +378,9 @@ func TestErrors(t *testing.T) {
 		// Was data loss: the CSV replaced the trained model, exit 0.
 		{name: "predict over the run's checkpoint", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "r4/checkpoint.safetensors"}, code: 2,
 			want: []string{"r4/checkpoint.safetensors", "belongs to the run"}},
+		// A run still training writes its assignments later: refused before they exist.
+		{name: "predict to a run's future assignments", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "torn/assignments.csv"}, code: 2,
+			want: []string{"torn/assignments.csv", "belongs to the run"}},
 		{name: "predict over the run's assignments", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "r4/assignments.csv", "--force"}, code: 2,
 			want: []string{"r4/assignments.csv", "belongs to the run"}},
 		{name: "predict over its input", args: []string{"predict", "--model", "r4", "--data", "four-unlabelled.csv", "--out", "four-unlabelled.csv", "--force"}, code: 2,
@@ -677,14 +680,15 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 	r = run(t, dir, "train", "--resume", "a")
 	wantError(t, r, 1, "a", "4 of 4 epochs", "--epochs")
 
-	// A finished run that lost its assignments (killed, or out of disk, after the last
-	// checkpoint) is finished by resuming it, without training.
+	// A run killed, or out of disk, after its last checkpoint but before its summary
+	// (say, during the k-means baseline) is finished by resuming it, without training.
 	assignments := filepath.Join(dir, "a", "assignments.csv")
 	want, err := os.ReadFile(assignments)
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(assignments)
+	os.Remove(filepath.Join(dir, "a", "summary.json"))
 	if got := wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "a", "--device", "cpu")); got != resumed {
 		t.Errorf("finishing the run printed %q, the run said %q", got, resumed)
 	}
@@ -694,6 +698,8 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 	if n := len(readLines(t, filepath.Join(dir, "a", "metrics.jsonl"))); n != 4 {
 		t.Errorf("finishing the run left %d epochs in metrics.jsonl, want 4", n)
 	}
+	// Finished now: the summary says 4 epochs, and a further resume is refused.
+	wantError(t, run(t, dir, "train", "--resume", "a"), 1, "4 of 4 epochs")
 
 	// Was data loss: a refused resume had already rewritten config.json to the
 	// refused epoch count.

@@ -430,7 +430,7 @@ func (p *points) update(rs *torch.Scope, st *lloyd) error {
 	s := torch.NoGrad()
 	defer s.Close()
 	k, d := p.k, p.d
-	if len(st.moved) == p.n { // the first assignment: every point moved from nowhere
+	if len(st.moved) > 0 && st.from[0] < 0 { // the first assignment: every point came from nowhere
 		labels := s.FromInt64(st.labels, []int{p.n}, p.dev)
 		var sums *torch.Tensor
 		if p.dev.CUDA {

@@ -221,6 +221,12 @@ func TestKMeansErrors(t *testing.T) {
 	if _, err := KMeans(bad, KMeansConfig{K: 2}); err == nil || !strings.Contains(err.Error(), "1 NaN") {
 		t.Errorf("NaN data: err = %v", err)
 	}
+	// Finite, but the squares overflow float32: every distance would be NaN and all
+	// points would land in cluster 0 without an error.
+	huge := tensor(t, s, []float32{1e20, -1e20, -1e20, 1e20, 1e20, 1e20, -1e20, -1e20}, 2)
+	if _, err := KMeans(huge, KMeansConfig{K: 2}); err == nil || !strings.Contains(err.Error(), "overflow") {
+		t.Errorf("±1e20 data: err = %v", err)
+	}
 	if _, err := KMeans(s.Reshape(x, 20), KMeansConfig{K: 2}); err == nil || !strings.Contains(err.Error(), "want N×D") {
 		t.Errorf("1-D data: err = %v", err)
 	}

@@ -90,12 +90,20 @@ func preparePoints(s *torch.Scope, x *torch.Tensor, k int, who string) (*points,
 	}
 	xc := s.Sub(xf, mean)
 	sq := s.Sum(s.Square(xc), true, 1)
+	total := s.Item(s.Sum(sq, false))
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("%s: preparing data: %w", who, err)
+	}
+	if math.IsInf(total, 0) || math.IsNaN(total) {
+		// Finite values whose squares overflow float32 would make every distance NaN.
+		return nil, fmt.Errorf("%s: data too large: squared distances overflow float32 (standardise the features)", who)
+	}
 	p := &points{
 		x:    xc,
 		sq:   sq,
 		mean: meanHost,
 		// The mean column variance of centred data is Σ||x_i||² / (N·D).
-		meanVar: s.Item(s.Sum(sq, false)) / float64(n) / float64(d),
+		meanVar: total / float64(n) / float64(d),
 		n:       n,
 		d:       d,
 		dev:     x.Device(),
