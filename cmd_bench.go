@@ -166,6 +166,7 @@ func benchOne(arch, obj string, comp model.Compute, rows, ch, h, w, features int
 	}
 	defer src.Close()
 	cfg.Arch, cfg.Objective, cfg.BatchSize, cfg.Device = arch, obj, bs, dev.String()
+	cfg.Threads = c.Int("threads") // an explicit count is kept even for small steps
 	cfg.Precision, cfg.ChannelsLast = comp.Precision, comp.ChannelsLast
 	return train.Bench(cfg, src, dev, c.Int("warmup"), c.Int("steps"), rows)
 }

@@ -82,6 +82,7 @@ func Bench(cfg Config, src Source, dev torch.Device, warmup, steps, epochRows in
 		return nil, err
 	}
 	defer r.Close()
+	defer r.oneThreadForSmallSteps()()
 	n := src.Len()
 	bs := r.Cfg.BatchSize
 	ep := torch.NoGrad()

@@ -219,7 +219,9 @@ func (r *Run) Train(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		restore := r.oneThreadForSmallSteps()
 		m, err := r.trainEpoch(ctx)
+		restore()
 		if err != nil {
 			return fmt.Errorf("epoch %d: %w", r.epoch+1, err)
 		}
@@ -241,6 +243,25 @@ func (r *Run) Train(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// smallStepFLOPs is the step size below which a CPU step runs on one thread.
+const smallStepFLOPs = 10e6
+
+// oneThreadForSmallSteps runs CPU steps too small to share on one OpenMP thread and
+// returns the function that restores the thread count. Below smallStepFLOPs the
+// hand-offs between threads cost more than they save: the digits MLP step (2.6 MFLOP)
+// takes 0.28–0.33 ms on one thread and 0.40–0.53 ms on two, half of it in libgomp
+// waiting (docs/RESULTS.md section 10). Only when Cfg.Threads leaves the count to
+// emclust; evaluation and the baselines keep every thread.
+func (r *Run) oneThreadForSmallSteps() (restore func()) {
+	flops := StepFLOPs(r.Net.ForwardFLOPs(), r.Cfg.BatchSize, r.Cfg.Objective)
+	prev := torch.NumThreads()
+	if r.Cfg.Threads != 0 || r.Dev.CUDA || prev <= 1 || float64(flops) >= smallStepFLOPs {
+		return func() {}
+	}
+	torch.SetNumThreads(1)
+	return func() { torch.SetNumThreads(prev) }
 }
 
 // trainEpoch is one pass over a fresh shuffle, dropping the last partial batch (a

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -350,5 +351,46 @@ func TestSupervisedBottleneck(t *testing.T) {
 	defer nolab.Close()
 	if _, err := New(cfg, nolab, testDevice, ""); err == nil || !strings.Contains(err.Error(), "needs labels") {
 		t.Fatalf("supervised without labels: %v", err)
+	}
+}
+
+// A step too small to share runs on one thread when the config leaves the count to
+// emclust; an explicit count, and a large step, keep every thread.
+func TestOneThreadForSmallSteps(t *testing.T) {
+	// OpenMP keeps the thread count per OS thread; the binary makes every libtorch
+	// call from its main thread, and this test from one thread too.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := torch.SetNumThreads(2); err != nil {
+		t.Fatal(err)
+	}
+	images, err := NewImageSource(synthImages(13, 256, 1, 28), torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer images.Close()
+	explicit := VectorDefaults()
+	explicit.Threads = 2
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		src    Source
+		during int
+	}{
+		{"digits mlp, auto", VectorDefaults(), digitsSource(t), 1},
+		{"digits mlp, --threads 2", explicit, digitsSource(t), 2},
+		{"mnist cnn, auto", imageConfig("em", 1, 128), images, 2},
+	} {
+		r, err := New(tc.cfg, tc.src, torch.CPU, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		restore := r.oneThreadForSmallSteps()
+		during := torch.NumThreads()
+		restore()
+		r.Close()
+		if during != tc.during || torch.NumThreads() != 2 {
+			t.Errorf("%s: %d threads during the steps, %d after; want %d, then 2", tc.name, during, torch.NumThreads(), tc.during)
+		}
 	}
 }
