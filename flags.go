@@ -67,5 +67,5 @@ func deviceFlag() cli.Flag {
 }
 
 func threadsFlag() cli.Flag {
-	return &cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: one per CPU)"}
+	return &cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: one per CPU, and one for a training step too small to share)"}
 }
