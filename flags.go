@@ -7,11 +7,9 @@ import (
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
-)
 
-// runFiles are the files a run folder owns: train writes them, and another command's
-// --out must not replace them.
-var runFiles = []string{"checkpoint.safetensors", "config.json", "metrics.jsonl", "assignments.csv", "summary.json", ".lock"}
+	"emclust/train"
+)
 
 // forceFlag lets --out replace an existing file.
 var forceFlag = &cli.BoolFlag{Name: "force", Usage: "replace the --out file if it exists"}
@@ -22,7 +20,7 @@ func checkOutput(c *cli.Context, inputs ...string) error {
 	out := c.String("out")
 	// Whether or not the file exists yet: a run still training writes it later.
 	dir, base := filepath.Split(out)
-	for _, owned := range runFiles {
+	for _, owned := range append(train.RunFiles, ".lock") {
 		if base != owned {
 			continue
 		}

@@ -593,11 +593,12 @@ func ReadCheckpoint(runDir string) (*torch.SafeFile, *Config, model.Spec, error)
 	return f, &cfg, spec, nil
 }
 
-// runFileNames are the files of a run folder written through atomicfile.
-var runFileNames = []string{"config.json", checkpointName, "metrics.jsonl", "assignments.csv", "summary.json"}
+// RunFiles are the files a run folder owns, written through atomicfile (the CLI
+// writes the last two). Other commands must not write over them.
+var RunFiles = []string{"config.json", checkpointName, "metrics.jsonl", "assignments.csv", "summary.json"}
 
 func removeStale(dir string) {
-	for _, f := range runFileNames {
+	for _, f := range RunFiles {
 		atomicfile.RemoveStale(filepath.Join(dir, f))
 	}
 }
@@ -607,7 +608,7 @@ func removeStale(dir string) {
 // files.
 func RemoveStale(dir string) error {
 	stale := false
-	for _, f := range runFileNames {
+	for _, f := range RunFiles {
 		m, _ := filepath.Glob(filepath.Join(dir, "."+f+".tmp*"))
 		stale = stale || len(m) > 0
 	}
