@@ -486,8 +486,18 @@ et_error et_index_add(int flags, et_tensor a, int64_t dim, et_tensor index, et_t
                       et_tensor *out) {
   ET_TRY
   Mode m(flags);
-  *out = wrap(need(a, "index_add").index_add(dim, need(index, "index_add index"),
-                                             need(src, "index_add source")));
+  const at::Tensor &t = need(a, "index_add"), &i = need(index, "index_add index");
+  // The CPU kernel checks the indices; the CUDA one asserts on the device, which
+  // poisons the whole CUDA context. One sync buys an error instead.
+  if (i.is_cuda() && i.numel() > 0) {
+    auto [lo, hi] = at::aminmax(i);
+    int64_t n = t.size(dim), l = lo.item<int64_t>(), h = hi.item<int64_t>();
+    if (l < 0 || h >= n)
+      throw std::runtime_error("index_add: index " + std::to_string(h >= n ? h : l) +
+                               " is out of range for dimension " + std::to_string(dim) +
+                               " of size " + std::to_string(n));
+  }
+  *out = wrap(t.index_add(dim, i, need(src, "index_add source")));
   ET_CATCH
 }
 
@@ -802,6 +812,8 @@ et_error et_cuda_reset_peak_memory(int device_index) {
 }
 
 void et_set_cudnn_benchmark(int on) { at::globalContext().setBenchmarkCuDNN(on != 0); }
+
+void et_set_cudnn_deterministic(int on) { at::globalContext().setDeterministicCuDNN(on != 0); }
 
 int et_advise_huge_pages(void) {
 #if defined(__linux__)
