@@ -68,7 +68,16 @@ func randomBatch(n int) []float32 {
 // AVX2-only CPUs, oneDNN 3 in libtorch 2.x): an AVX-512 machine measured a gradient
 // cosine of 0.992, so the bound is 0.95, room for other kernels and still far from a
 // wrong gradient (an unrelated direction has a cosine near 0).
+//
+// On CUDA, fp32 convolutions are TF32 (cuDNN's default in libtorch, kept by emclust:
+// a 10-bit mantissa), and the layouts pick different cuDNN algorithms, whose weight
+// gradients also sum in a nondeterministic order: an H100 measured scores 8.6e-4 apart
+// and a gradient cosine of 0.99902 between the layouts.
 func TestComputeModes(t *testing.T) {
+	fp32Diff, fp32Cos, sameCos := 1e-4, 0.99999, 1-1e-12
+	if testDevice.CUDA {
+		fp32Diff, fp32Cos, sameCos = 1e-2, 0.995, 1-1e-6
+	}
 	shape := []int{16, 2, 28, 28}
 	x := randomBatch(16 * 2 * 28 * 28)
 	if err := torch.ManualSeed(3); err != nil {
@@ -84,10 +93,10 @@ func TestComputeModes(t *testing.T) {
 		wantChannelsLast  bool
 		wantDifferentBits bool
 	}{
-		{c: Compute{Precision: "fp32", ChannelsLast: true}, maxDiff: 1e-4, minCos: 0.99999, wantChannelsLast: true},
+		{c: Compute{Precision: "fp32", ChannelsLast: true}, maxDiff: fp32Diff, minCos: fp32Cos, wantChannelsLast: true},
 		{c: Compute{Precision: "bf16"}, minDiff: 1e-4, maxDiff: 0.15, minCos: 0.95, wantDifferentBits: true},
 		{c: Compute{Precision: "bf16", ChannelsLast: true}, minDiff: 1e-4, maxDiff: 0.15, minCos: 0.95, wantChannelsLast: true, wantDifferentBits: true},
-		{c: Compute{}, maxDiff: 0, minCos: 1 - 1e-12},
+		{c: Compute{}, maxDiff: 0, minCos: sameCos},
 	} {
 		if err := n.SetCompute(tc.c); err != nil {
 			t.Fatal(err)
