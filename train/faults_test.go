@@ -30,6 +30,8 @@ func TestMain(m *testing.M) {
 	}
 }
 
+// f must not call t.Fatal: runtime.Goexit there would end the loop in TestMain and
+// hang every test after.
 func onMainThread(f func()) {
 	finished := make(chan struct{})
 	mainThread <- func() { defer close(finished); f() }
@@ -68,7 +70,7 @@ func TestStepPageFaults(t *testing.T) {
 				defer s.Close()
 				src = s
 			} else {
-				src = digitsSource(t)
+				src = digitsSourceOn(t, torch.CPU)
 			}
 			r, err := New(tc.cfg, src, torch.CPU, "")
 			if err != nil {
@@ -76,24 +78,25 @@ func TestStepPageFaults(t *testing.T) {
 			}
 			defer r.Close()
 			bs := r.Cfg.BatchSize
-			run := func(count int) {
-				for i := range count {
-					s := torch.NewScope()
-					r.step(s, s.Arange(bs, torch.Int64, torch.CPU))
-					if err := s.Close(); err != nil {
-						t.Fatalf("step %d: %v", i, err)
-					}
-				}
+			step := func() error {
+				s := torch.NewScope()
+				r.step(s, s.Arange(bs, torch.Int64, torch.CPU))
+				return s.Close()
 			}
 			perStep := make([]int64, steps)
 			onMainThread(func() {
-				run(warmup)
-				for i := range perStep {
+				for i := 0; i < warmup && err == nil; i++ {
+					err = step()
+				}
+				for i := 0; i < steps && err == nil; i++ {
 					f0 := minorFaults()
-					run(1)
+					err = step()
 					perStep[i] = minorFaults() - f0
 				}
 			})
+			if err != nil {
+				t.Fatal(err)
+			}
 			// Churn costs every step; the heap still growing to its high-water mark
 			// (em-aug's crops vary in size) costs an occasional step once, so the
 			// median step is the one held to the bound.

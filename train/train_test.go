@@ -14,14 +14,16 @@ import (
 	"emclust/torch"
 )
 
-func digitsSource(t testing.TB) *VectorSource {
+func digitsSource(t testing.TB) *VectorSource { return digitsSourceOn(t, testDevice) }
+
+func digitsSourceOn(t testing.TB, dev torch.Device) *VectorSource {
 	t.Helper()
 	v, err := data.Digits()
 	if err != nil {
 		t.Fatal(err)
 	}
 	v.Standardize()
-	src, err := NewVectorSource(v, testDevice)
+	src, err := NewVectorSource(v, dev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,8 +379,8 @@ func TestOneThreadForSmallSteps(t *testing.T) {
 		src    Source
 		during int
 	}{
-		{"digits mlp, auto", VectorDefaults(), digitsSource(t), 1},
-		{"digits mlp, --threads 2", explicit, digitsSource(t), 2},
+		{"digits mlp, auto", VectorDefaults(), digitsSourceOn(t, torch.CPU), 1},
+		{"digits mlp, --threads 2", explicit, digitsSourceOn(t, torch.CPU), 2},
 		{"mnist cnn, auto", imageConfig("em", 1, 128), images, 2},
 	} {
 		r, err := New(tc.cfg, tc.src, torch.CPU, "")
