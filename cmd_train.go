@@ -58,6 +58,7 @@ func trainCommand() *cli.Command {
 		threadsFlag(),
 		&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "fp32, or bf16: convolutions and matrix products in bfloat16 as under autocast (weights, normalisation and loss stay float32)"},
 		&cli.BoolFlag{Name: "channels-last", Usage: "lay images and conv weights out N,H,W,C (CNNs only; --channels-last=false: off)", DefaultText: "on for CNNs on the CPU, off on GPUs"},
+		&cli.BoolFlag{Name: "deterministic", Usage: "on a GPU: cuDNN's deterministic algorithms only, so that a rerun or a resumed run matches bit for bit (slower)"},
 		&cli.IntFlag{Name: "eval-every", Value: 1, Usage: "epochs between full evaluations (0: only at the end)"},
 		&cli.BoolFlag{Name: "kmeans", Value: true, Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
@@ -136,6 +137,9 @@ func runTrain(c *cli.Context) error {
 		}
 		if c.IsSet("channels-last") {
 			cfg.ChannelsLast = c.Bool("channels-last")
+		}
+		if c.IsSet("deterministic") {
+			cfg.Deterministic = c.Bool("deterministic")
 		}
 	} else {
 		var err error
@@ -369,6 +373,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	if cfg.ChannelsLast && !images {
 		return cfg, usageError{errors.New("--channels-last lays out images for convolutions; vectors train an mlp, which has none")}
 	}
+	cfg.Deterministic = c.Bool("deterministic")
 	cfg.Seed = c.Uint64("seed")
 	cfg.Device = c.String("device")
 	cfg.Threads = c.Int("threads")

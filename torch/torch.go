@@ -376,6 +376,10 @@ func AdviseHugePages() bool { return C.et_advise_huge_pages() != 0 }
 // SetCuDNNBenchmark turns cuDNN's autotuner on or off.
 func SetCuDNNBenchmark(on bool) { C.et_set_cudnn_benchmark(cbool(on)) }
 
+// SetCuDNNDeterministic restricts cuDNN to its deterministic algorithms. Others, the
+// fastest backward convolutions among them, sum in an order that varies between runs.
+func SetCuDNNDeterministic(on bool) { C.et_set_cudnn_deterministic(cbool(on)) }
+
 // hostPtr returns a pointer to the first element of a Go slice (nil when empty).
 func hostPtr[T any](s []T) unsafe.Pointer {
 	if len(s) == 0 {

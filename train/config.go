@@ -42,6 +42,9 @@ type Config struct {
 	// Arithmetic (model.Compute): products in fp32 or bf16, images channels-last.
 	Precision    string `json:"precision,omitempty"`
 	ChannelsLast bool   `json:"channels_last,omitempty"`
+	// Deterministic keeps a CUDA run bit-identical from one run or resume to the next:
+	// cuDNN's deterministic algorithms, no autotuning. Slower; the CPU always is.
+	Deterministic bool `json:"deterministic,omitempty"`
 
 	// Optimisation.
 	Objective string                   `json:"objective"` // em, em-aug, twofold, iic

@@ -112,6 +112,12 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 	if err := torch.ManualSeed(cfg.Seed); err != nil {
 		return nil, err
 	}
+	if dev.CUDA {
+		torch.SetCuDNNDeterministic(cfg.Deterministic)
+		if cfg.Deterministic {
+			torch.SetCuDNNBenchmark(false) // the autotuner's choice varies between runs
+		}
+	}
 	net, err := model.New(spec, dev)
 	if err != nil {
 		return nil, err

@@ -23,8 +23,9 @@ extern "C" {
 
 /* 1: the first versioned ABI (shims before it have no et_abi_version).
  * 2: et_keep_freed_memory replaces et_set_malloc_arenas.
- * 3: et_advise_huge_pages and et_index_add. */
-#define ET_ABI_VERSION 3
+ * 3: et_advise_huge_pages and et_index_add.
+ * 4: et_set_cudnn_deterministic. */
+#define ET_ABI_VERSION 4
 
 typedef struct et_tensor_s *et_tensor;
 typedef struct et_adam_s *et_adam;
@@ -217,6 +218,8 @@ et_error et_cuda_device_info(int device_index, char *name, int cap, int64_t *tot
 int64_t et_cuda_max_memory_allocated(int device_index);
 et_error et_cuda_reset_peak_memory(int device_index);
 void et_set_cudnn_benchmark(int on);
+/* cuDNN's deterministic algorithms only, for bit-identical reruns on a GPU. */
+void et_set_cudnn_deterministic(int on);
 /* Makes glibc's malloc keep what a CPU training step frees for the next step: no
  * mmap for large blocks (each would be unmapped at free and faulted in again, page by
  * page, on the next step) and no trimming of the heap below 2 GiB of free top. A step
