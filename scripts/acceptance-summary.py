@@ -104,7 +104,7 @@ def main():
         last = epochs[-1]
         train["last"] = {k: last.get(k) for k in ("epoch", "acc", "nmi", "ari")}
     res["train"] = train
-    res["ok"] = all(s["status"] == "ok" for s in res["steps"]) and bool(res["steps"])
+    res["ok"] = all(s["status"] in ("ok", "skipped") for s in res["steps"]) and bool(res["steps"])
 
     with open(os.path.join(out, "results.json.tmp"), "w") as f:
         json.dump(res, f, indent=1)
