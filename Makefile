@@ -48,7 +48,7 @@ $(SHIM): $(SHIM_SRC) | deps
 		-Wl,--no-as-needed -ltorch -ltorch_cpu -lc10
 
 build: lib
-	$(GO) build -o emclust .
+	$(GO) build -o emclust ./cmd/emclust
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

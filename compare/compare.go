@@ -24,8 +24,20 @@ import (
 	"emclust/train"
 )
 
-// Methods lists every method, neural objectives first, then the baselines.
-var Methods = []string{"twofold", "em-aug", "em", "iic", "kmeans", "gmm-diag", "gmm-full"}
+// Baselines are the classical methods compared with the network's objectives.
+var Baselines = []string{"kmeans", "gmm-diag", "gmm-full"}
+
+// Methods lists every method: the unsupervised training objectives, then the
+// baselines.
+func Methods() []string {
+	var m []string
+	for _, o := range train.Objectives {
+		if !o.Supervised {
+			m = append(m, o.Name)
+		}
+	}
+	return append(m, Baselines...)
+}
 
 // DefaultMethods are the methods compared when none are named: for vectors the
 // paper's EM against the classical mixtures it generalises; for images its
@@ -40,17 +52,15 @@ func DefaultMethods(images bool) []string {
 
 // Neural reports whether method trains a network (rather than being a baseline).
 func Neural(method string) bool {
-	switch method {
-	case "twofold", "em-aug", "em", "iic":
-		return true
-	}
-	return false
+	o, err := train.LookupObjective(method)
+	return err == nil && !o.Supervised
 }
 
 // NeedsImages reports whether method trains on augmented copies of images, which
 // vectors have no equivalent of.
 func NeedsImages(method string) bool {
-	return Neural(method) && method != "em"
+	o, err := train.LookupObjective(method)
+	return err == nil && o.Augmented
 }
 
 // Baseline settings. k-means keeps the best of 10 k-means++ restarts, as the train
@@ -83,15 +93,15 @@ func CheckMethods(methods []string, images bool) error {
 		return errors.New("no methods to compare")
 	}
 	for i, m := range methods {
-		if !slices.Contains(Methods, m) {
-			return fmt.Errorf("unknown method %q: want some of %s", m, strings.Join(Methods, ", "))
+		if !slices.Contains(Methods(), m) {
+			return fmt.Errorf("unknown method %q: want some of %s", m, strings.Join(Methods(), ", "))
 		}
 		if slices.Contains(methods[:i], m) {
 			return fmt.Errorf("method %s named twice", m)
 		}
 		if NeedsImages(m) && !images {
 			var ok []string
-			for _, m := range Methods {
+			for _, m := range Methods() {
 				if !NeedsImages(m) {
 					ok = append(ok, m)
 				}

@@ -167,7 +167,7 @@ func (b *builder) header() error {
 		gamma += " (auto)"
 	}
 	lr := strconv.FormatFloat(cfg.LR, 'g', -1, 64)
-	if cfg.Objective == "twofold" {
+	if o, err := train.LookupObjective(cfg.Objective); err == nil && o.KLStep {
 		lr += ", KL step " + strconv.FormatFloat(cfg.LRKL, 'g', -1, 64)
 	}
 	arch := spec.Arch

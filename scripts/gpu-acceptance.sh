@@ -135,8 +135,7 @@ done
 : >"$out/tests.tsv"
 test_failed=0
 for name in "${pkgs[@]}"; do
-	dir=$name
-	[ "$name" = emclust ] && dir=.
+	dir=$name # each package with tests is a top-level folder named as its package
 	t1=$SECONDS
 	if (cd "$dir" && EMCLUST_TEST_DEVICE=$device EMCLUST_TEST_BIN=$repo/emclust "$repo/build/tests/$name.test" \
 		-test.count=1 -test.timeout=4m >"$out/test-$name.log" 2>&1); then

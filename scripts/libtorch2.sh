@@ -115,7 +115,7 @@ fi
 # --- binaries: Go here, the shim in the root through build-shim.sh ---------------------
 rm -rf "$OUT" && mkdir -p "$OUT/tests"
 say "building emclust and the test binaries with $($GO env GOVERSION)"
-(cd "$REPO" && $GO build -o "$OUT/emclust" . && $GO test -c -o "$OUT/tests/" ./...)
+(cd "$REPO" && $GO build -o "$OUT/emclust" ./cmd/emclust && $GO test -c -o "$OUT/tests/" ./...)
 if [ "$MODE" = cuda ]; then
   in_root env CUDA_HOME=/opt/cuda CXX11_ABI=1 "$REPO/scripts/build-shim.sh" /opt/libtorch-cuda "$OUT/shim"
   libpath=$OUT/shim:$CUDA_LIBS

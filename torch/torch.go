@@ -11,7 +11,9 @@
 // comes back from the failing call itself, never from a thread-local slot read later.
 //
 // Thread-local libtorch state (grad mode) is passed with each call from the Scope's
-// settings, so goroutines need not be locked to OS threads. A Scope is not safe for
+// settings, so results do not depend on the OS thread a goroutine runs on. Speed does:
+// the CPU kernels' OpenMP team and thread count belong to the calling OS thread, which
+// is why cmd/emclust locks its main goroutine to one. A Scope is not safe for
 // concurrent use; use one per goroutine.
 package torch
 
@@ -43,10 +45,14 @@ const (
 	Bool     DType = C.ET_BOOL
 	Int32    DType = C.ET_INT32
 	Float16  DType = C.ET_FLOAT16
+	// NoDType is the DType of a nil or freed tensor, which has none.
+	NoDType DType = -1
 )
 
 func (d DType) String() string {
 	switch d {
+	case NoDType:
+		return "no dtype (nil or freed tensor)"
 	case Float32:
 		return "float32"
 	case Float64:
@@ -201,12 +207,12 @@ func (t *Tensor) Dim(i int) int {
 
 func (t *Tensor) info() (dt DType, dev Device, grad bool) {
 	if t == nil || t.h == nil {
-		return
+		return NoDType, dev, false
 	}
 	var d, typ, idx, rg C.int
 	if e := C.et_info(t.h, &d, &typ, &idx, &rg); e != nil {
 		C.et_free_error(e)
-		return
+		return NoDType, dev, false
 	}
 	return DType(d), Device{CUDA: typ == C.ET_CUDA, Index: int(idx)}, rg != 0
 }

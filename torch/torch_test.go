@@ -132,6 +132,13 @@ func TestScopeFreesAndKeep(t *testing.T) {
 	if a.Shape() != nil {
 		t.Fatal("tensor usable after its scope closed")
 	}
+	// A freed tensor has no element type; it must not read as float32.
+	if d := a.DType(); d != NoDType {
+		t.Fatalf("freed tensor's dtype %v, want NoDType", d)
+	}
+	if d := (*Tensor)(nil).DType(); d != NoDType {
+		t.Fatalf("nil tensor's dtype %v, want NoDType", d)
+	}
 	s2 := NewScope()
 	if v := s2.Float32s(kept); v[0] != 4 {
 		t.Fatalf("kept = %v", v)

@@ -56,15 +56,8 @@ func minorFaults() int64 {
 //
 // It slightly overstates the backward: the first layer needs no input gradient.
 func ForwardEquivalents(objective string) int {
-	switch objective {
-	case "em":
-		return 3
-	case "em-aug", "iic":
-		return 6
-	case "twofold":
-		return 10
-	}
-	return 0
+	o, _ := LookupObjective(objective)
+	return o.ForwardEquivalents
 }
 
 // StepFLOPs is the network's FLOPs in one training step: per-input forward FLOPs

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"strings"
 
 	"emclust/atomicfile"
 	"emclust/data"
@@ -64,10 +63,6 @@ type Config struct {
 	Augment   *transform.AugmentConfig `json:"augment,omitempty"`
 }
 
-// Objectives lists the training objectives. supervised (cross-entropy on the labels)
-// trains the §8.1 network whose 2-d bottleneck makes the 2-d data set.
-var Objectives = []string{"em", "em-aug", "twofold", "iic", "supervised"}
-
 // VectorDefaults are the paper's §8.1 settings for vector data.
 func VectorDefaults() Config {
 	return Config{
@@ -94,18 +89,13 @@ func (c *Config) Compute() model.Compute {
 }
 
 // needsAugment reports whether the objective trains on transformed batches.
-func (c *Config) needsAugment() bool {
-	return c.Objective == "em-aug" || c.Objective == "twofold" || c.Objective == "iic"
-}
+func (c *Config) needsAugment() bool { return c.objective().Augmented }
 
 // Validate checks the settings that do not depend on the data.
 func (c *Config) Validate() error {
-	ok := false
-	for _, o := range Objectives {
-		ok = ok || c.Objective == o
-	}
-	if !ok {
-		return fmt.Errorf("objective %q: want one of %s", c.Objective, strings.Join(Objectives, ", "))
+	obj, err := LookupObjective(c.Objective)
+	if err != nil {
+		return err
 	}
 	switch {
 	case c.K < 1:
@@ -116,7 +106,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("batch size %d: the relevance normalisation needs at least 2 rows a batch", c.BatchSize)
 	case !(c.LR > 0) || math.IsInf(c.LR, 1):
 		return fmt.Errorf("lr %v: want a finite rate > 0", c.LR)
-	case c.Objective == "twofold" && (!(c.LRKL > 0) || math.IsInf(c.LRKL, 1)):
+	case obj.KLStep && (!(c.LRKL > 0) || math.IsInf(c.LRKL, 1)):
 		return fmt.Errorf("lr-kl %v: want a finite rate > 0", c.LRKL)
 	case c.Threads < 0 || c.Threads > runtime.NumCPU():
 		// Far more threads than CPUs did not finish a 1-second run in 300 s.

@@ -9,7 +9,7 @@ import (
 	"emclust/torch"
 )
 
-// The binary does its libtorch work on the main OS thread (main.go), where glibc's
+// The binary does its libtorch work on the main OS thread (cmd/emclust), where glibc's
 // malloc uses the main arena, the one KeepFreedMemory's settings keep from shrinking;
 // another thread's arena still unmaps whole heaps. onMainThread runs f there, so the
 // page-fault test measures what the binary does.

@@ -93,7 +93,7 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		return nil, err
 	}
 	cfg.GammaVal = g
-	if cfg.Objective == "supervised" {
+	if cfg.objective().Supervised {
 		if src.Labels() == nil {
 			return nil, fmt.Errorf("objective supervised needs labels; %s has none", src.Describe())
 		}
@@ -140,13 +140,13 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		r.Close()
 		return nil, err
 	}
-	if cfg.Objective == "twofold" {
+	if cfg.objective().KLStep {
 		if r.optB, err = torch.NewAdam(ts, lrB, torch.AdamConfig{}); err != nil {
 			r.Close()
 			return nil, err
 		}
 	}
-	if cfg.Objective == "supervised" {
+	if cfg.objective().Supervised {
 		s := torch.NoGrad()
 		lab := make([]int64, src.Len())
 		for i, l := range src.Labels() {
@@ -330,7 +330,7 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 	}
 	m.Steps = steps
 	m.Loss = ep.Item(lossSum) / float64(steps)
-	if cfg.Objective == "twofold" {
+	if cfg.objective().KLStep {
 		m.LossKL = ep.Item(klSum) / float64(steps)
 	}
 	hs := ep.Float32s(ep.DivScalar(hSum, float64(steps)))
@@ -376,7 +376,8 @@ func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tenso
 		return nil, nil, nil
 	}
 
-	if cfg.Objective == "supervised" {
+	obj := cfg.objective()
+	if obj.Supervised {
 		y := s.IndexSelect(r.labels, 0, idx)
 		if y != nil && y.Device() != r.Dev {
 			y = s.ToDevice(y, r.Dev, true)
@@ -412,7 +413,7 @@ func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tenso
 	}
 	l = s.Adopt(em.Detach(l))
 	s.Fail(em.Close())
-	if cfg.Objective != "twofold" {
+	if !obj.KLStep {
 		return l, nil, hMean
 	}
 

@@ -27,6 +27,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -656,7 +657,7 @@ extern "C" {
 et_error et_adam_new(const et_tensor *params, const double *lrs, int n, double beta1,
                      double beta2, double eps, et_adam *out) {
   ET_TRY
-  auto a = new et_adam_s;
+  auto a = std::make_unique<et_adam_s>(); // freed if a zeros_like below throws
   a->beta1 = beta1;
   a->beta2 = beta2;
   a->eps = eps;
@@ -668,7 +669,7 @@ et_error et_adam_new(const et_tensor *params, const double *lrs, int n, double b
     a->exp_avg_sq.push_back(at::zeros_like(p));
     a->step.push_back(0);
   }
-  *out = a;
+  *out = a.release();
   ET_CATCH
 }
 

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"encoding/json"
@@ -86,9 +86,9 @@ func benchCommand() *cli.Command {
 				}
 				objs := c.String("objective")
 				if objs == "" {
-					objs = "twofold"
+					objs = train.ImageDefaults().Objective
 					if m == "mlp" {
-						objs = "em"
+						objs = train.VectorDefaults().Objective
 					}
 				}
 				for _, obj := range strings.Split(objs, ",") {

@@ -1,4 +1,4 @@
-package main
+package command
 
 // End-to-end tests of the emclust command as a user runs it: the binary is built
 // once, run with os/exec, and judged by its exit status, stdout, stderr and the
@@ -48,7 +48,7 @@ func testMain(m *testing.M) int {
 	// GPU machine, and the libtorch 2.x root of `make test-libtorch2`.
 	if bin = os.Getenv("EMCLUST_TEST_BIN"); bin == "" {
 		bin = filepath.Join(tmp, "emclust")
-		build := exec.Command("go", "build", "-o", bin, ".")
+		build := exec.Command("go", "build", "-o", bin, "../cmd/emclust")
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build emclust:", err)
@@ -605,11 +605,21 @@ func TestHelp(t *testing.T) {
 		if len(name) == 1 {
 			dashes = "-"
 		}
+		// A flag's entry runs from its line to the next flag's (--objective's spans
+		// one line per objective).
 		var line string
+		in := false
 		for _, l := range strings.Split(r.stdout, "\n") {
-			if strings.HasPrefix(strings.TrimSpace(l), dashes+name+" ") || strings.HasPrefix(strings.TrimSpace(l), dashes+name+",") {
-				line = l
+			tl := strings.TrimSpace(l)
+			if strings.HasPrefix(tl, dashes+name+" ") || strings.HasPrefix(tl, dashes+name+",") {
+				in, line = true, l
+				continue
 			}
+			if in && tl != "" && !strings.HasPrefix(tl, "-") {
+				line += " " + tl
+				continue
+			}
+			in = false
 		}
 		if line == "" {
 			t.Errorf("train --help does not list --%s", name)
@@ -620,7 +630,7 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"--batch-size value", "(default: 128)", "--epochs value", "(default: 30 for vectors, 250 for images)",
-		`--gamma value`, `(default: "5")`, "--seed value", "(default: 1)"} {
+		`--gamma value`, `(default: 5)`, "--seed value", "(default: 1)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("train --help lacks %q", want)
 		}
@@ -1033,20 +1043,6 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 }
 
-func TestExplainOOM(t *testing.T) {
-	oom := &torch.Error{Op: "conv2d", Msg: "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.1 GiB total capacity)"}
-	got := explainOOM(fmt.Errorf("epoch 3: %w", oom), "lower --batch-size").Error()
-	for _, want := range []string{"Tried to allocate 2.00 GiB", "out of memory: lower --batch-size"} {
-		if !strings.Contains(got, want) {
-			t.Errorf("%q does not contain %q", got, want)
-		}
-	}
-	other := &torch.Error{Op: "matmul", Msg: "shapes cannot be multiplied (2x3 and 4x5)"}
-	if err := explainOOM(other, "lower --batch-size"); err != error(other) {
-		t.Errorf("a shape error was changed to %v", err)
-	}
-}
-
 // scripts/parity.sh trains each mode on the same seeds: its fp32 row must be the plain
 // run's score, and a tolerance no mode can meet must fail the check.
 func TestParityScript(t *testing.T) {
@@ -1064,7 +1060,7 @@ func TestParityScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	parity := func(tol string) (string, error) {
-		cmd := exec.Command("scripts/parity.sh", "--seeds", "2", "--modes", "fp32,bf16", "--tol", tol,
+		cmd := exec.Command("../scripts/parity.sh", "--seeds", "2", "--modes", "fp32,bf16", "--tol", tol,
 			"--emclust", bin, "--out", filepath.Join(dir, "parity"+tol), "--", "--epochs", "3", "--kmeans=false", "--device", "cpu")
 		out, err := cmd.Output()
 		return string(out), err
@@ -1175,7 +1171,7 @@ func TestBuildShimScript(t *testing.T) {
 		}
 	}
 	out := filepath.Join(dir, "shim")
-	build := exec.Command("scripts/build-shim.sh", lt, out)
+	build := exec.Command("../scripts/build-shim.sh", lt, out)
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build-shim.sh: %v\n%s", err, b)
 	}

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"context"
@@ -22,22 +22,12 @@ import (
 )
 
 func compareCommand() *cli.Command {
-	vd, id := train.VectorDefaults(), train.ImageDefaults()
-	flags := append(dataFlags("the embedded digits", "on for the embedded digits, else off"),
-		&cli.StringFlag{Name: "methods", Usage: "methods to compare, comma-separated: " + strings.Join(compare.Methods, ", "),
+	flags := append(dataFlags("the embedded digits", "on for the embedded digits, else off"), modelFlags()...)
+	flags = append(flags,
+		&cli.StringFlag{Name: "methods", Usage: "methods to compare, comma-separated: " + strings.Join(compare.Methods(), ", "),
 			DefaultText: strings.Join(compare.DefaultMethods(false), ",") + " for vectors, " + strings.Join(compare.DefaultMethods(true), ",") + " for images"},
 		&cli.IntFlag{Name: "seeds", Value: 5, Usage: "run each method with seeds 1..N"},
 		&cli.StringFlag{Name: "seed-list", Usage: "run each method with these seeds instead, e.g. 3,7,9"},
-		&cli.IntFlag{Name: "k", Usage: "number of clusters", DefaultText: "the number of classes"},
-		&cli.IntFlag{Name: "epochs", Usage: "passes over the data of each neural run", DefaultText: fmt.Sprintf("%d for vectors, %d for images", vd.Epochs, id.Epochs)},
-		&cli.IntFlag{Name: "batch-size", Value: 128, Usage: "rows per batch of the neural methods"},
-		&cli.StringFlag{Name: "gamma", Value: "5", Usage: "γ in h = sigmoid(a*/γ): a number, or auto"},
-		&cli.Float64Flag{Name: "lr", Usage: "Adam learning rate of the EM (or IIC) step", DefaultText: fmt.Sprintf("%g for vectors, %g for images", vd.LR, id.LR)},
-		&cli.Float64Flag{Name: "lr-kl", Value: id.LRKL, Usage: "Adam learning rate of the KL step (twofold)"},
-		&cli.StringFlag{Name: "hidden", Value: "32,32", Usage: "MLP hidden layer widths (vectors)"},
-		&cli.StringFlag{Name: "prior", Value: "uniform", Usage: "cluster prior of the neural methods: uniform or learned"},
-		deviceFlag(),
-		threadsFlag(),
 		&cli.StringFlag{Name: "markdown", Usage: "also write the table to this file (atomically)"},
 		&cli.BoolFlag{Name: "json", Usage: "print every run and the summaries as JSON instead of the table"},
 		&cli.StringFlag{Name: "out", Usage: "keep each neural run's folder as DIR/<method>-s<seed>, and the JSON report as DIR/compare.json", DefaultText: "keep nothing"},
@@ -76,8 +66,9 @@ func runCompare(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg.EvalEvery = 0 // only the final clustering is scored
-	images := isImageSet(cfg.Dataset)
+	cfg.EvalEvery = 0  // only the final clustering is scored
+	cfg.KMeans = false // k-means is a method of its own here
+	images := train.IsImageSet(cfg.Dataset)
 	methods := compare.DefaultMethods(images)
 	if c.IsSet("methods") {
 		methods = splitList(c.String("methods"))
@@ -96,14 +87,16 @@ func runCompare(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg.ChannelsLast = defaultChannelsLast(images && cfg.Arch != "mlp", dev)
+	if !c.IsSet("channels-last") {
+		cfg.ChannelsLast = defaultChannelsLast(images && cfg.Arch != "mlp", dev)
+	}
 	if cfg.Threads > 0 {
 		if err := torch.SetNumThreads(cfg.Threads); err != nil {
 			return err
 		}
 	}
 
-	src, err := openSource(&cfg, dev)
+	src, err := train.OpenSource(&cfg, dev)
 	if err != nil {
 		return err
 	}
@@ -135,7 +128,7 @@ func runCompare(c *cli.Context) error {
 	if err != nil && !interrupted {
 		return err
 	}
-	data := dataName(cfg)
+	data := train.DataName(cfg)
 	if cfg.Standardize {
 		data += " (standardized)"
 	}

@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"errors"
@@ -38,7 +38,7 @@ func embedCommand() *cli.Command {
 				return err
 			}
 			defer in.Close()
-			net, src := in.net, in.src
+			net, src := in.Net, in.src
 			if net.Spec.Arch != "mnist2d" {
 				return fmt.Errorf("%s holds a %s model; embed needs one trained with --arch mnist2d --objective supervised", c.String("model"), net.Spec.Arch)
 			}

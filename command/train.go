@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"context"
@@ -39,30 +39,44 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 	}
 }
 
-func trainCommand() *cli.Command {
+// modelFlags choose the network and how it trains; train and compare share them, and
+// their defaults are the library's (train.VectorDefaults, train.ImageDefaults).
+func modelFlags() []cli.Flag {
 	vd, id := train.VectorDefaults(), train.ImageDefaults()
-	flags := append(dataFlags("the embedded digits", "on for the embedded digits, else off"),
-		&cli.IntFlag{Name: "k", Usage: "number of clusters", DefaultText: "the number of classes when labels are known, else 10"},
-		&cli.IntFlag{Name: "epochs", Usage: "passes over the data", DefaultText: fmt.Sprintf("%d for vectors, %d for images", vd.Epochs, id.Epochs)},
-		&cli.IntFlag{Name: "batch-size", Value: 128, Usage: "rows per batch; the relevance normalisation runs over each batch"},
-		&cli.StringFlag{Name: "gamma", Value: "5", Usage: "γ in h = sigmoid(a*/γ): a number, or auto = ((n−1)/√n)/2.245 for batch size n"},
-		&cli.Float64Flag{Name: "lr", Usage: "Adam learning rate of the EM step", DefaultText: fmt.Sprintf("%g for vectors, %g for images", vd.LR, id.LR)},
-		&cli.Float64Flag{Name: "lr-kl", Value: id.LRKL, Usage: "Adam learning rate of the KL step (twofold)"},
-		&cli.StringFlag{Name: "objective", Usage: "em, em-aug, twofold or iic (all but em train on augmented images)", DefaultText: "em for vectors, twofold for images"},
+	both := func(v, i any) string {
+		if fmt.Sprint(v) == fmt.Sprint(i) {
+			return fmt.Sprint(v)
+		}
+		return fmt.Sprintf("%v for vectors, %v for images", v, i)
+	}
+	return []cli.Flag{
+		&cli.IntFlag{Name: "k", Usage: "number of clusters", DefaultText: fmt.Sprintf("the number of classes when labels are known, else %d", vd.K)},
+		&cli.IntFlag{Name: "epochs", Usage: "passes over the data", DefaultText: both(vd.Epochs, id.Epochs)},
+		&cli.IntFlag{Name: "batch-size", Usage: "rows per batch; the relevance normalisation runs over each batch", DefaultText: both(vd.BatchSize, id.BatchSize)},
+		&cli.StringFlag{Name: "gamma", Usage: "γ in h = sigmoid(a*/γ): a number, or auto = ((n−1)/√n)/2.245 for batch size n", DefaultText: both(vd.Gamma, id.Gamma)},
+		&cli.Float64Flag{Name: "lr", Usage: "Adam learning rate of the EM (or IIC) step", DefaultText: both(vd.LR, id.LR)},
+		&cli.Float64Flag{Name: "lr-kl", Usage: "Adam learning rate of the KL step (twofold)", DefaultText: both(vd.LRKL, id.LRKL)},
 		&cli.StringFlag{Name: "arch", Usage: "network: mlp, mnist, cifar or stl10", DefaultText: "chosen from the data"},
-		&cli.StringFlag{Name: "hidden", Value: "32,32", Usage: "MLP hidden layer widths"},
+		&cli.StringFlag{Name: "hidden", Usage: "MLP hidden layer widths", DefaultText: strings.Trim(strings.ReplaceAll(fmt.Sprint(vd.Hidden), " ", ","), "[]")},
 		&cli.BoolFlag{Name: "no-norm", Usage: "turn off the relevance normalisation (the paper's ablation: expect collapse)"},
-		&cli.StringFlag{Name: "prior", Value: "uniform", Usage: "cluster prior: uniform (the paper) or learned (running mean of posteriors, for imbalanced data)"},
-		&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed for init, shuffling and augmentation"},
+		&cli.StringFlag{Name: "prior", Usage: "cluster prior: uniform (the paper) or learned (running mean of posteriors, for imbalanced data)", DefaultText: both(vd.Prior, id.Prior)},
 		deviceFlag(),
 		threadsFlag(),
-		&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "fp32, or bf16: convolutions and matrix products in bfloat16 as under autocast (weights, normalisation and loss stay float32)"},
+		&cli.StringFlag{Name: "precision", Usage: "fp32, or bf16: convolutions and matrix products in bfloat16 as under autocast (weights, normalisation and loss stay float32)", DefaultText: both(vd.Precision, id.Precision)},
 		&cli.BoolFlag{Name: "channels-last", Usage: "lay images and conv weights out N,H,W,C (CNNs only; --channels-last=false: off)", DefaultText: "on for CNNs on the CPU, off on GPUs"},
 		&cli.BoolFlag{Name: "deterministic", Usage: "on a GPU: cuDNN's deterministic algorithms only, so that a rerun or a resumed run matches bit for bit (slower)"},
-		&cli.IntFlag{Name: "eval-every", Value: 1, Usage: "epochs between full evaluations (0: only at the end)"},
-		&cli.BoolFlag{Name: "kmeans", Value: true, Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
-		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
 		&cli.BoolFlag{Name: "data-on-host", Usage: "keep images in (pinned) host memory and copy each batch to the device, for sets larger than GPU memory"},
+	}
+}
+
+func trainCommand() *cli.Command {
+	flags := append(dataFlags("the embedded digits", "on for the embedded digits, else off"), modelFlags()...)
+	flags = append(flags,
+		&cli.StringFlag{Name: "objective", Usage: objectiveHelp(), DefaultText: "em for vectors, twofold for images"},
+		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},
+		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations (0: only at the end)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
+		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
+		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
 		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it; the run's other settings are kept)", DefaultText: "off"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary line"},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
@@ -148,7 +162,7 @@ func runTrain(c *cli.Context) error {
 		}
 		runDir = c.String("out")
 		if runDir == "" {
-			runDir = filepath.Join("runs", fmt.Sprintf("%s-%s", dataName(cfg), time.Now().Format("20060102-150405")))
+			runDir = filepath.Join("runs", fmt.Sprintf("%s-%s", train.DataName(cfg), time.Now().Format("20060102-150405")))
 		}
 		if _, err := os.Stat(filepath.Join(runDir, "checkpoint.safetensors")); err == nil {
 			return fmt.Errorf("%s already holds a run; continue it with --resume %s or pick another --out", runDir, runDir)
@@ -159,13 +173,13 @@ func runTrain(c *cli.Context) error {
 		return err
 	}
 	if ckpt == nil && !c.IsSet("channels-last") {
-		cfg.ChannelsLast = defaultChannelsLast(isImageSet(cfg.Dataset) && cfg.Arch != "mlp", dev)
+		cfg.ChannelsLast = defaultChannelsLast(train.IsImageSet(cfg.Dataset) && cfg.Arch != "mlp", dev)
 	}
 	if cfg.Threads > 0 {
 		torch.SetNumThreads(cfg.Threads)
 	}
 	quiet := c.Bool("quiet")
-	src, err := openSource(&cfg, dev)
+	src, err := train.OpenSource(&cfg, dev)
 	if err != nil {
 		return err
 	}
@@ -221,7 +235,7 @@ func runTrain(c *cli.Context) error {
 			return interruptedError{fmt.Errorf("interrupted after %s; checkpoint kept in %s: continue with emclust train --resume %s",
 				plural(run.EpochsDone(), "epoch"), runDir, runDir)}
 		}
-		return explainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
+		return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
 	}
 	return finishRun(c, run, src, dev, time.Since(start), log)
 }
@@ -310,16 +324,14 @@ func kmeansScores(src train.Source, k int, seed uint64, labels []int) (*eval.Sco
 	return &sc, err
 }
 
-// configFromFlags starts from the paper's defaults for the kind of data and applies
-// the flags the user set.
+// configFromFlags starts from the library's defaults for the kind of data and applies
+// the flags the user set. compare reads its flags here too: a flag a command does not
+// define is never set.
 func configFromFlags(c *cli.Context) (train.Config, error) {
-	images := isImageSet(c.String("dataset"))
+	images := train.IsImageSet(c.String("dataset"))
 	cfg := train.VectorDefaults()
 	if images {
 		cfg = train.ImageDefaults()
-		cfg.KMeans = c.Bool("kmeans") && c.IsSet("kmeans")
-	} else {
-		cfg.KMeans = c.Bool("kmeans")
 	}
 	cfg.Dataset = c.String("dataset")
 	// Absolute paths, so that --resume works from any folder.
@@ -331,8 +343,8 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		return cfg, usageError{fmt.Errorf("--header %q: want auto, yes or no", h)}
 	}
 	cfg.Standardize = c.Bool("standardize")
-	if cfg.DataFile != "" && cfg.Dataset != "" {
-		return cfg, usageError{errors.New("give either --data FILE or --dataset NAME, not both")}
+	if err := train.CheckData(&cfg); err != nil {
+		return cfg, usageError{err}
 	}
 	if cfg.DataFile == "" && (cfg.Dataset == "" || cfg.Dataset == "digits") {
 		cfg.Dataset = "digits"
@@ -340,48 +352,66 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 			cfg.Standardize = true
 		}
 	}
-	if c.IsSet("k") {
-		cfg.K = c.Int("k")
-	}
-	if c.IsSet("epochs") {
-		cfg.Epochs = c.Int("epochs")
-	}
-	cfg.BatchSize = c.Int("batch-size")
-	cfg.Gamma = c.String("gamma")
-	if c.IsSet("lr") {
-		cfg.LR = c.Float64("lr")
-	}
-	cfg.LRKL = c.Float64("lr-kl")
-	if c.IsSet("objective") {
-		cfg.Objective = c.String("objective")
-	}
-	if c.IsSet("arch") {
-		cfg.Arch = c.String("arch")
-		if !images && cfg.Arch != "mlp" {
-			return cfg, usageError{fmt.Errorf("--arch %s is a network for images; vectors train an mlp", cfg.Arch)}
+	// Only what the user set: every default is the library's.
+	setInt := func(dst *int, name string) {
+		if c.IsSet(name) {
+			*dst = c.Int(name)
 		}
 	}
-	hidden, err := parseInts(c.String("hidden"))
-	if err != nil {
-		return cfg, usageError{fmt.Errorf("--hidden: %w", err)}
+	setString := func(dst *string, name string) {
+		if c.IsSet(name) {
+			*dst = c.String(name)
+		}
 	}
-	cfg.Hidden = hidden
-	cfg.Norm = !c.Bool("no-norm")
-	cfg.Prior = c.String("prior")
-	cfg.Precision = c.String("precision")
-	cfg.ChannelsLast = c.Bool("channels-last")
+	setFloat := func(dst *float64, name string) {
+		if c.IsSet(name) {
+			*dst = c.Float64(name)
+		}
+	}
+	setBool := func(dst *bool, name string) {
+		if c.IsSet(name) {
+			*dst = c.Bool(name)
+		}
+	}
+	setInt(&cfg.K, "k")
+	setInt(&cfg.Epochs, "epochs")
+	setInt(&cfg.BatchSize, "batch-size")
+	setString(&cfg.Gamma, "gamma")
+	setFloat(&cfg.LR, "lr")
+	setFloat(&cfg.LRKL, "lr-kl")
+	setString(&cfg.Objective, "objective")
+	setString(&cfg.Arch, "arch")
+	if c.IsSet("arch") && !images && cfg.Arch != "mlp" {
+		return cfg, usageError{fmt.Errorf("--arch %s is a network for images; vectors train an mlp", cfg.Arch)}
+	}
+	if c.IsSet("hidden") {
+		hidden, err := parseInts(c.String("hidden"))
+		if err != nil {
+			return cfg, usageError{fmt.Errorf("--hidden: %w", err)}
+		}
+		cfg.Hidden = hidden
+	}
+	if c.IsSet("no-norm") {
+		cfg.Norm = !c.Bool("no-norm")
+	}
+	setString(&cfg.Prior, "prior")
+	setString(&cfg.Precision, "precision")
+	setBool(&cfg.ChannelsLast, "channels-last")
 	if cfg.ChannelsLast && !images {
 		return cfg, usageError{errors.New("--channels-last lays out images for convolutions; vectors train an mlp, which has none")}
 	}
-	cfg.Deterministic = c.Bool("deterministic")
-	cfg.Seed = c.Uint64("seed")
-	cfg.Device = c.String("device")
-	cfg.Threads = c.Int("threads")
-	cfg.EvalEvery = c.Int("eval-every")
+	setBool(&cfg.Deterministic, "deterministic")
+	setBool(&cfg.KMeans, "kmeans")
+	if c.IsSet("seed") {
+		cfg.Seed = c.Uint64("seed")
+	}
+	setString(&cfg.Device, "device")
+	setInt(&cfg.Threads, "threads")
+	setInt(&cfg.EvalEvery, "eval-every")
 	if images {
-		cfg.ImageSize = c.Int("image-size")
-		cfg.Gray = c.Bool("gray")
-		cfg.DataOnHost = c.Bool("data-on-host")
+		setInt(&cfg.ImageSize, "image-size")
+		setBool(&cfg.Gray, "gray")
+		setBool(&cfg.DataOnHost, "data-on-host")
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
@@ -393,8 +423,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 			return cfg, usageError{err}
 		}
 	}
-	if !images && cfg.Objective != "em" {
-		return cfg, usageError{fmt.Errorf("objective %q trains on augmented copies of images; vectors (--data, digits) use --objective em", cfg.Objective)}
+	if obj, _ := train.LookupObjective(cfg.Objective); !images && obj.Augmented {
+		return cfg, usageError{fmt.Errorf("objective %q trains on augmented copies of images; vectors (--data, digits) use --objective %s", cfg.Objective,
+			train.ObjectiveNames(func(o train.Objective) bool { return !o.Augmented }))}
 	}
 	return cfg, nil
 }
@@ -402,7 +433,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 // resumeFlags are the train flags that apply to a resumed run; the rest of its
 // settings come from the checkpoint.
 var resumeFlags = map[string]bool{"resume": true, "epochs": true, "device": true, "threads": true,
-	"precision": true, "channels-last": true, "quiet": true, "json": true}
+	"precision": true, "channels-last": true, "deterministic": true, "quiet": true, "json": true}
 
 func checkResumeFlags(c *cli.Context) error {
 	for _, f := range c.Command.Flags {
@@ -411,7 +442,7 @@ func checkResumeFlags(c *cli.Context) error {
 			if name == "out" && c.String("out") == c.String("resume") {
 				continue
 			}
-			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved in %s; only --epochs, --device, --threads, --precision, --channels-last, --quiet and --json apply",
+			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved in %s; only --epochs, --device, --threads, --precision, --channels-last, --deterministic, --quiet and --json apply",
 				name, filepath.Join(c.String("resume"), "config.json"))}
 		}
 	}
@@ -464,104 +495,11 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-func isImageSet(name string) bool {
-	switch name {
-	case "mnist", "fashion-mnist", "cifar10", "cifar100", "stl10", "folder":
-		return true
-	}
-	return false
-}
-
-func dataName(cfg train.Config) string {
-	if cfg.DataFile != "" {
-		base := filepath.Base(cfg.DataFile)
-		return strings.TrimSuffix(base, filepath.Ext(base))
-	}
-	return cfg.Dataset
-}
-
-// standardize z-scores v with the statistics saved in cfg (a trained model sees new
-// data as it saw its training data), or computes them and saves them in cfg.
-func standardize(cfg *train.Config, v *data.Vectors) error {
-	if !cfg.Standardize {
-		return nil
-	}
-	if cfg.InputMean != nil {
-		return v.ApplyStandardize(cfg.InputMean, cfg.InputStd)
-	}
-	cfg.InputMean, cfg.InputStd = v.Standardize()
-	return nil
-}
-
-// imageSource puts the images on dev, or keeps them in pinned host memory when asked
-// (a set larger than the GPU's memory).
-func imageSource(cfg *train.Config, im *data.Images, dev torch.Device) (train.Source, error) {
-	if cfg.DataOnHost {
-		return train.NewHostImageSource(im, dev)
-	}
-	src, err := train.NewImageSource(im, dev)
-	if err != nil {
-		bytes := float64(im.N*im.C*im.H*im.W) / (1 << 20)
-		return nil, explainOOM(err, fmt.Sprintf("the %d images take %.0f MiB on %v; keep them in host memory with --data-on-host", im.N, bytes, dev))
-	}
-	return src, nil
-}
-
 // defaultChannelsLast is --channels-last's default: on for a CNN on the CPU, where it
 // cut a Fashion-MNIST twofold epoch by a fifth at the same accuracy (docs/RESULTS.md);
 // off on a GPU until it is measured there.
 func defaultChannelsLast(cnn bool, dev torch.Device) bool {
 	return cnn && !dev.CUDA
-}
-
-// explainOOM adds what to change to an allocation failure; other errors pass as they
-// are. libtorch's message already says how much was asked.
-func explainOOM(err error, advice string) error {
-	var te *torch.Error
-	if errors.As(err, &te) && te.OutOfMemory() {
-		return fmt.Errorf("%w (out of memory: %s)", err, advice)
-	}
-	return err
-}
-
-// openSource loads the configured data onto dev.
-func openSource(cfg *train.Config, dev torch.Device) (train.Source, error) {
-	switch {
-	case cfg.DataFile != "":
-		v, err := data.LoadVectors(cfg.DataFile, data.CSVOptions{Header: cfg.Header, LabelCol: cfg.LabelCol})
-		if err != nil {
-			return nil, err
-		}
-		if err := standardize(cfg, v); err != nil {
-			return nil, err
-		}
-		return train.NewVectorSource(v, dev)
-	case cfg.Dataset == "" || cfg.Dataset == "digits":
-		v, err := data.Digits()
-		if err != nil {
-			return nil, err
-		}
-		if err := standardize(cfg, v); err != nil {
-			return nil, err
-		}
-		return train.NewVectorSource(v, dev)
-	case cfg.Dataset == "folder":
-		if cfg.DataDir == "" {
-			return nil, usageError{errors.New("--dataset folder needs --data-dir with the images")}
-		}
-		im, err := data.LoadImageFolder(cfg.DataDir, cfg.ImageSize, cfg.Gray)
-		if err != nil {
-			return nil, err
-		}
-		return imageSource(cfg, im, dev)
-	case isImageSet(cfg.Dataset):
-		im, err := data.LoadImages(cfg.Dataset, cfg.DataDir)
-		if err != nil {
-			return nil, err
-		}
-		return imageSource(cfg, im, dev)
-	}
-	return nil, usageError{fmt.Errorf("unknown dataset %q: want digits, mnist, fashion-mnist, cifar10, cifar100, stl10 or folder", cfg.Dataset)}
 }
 
 func numClasses(labels []int) int {
@@ -597,4 +535,14 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// objectiveHelp lists the objectives for --help, one per line.
+func objectiveHelp() string {
+	var b strings.Builder
+	b.WriteString("training objective:")
+	for _, o := range train.Objectives {
+		fmt.Fprintf(&b, "\n\t%s: %s", o.Name, o.Help)
+	}
+	return b.String()
 }

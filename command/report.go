@@ -1,4 +1,4 @@
-package main
+package command
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 
 	"emclust/report"
 	"emclust/torch"
+	"emclust/train"
 )
 
 func reportCommand() *cli.Command {
@@ -75,20 +76,24 @@ func runReport(c *cli.Context) error {
 		return err
 	}
 
-	run, err := openReportRun(runDir, dev)
+	m, run, err := openReportRun(runDir, dev)
 	if err != nil {
 		return err
 	}
-	defer run.Net.Close()
-	defer run.Prior.Free()
-	src, err := sourceFor(c, run.Cfg, dev)
+	defer m.Close()
+	cfg, err := dataFor(c, m.Cfg)
+	if err != nil {
+		return err
+	}
+	src, err := train.OpenSource(cfg, dev)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	if err := checkInput(runDir, run.Net, src, run.Cfg); err != nil {
+	if err := m.CheckInput(runDir, src, cfg); err != nil {
 		return err
 	}
+	run.Cfg = cfg
 	opt := report.Options{
 		Out:        c.String("out"),
 		TSNEPoints: c.Int("tsne-points"),
@@ -104,13 +109,12 @@ func runReport(c *cli.Context) error {
 		opt.Log = io.Discard
 	}
 	if other := c.String("compare-run"); other != "" {
-		cmp, err := openReportRun(other, dev)
+		cm, cmp, err := openReportRun(other, dev)
 		if err != nil {
 			return fmt.Errorf("--compare-run: %w", err)
 		}
-		defer cmp.Net.Close()
-		defer cmp.Prior.Free()
-		if err := checkInput(other, cmp.Net, src, run.Cfg); err != nil {
+		defer cm.Close()
+		if err := cm.CheckInput(other, src, run.Cfg); err != nil {
 			return fmt.Errorf("--compare-run: %w", err)
 		}
 		opt.Compare = cmp
@@ -121,21 +125,6 @@ func runReport(c *cli.Context) error {
 	}
 	fmt.Println(index)
 	return nil
-}
-
-// openReportRun loads a run folder's network and its metrics.jsonl.
-func openReportRun(dir string, dev torch.Device) (*report.Run, error) {
-	net, cfg, prior, err := loadModel(dir, dev)
-	if err != nil {
-		return nil, err
-	}
-	hist, err := report.ReadMetrics(dir)
-	if err != nil {
-		net.Close()
-		prior.Free()
-		return nil, err
-	}
-	return &report.Run{Dir: dir, Cfg: cfg, Net: net, Prior: prior, History: hist}, nil
 }
 
 // parseClusters reads --clusters: comma-separated cluster indices; nil when empty.
@@ -199,4 +188,19 @@ func interspersedFlags(c *cli.Context) ([]string, error) {
 		}
 	}
 	return pos, nil
+}
+
+// openReportRun loads a run folder's model and its metrics.jsonl; the caller closes
+// the model.
+func openReportRun(dir string, dev torch.Device) (*train.Model, *report.Run, error) {
+	m, err := train.LoadModel(dir, dev)
+	if err != nil {
+		return nil, nil, err
+	}
+	hist, err := report.ReadMetrics(dir)
+	if err != nil {
+		m.Close()
+		return nil, nil, err
+	}
+	return m, &report.Run{Dir: dir, Cfg: m.Cfg, Net: m.Net, Prior: m.Prior, History: hist}, nil
 }

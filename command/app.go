@@ -1,7 +1,6 @@
-// Command emclust clusters vectors and images end to end with a neural network trained
-// as a mixture model by batch-wise EM (Tissera et al., "Neural Mixture Models with
-// Expectation-Maximization for End-to-end Deep Clustering").
-package main
+// Package command holds emclust's verbs, one file each, on urfave/cli: each verb reads
+// its flags into options and runs them; Main turns the result into an exit status.
+package command
 
 import (
 	"errors"
@@ -15,14 +14,9 @@ import (
 	"emclust/torch"
 )
 
-// libtorch's CPU kernels run on an OpenMP thread team that belongs to the calling OS
-// thread. A goroutine that moves between OS threads (as cgo calls let it) starts a
-// team on each, and on a small machine the idle teams' spin-waiting takes the cores
-// from the working one. Every command does its libtorch work on the main goroutine,
-// so it stays on the main OS thread.
-func init() { runtime.LockOSThread() }
-
-func main() {
+// Main runs the command line args (args[0] is the program) and returns the exit
+// status. The caller keeps every libtorch call on one OS thread (cmd/emclust).
+func Main(args []string) int {
 	app := &cli.App{
 		Name:  "emclust",
 		Usage: "cluster vectors and images with a neural mixture model trained by batch-wise EM",
@@ -63,8 +57,8 @@ func main() {
 				torch.KeepFreedMemory()
 				torch.AdviseHugePages()
 			}
-			// libtorch here starts with one intra-op thread; use every core unless a
-			// command's --threads says otherwise.
+			// One intra-op thread per CPU on this OS thread, where every verb runs its
+			// libtorch work, unless a verb's --threads says otherwise.
 			return torch.SetNumThreads(runtime.NumCPU())
 		},
 		// Errors are printed once, as one line, by main.
@@ -74,10 +68,11 @@ func main() {
 		},
 	}
 	setUsageErrors(app.Commands)
-	if err := app.Run(os.Args); err != nil {
+	if err := app.Run(args); err != nil {
 		fmt.Fprintln(os.Stderr, "emclust: "+oneLine(err.Error()))
-		os.Exit(exitCode(err))
+		return exitCode(err)
 	}
+	return 0
 }
 
 // Exit statuses, as README documents them: 0 success, 1 a failure at run time, 2 a

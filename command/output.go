@@ -1,0 +1,70 @@
+package command
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"emclust/atomicfile"
+	"emclust/train"
+)
+
+// writeAssignments writes index,cluster,posterior[,label] atomically.
+func writeAssignments(path string, pred *train.Prediction, labels []int) error {
+	return writeClusters(path, pred, labels, false)
+}
+
+// writePosteriors writes every cluster's posterior (p0..pK-1) instead of the winner's.
+func writePosteriors(path string, pred *train.Prediction, labels []int) error {
+	return writeClusters(path, pred, labels, true)
+}
+
+func writeClusters(path string, pred *train.Prediction, labels []int, all bool) error {
+	return atomicfile.Write(path, func(w io.Writer) error {
+		head := "index,cluster,posterior"
+		if all {
+			head = "index,cluster"
+			for j := 0; j < pred.K; j++ {
+				head += ",p" + strconv.Itoa(j)
+			}
+		}
+		if labels != nil {
+			head += ",label"
+		}
+		if _, err := fmt.Fprintln(w, head); err != nil {
+			return err
+		}
+		buf := make([]byte, 0, 256)
+		for i, c := range pred.Cluster {
+			buf = strconv.AppendInt(buf[:0], int64(i), 10)
+			buf = append(buf, ',')
+			buf = strconv.AppendInt(buf, int64(c), 10)
+			row := pred.Posterior[i*pred.K : (i+1)*pred.K]
+			if !all {
+				row = row[c : c+1]
+			}
+			for _, p := range row {
+				buf = append(buf, ',')
+				buf = strconv.AppendFloat(buf, float64(p), 'f', 6, 32)
+			}
+			if labels != nil {
+				buf = append(buf, ',')
+				buf = strconv.AppendInt(buf, int64(labels[i]), 10)
+			}
+			buf = append(buf, '\n')
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func writeJSONFile(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteBytes(path, append(b, '\n'))
+}

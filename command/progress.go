@@ -1,0 +1,78 @@
+package command
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"emclust/train"
+)
+
+// barProgress draws one progress bar per epoch with rate and ETA on a terminal, and
+// prints one line per epoch otherwise (unless quiet).
+type barProgress struct {
+	w     io.Writer
+	tty   bool
+	quiet bool
+	bar   *progressbar.ProgressBar
+	epoch int
+	of    int
+}
+
+func newProgress(w io.Writer, quiet bool) train.Progress {
+	return &barProgress{w: w, quiet: quiet, tty: !quiet && term.IsTerminal(int(os.Stderr.Fd()))}
+}
+
+func (p *barProgress) Start(epoch, epochs, steps int) {
+	p.epoch, p.of = epoch, epochs
+	if !p.tty {
+		return
+	}
+	p.bar = progressbar.NewOptions(steps,
+		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetDescription(fmt.Sprintf("epoch %d/%d", epoch, epochs)),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("step"),
+		progressbar.OptionSetPredictTime(true),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+		progressbar.OptionSetWidth(30),
+	)
+}
+
+func (p *barProgress) Step(done int, loss float64, read bool) {
+	if p.bar == nil {
+		return
+	}
+	if read {
+		p.bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f", p.epoch, p.of, loss))
+	}
+	p.bar.Set(done)
+}
+
+func (p *barProgress) End(m train.EpochMetrics) {
+	if p.bar != nil {
+		p.bar.Finish()
+		p.bar = nil
+	}
+	if p.quiet {
+		return
+	}
+	line := fmt.Sprintf("epoch %d/%d  loss %.4f", m.Epoch, p.of, m.Loss)
+	if m.LossKL != 0 {
+		line += fmt.Sprintf("  kl %.4f", m.LossKL)
+	}
+	if m.ACC != nil {
+		line += fmt.Sprintf("  ACC %.4f NMI %.4f ARI %.4f", *m.ACC, *m.NMI, *m.ARI)
+	}
+	if m.Sizes != nil {
+		line += fmt.Sprintf("  empty %d", m.Empty)
+	}
+	line += fmt.Sprintf("  %.1fs", m.Seconds)
+	fmt.Fprintln(p.w, line)
+}

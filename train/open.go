@@ -1,0 +1,187 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"emclust/data"
+	"emclust/model"
+	"emclust/torch"
+)
+
+// ImageSets are the image data sets a Config may name; "digits" (embedded) and a
+// --data file are vectors.
+var ImageSets = []string{"mnist", "fashion-mnist", "cifar10", "cifar100", "stl10", "folder"}
+
+// IsImageSet reports whether the named data set holds images.
+func IsImageSet(name string) bool {
+	for _, s := range ImageSets {
+		if name == s {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckData checks that cfg names data it can open, before any are read.
+func CheckData(cfg *Config) error {
+	switch {
+	case cfg.DataFile != "" && cfg.Dataset != "":
+		return errors.New("give either --data FILE or --dataset NAME, not both")
+	case cfg.DataFile != "" || cfg.Dataset == "" || cfg.Dataset == "digits":
+		return nil
+	case cfg.Dataset == "folder" && cfg.DataDir == "":
+		return errors.New("--dataset folder needs --data-dir with the images")
+	case !IsImageSet(cfg.Dataset):
+		return fmt.Errorf("unknown dataset %q: want digits, %s", cfg.Dataset, strings.Join(ImageSets, ", "))
+	}
+	return nil
+}
+
+// DataName names a run's data for its default folder: the file's base name or the
+// data set.
+func DataName(cfg Config) string {
+	if cfg.DataFile != "" {
+		base := filepath.Base(cfg.DataFile)
+		return strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	if cfg.Dataset == "" {
+		return "digits"
+	}
+	return cfg.Dataset
+}
+
+// OpenSource loads the data cfg names onto dev. With Standardize set it z-scores
+// vectors by cfg's saved statistics (a trained model sees new data as it saw its
+// training data), or computes them and saves them in cfg.
+func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
+	if err := CheckData(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.DataFile != "" || !IsImageSet(cfg.Dataset) {
+		var v *data.Vectors
+		var err error
+		if cfg.DataFile != "" {
+			v, err = data.LoadVectors(cfg.DataFile, data.CSVOptions{Header: cfg.Header, LabelCol: cfg.LabelCol})
+		} else {
+			v, err = data.Digits()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := standardize(cfg, v); err != nil {
+			return nil, err
+		}
+		return NewVectorSource(v, dev)
+	}
+	var im *data.Images
+	var err error
+	if cfg.Dataset == "folder" {
+		im, err = data.LoadImageFolder(cfg.DataDir, cfg.ImageSize, cfg.Gray)
+	} else {
+		im, err = data.LoadImages(cfg.Dataset, cfg.DataDir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cfg.DataOnHost {
+		return NewHostImageSource(im, dev)
+	}
+	src, err := NewImageSource(im, dev)
+	if err != nil {
+		mib := float64(im.N*im.C*im.H*im.W) / (1 << 20)
+		return nil, ExplainOOM(err, fmt.Sprintf("the %d images take %.0f MiB on %v; keep them in host memory with --data-on-host", im.N, mib, dev))
+	}
+	return src, nil
+}
+
+func standardize(cfg *Config, v *data.Vectors) error {
+	if !cfg.Standardize {
+		return nil
+	}
+	if cfg.InputMean != nil {
+		return v.ApplyStandardize(cfg.InputMean, cfg.InputStd)
+	}
+	cfg.InputMean, cfg.InputStd = v.Standardize()
+	return nil
+}
+
+// ExplainOOM adds what to change to an allocation failure; other errors pass as they
+// are. libtorch's message already says how much was asked.
+func ExplainOOM(err error, advice string) error {
+	var te *torch.Error
+	if errors.As(err, &te) && te.OutOfMemory() {
+		return fmt.Errorf("%w (out of memory: %s)", err, advice)
+	}
+	return err
+}
+
+// Model is a trained network read back from a run folder or checkpoint file.
+type Model struct {
+	Net   *model.Net
+	Cfg   *Config
+	Prior *torch.Tensor // the learned prior; nil for a uniform one
+}
+
+// LoadModel rebuilds the network saved in a run folder (or checkpoint file) on dev,
+// in the arithmetic it trained with.
+func LoadModel(path string, dev torch.Device) (*Model, error) {
+	f, cfg, spec, err := ReadCheckpoint(path)
+	if err != nil {
+		return nil, err
+	}
+	net, err := model.New(spec, dev)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	m := &Model{Net: net, Cfg: cfg}
+	if err := net.Load(f, "model."); err != nil {
+		m.Close()
+		return nil, err
+	}
+	if err := net.SetCompute(cfg.Compute()); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, ok := f.Shape("prior"); ok {
+		s := torch.NoGrad()
+		m.Prior = s.Keep(s.LoadTensor(f, "prior", dev))
+		if err := s.Close(); err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// Close frees the network and the prior.
+func (m *Model) Close() {
+	m.Prior.Free()
+	m.Net.Close()
+}
+
+// CheckInput checks that src fits the model's input; the error names both.
+func (m *Model) CheckInput(modelPath string, src Source, cfg *Config) error {
+	want := m.Net.Spec
+	got, err := src.Spec(cfg)
+	if err != nil {
+		return err
+	}
+	if got.In != want.In || got.H != want.H || got.W != want.W || got.InC != want.InC {
+		msg := fmt.Sprintf("%s, but the model in %s takes %s input", src.Describe(), modelPath, describeInput(want))
+		if want.Arch == "mlp" && got.Arch == "mlp" && got.In == want.In+1 && cfg.LabelCol == "" {
+			msg += " (if one column holds labels, name it with --label-col)"
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+func describeInput(sp model.Spec) string {
+	if sp.Arch == "mlp" {
+		return fmt.Sprintf("%d-feature", sp.In)
+	}
+	return fmt.Sprintf("%dx%d image", sp.H, sp.W)
+}
