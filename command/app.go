@@ -5,6 +5,7 @@ package command
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"strings"
@@ -14,12 +15,15 @@ import (
 	"emclust/torch"
 )
 
-// Main runs the command line args (args[0] is the program) and returns the exit
-// status. The caller keeps every libtorch call on one OS thread (cmd/emclust).
-func Main(args []string) int {
+// Main runs the command line args (args[0] is the program), writing results to stdout
+// and messages to stderr, and returns the exit status. The caller keeps every libtorch
+// call on one OS thread (cmd/emclust).
+func Main(args []string, stdout, stderr io.Writer) int {
 	app := &cli.App{
-		Name:  "emclust",
-		Usage: "cluster vectors and images with a neural mixture model trained by batch-wise EM",
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Name:      "emclust",
+		Usage:     "cluster vectors and images with a neural mixture model trained by batch-wise EM",
 		Description: "With no data flag, `emclust train` clusters the embedded UCI handwritten digits.\n" +
 			"Each command that ends a run prints one line a script can read: ACC x NMI y ARI z.",
 		Commands: []*cli.Command{
@@ -69,7 +73,7 @@ func Main(args []string) int {
 	}
 	setUsageErrors(app.Commands)
 	if err := app.Run(args); err != nil {
-		fmt.Fprintln(os.Stderr, "emclust: "+oneLine(err.Error()))
+		fmt.Fprintln(stderr, "emclust: "+oneLine(err.Error()))
 		return exitCode(err)
 	}
 	return 0

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -109,7 +108,7 @@ func benchCommand() *cli.Command {
 							results = append(results, res)
 							if c.Bool("json") {
 								b, _ := json.Marshal(res)
-								fmt.Println(string(b))
+								fmt.Fprintln(c.App.Writer, string(b))
 							}
 						}
 					}
@@ -118,7 +117,7 @@ func benchCommand() *cli.Command {
 			if c.Bool("json") {
 				return nil
 			}
-			tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
+			tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "model\tobjective\tprecision\tlayout\tdevice\tparams\tms/step\trows/s\tGFLOP/step\tTFLOP/s\tepoch rows\tepoch s\tpeak MiB\tfaults/step\t")
 			for _, r := range results {
 				peak := "-"

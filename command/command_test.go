@@ -29,6 +29,7 @@ import (
 )
 
 var (
+	repo     string // the repository's root, absolute: tests change folders
 	bin      string // the emclust binary built by TestMain
 	fixtures string // shared input files, and a tiny trained run in fixtures/r4
 )
@@ -44,11 +45,15 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	if repo, err = filepath.Abs(".."); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	// EMCLUST_TEST_BIN names a binary built beforehand, for machines without Go: the
 	// GPU machine, and the libtorch 2.x root of `make test-libtorch2`.
 	if bin = os.Getenv("EMCLUST_TEST_BIN"); bin == "" {
 		bin = filepath.Join(tmp, "emclust")
-		build := exec.Command("go", "build", "-o", bin, "../cmd/emclust")
+		build := exec.Command("go", "build", "-o", bin, filepath.Join(repo, "cmd/emclust"))
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build emclust:", err)
@@ -232,9 +237,18 @@ func runIn(dir string, timeout time.Duration, args ...string) result {
 	return r
 }
 
-func run(t *testing.T, dir string, args ...string) result {
+// runProc runs the emclust binary in dir: for what needs a process of its own
+// (signals, locks, a resume in a fresh process, the help a shell prints).
+func runProc(t *testing.T, dir string, args ...string) result {
 	t.Helper()
 	return runIn(dir, 60*time.Second, args...)
+}
+
+// run runs emclust's Main in this process, in dir.
+func run(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	t.Chdir(dir)
+	return runMain(args...)
 }
 
 // noCrash fails the test when the output shows a Go panic or a signal.
@@ -411,16 +425,24 @@ func TestErrors(t *testing.T) {
 		{name: "bench of an unknown precision", args: []string{"bench", "--model", "mlp", "--precision", "fp32,int8"}, code: 2, want: []string{"--precision", `"int8"`}},
 		{name: "bench of a bad layout", args: []string{"bench", "--model", "mlp", "--channels-last", "yes"}, code: 2, want: []string{"--channels-last", `"yes"`}},
 	}
+	// In this process, one row after another: the rows name fixtures by relative
+	// paths, and a process per row cost a libtorch start each.
+	t.Chdir(fixtures)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.skip {
 				t.Skip("a CUDA device is present")
 			}
-			t.Parallel()
-			r := run(t, fixtures, tc.args...)
-			wantError(t, r, tc.code, tc.want...)
+			wantError(t, runMain(tc.args...), tc.code, tc.want...)
 		})
 	}
+}
+
+// runMain runs emclust's Main in this process, in the current folder.
+func runMain(args ...string) result {
+	var out, errb bytes.Buffer
+	code := Main(append([]string{"emclust"}, args...), &out, &errb)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
 }
 
 func TestTrainDigits(t *testing.T) {
@@ -594,7 +616,7 @@ func TestDevices(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	r := run(t, t.TempDir(), "train", "--help")
+	r := runProc(t, t.TempDir(), "train", "--help")
 	noCrash(t, r)
 	if r.code != 0 {
 		t.Fatalf("train --help: exit %d: %s", r.code, r.stderr)
@@ -635,7 +657,7 @@ func TestHelp(t *testing.T) {
 			t.Errorf("train --help lacks %q", want)
 		}
 	}
-	r = run(t, t.TempDir(), "--help")
+	r = runProc(t, t.TempDir(), "--help")
 	if r.code != 0 || !strings.Contains(r.stdout, "train") || !strings.Contains(r.stdout, "predict") {
 		t.Errorf("--help: exit %d: %q", r.code, r.stdout)
 	}
@@ -662,11 +684,11 @@ func metricsWithoutTime(t *testing.T, path string) []string {
 func TestResumeMatchesStraightRun(t *testing.T) {
 	dir := t.TempDir()
 	common := []string{"--quiet", "--kmeans=false", "--seed", "7", "--device", "cpu"}
-	r := run(t, dir, append([]string{"train", "--epochs", "2", "--out", "a"}, common...)...)
+	r := runProc(t, dir, append([]string{"train", "--epochs", "2", "--out", "a"}, common...)...)
 	wantScoreLine(t, r)
-	r = run(t, dir, "train", "--quiet", "--resume", "a", "--epochs", "4", "--device", "cpu")
+	r = runProc(t, dir, "train", "--quiet", "--resume", "a", "--epochs", "4", "--device", "cpu")
 	resumed := wantScoreLine(t, r)
-	r = run(t, dir, append([]string{"train", "--epochs", "4", "--out", "b"}, common...)...)
+	r = runProc(t, dir, append([]string{"train", "--epochs", "4", "--out", "b"}, common...)...)
 	straight := wantScoreLine(t, r)
 	if resumed != straight {
 		t.Errorf("resumed run ends %q, straight run %q", resumed, straight)
@@ -687,7 +709,7 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 	}
 
 	// A finished run says how to train it longer.
-	r = run(t, dir, "train", "--resume", "a")
+	r = runProc(t, dir, "train", "--resume", "a")
 	wantError(t, r, 1, "a", "4 of 4 epochs", "--epochs")
 
 	// A run killed, or out of disk, after its last checkpoint but before its summary
@@ -699,7 +721,7 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 	}
 	os.Remove(assignments)
 	os.Remove(filepath.Join(dir, "a", "summary.json"))
-	if got := wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "a", "--device", "cpu")); got != resumed {
+	if got := wantScoreLine(t, runProc(t, dir, "train", "--quiet", "--resume", "a", "--device", "cpu")); got != resumed {
 		t.Errorf("finishing the run printed %q, the run said %q", got, resumed)
 	}
 	if got, _ := os.ReadFile(assignments); string(got) != string(want) {
@@ -709,7 +731,7 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 		t.Errorf("finishing the run left %d epochs in metrics.jsonl, want 4", n)
 	}
 	// Finished now: the summary says 4 epochs, and a further resume is refused.
-	wantError(t, run(t, dir, "train", "--resume", "a"), 1, "4 of 4 epochs")
+	wantError(t, runProc(t, dir, "train", "--resume", "a"), 1, "4 of 4 epochs")
 
 	// Was data loss: a refused resume had already rewritten config.json to the
 	// refused epoch count.
@@ -717,7 +739,7 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r = run(t, dir, "train", "--resume", "a", "--epochs", "2")
+	r = runProc(t, dir, "train", "--resume", "a", "--epochs", "2")
 	wantError(t, r, 2, "--epochs 2", "already finished 4 epochs")
 	if after, _ := os.ReadFile(filepath.Join(dir, "a", "config.json")); string(after) != string(before) {
 		t.Errorf("a refused resume changed config.json:\n%s\nwas\n%s", after, before)
@@ -757,7 +779,7 @@ func TestResumeRemovesPartialCheckpoint(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(runDir, "config.json"), []byte("{}\n"), 0o644)
 	os.WriteFile(partial, make([]byte, 1<<20), 0o644)
-	wantError(t, run(t, dir, "train", "--resume", "killed"), 1, "killed", "no checkpoint")
+	wantError(t, runProc(t, dir, "train", "--resume", "killed"), 1, "killed", "no checkpoint")
 	if _, err := os.Stat(partial); err == nil {
 		t.Error("the partial checkpoint is still there")
 	}
@@ -813,14 +835,14 @@ func TestRunFolderLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.WriteString("4242\n")
-	r := run(t, dir, "train", "--quiet", "--epochs", "1", "--out", "run")
+	r := runProc(t, dir, "train", "--quiet", "--epochs", "1", "--out", "run")
 	wantError(t, r, 1, "run folder run", "in use", "pid 4242")
 	if _, err := os.Stat(filepath.Join(runDir, "config.json")); err == nil {
 		t.Error("the refused run wrote config.json into the locked folder")
 	}
 	// Released, the same folder trains.
 	f.Close()
-	wantScoreLine(t, run(t, dir, "train", "--quiet", "--epochs", "1", "--out", "run"))
+	wantScoreLine(t, runProc(t, dir, "train", "--quiet", "--epochs", "1", "--out", "run"))
 }
 
 // bigCSV writes rows×16 random features with a label column: a couple of seconds of
@@ -941,8 +963,8 @@ func checkRunUsable(t *testing.T, dir string) {
 			t.Logf("left behind: %s", e.Name()) // an atomic write's temporary file
 		}
 	}
-	wantScoreLine(t, run(t, dir, "eval", "--model", "run", "--data", "big.csv", "--label-col", "label"))
-	wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "run", "--epochs", strconv.Itoa(epoch+1)))
+	wantScoreLine(t, runProc(t, dir, "eval", "--model", "run", "--data", "big.csv", "--label-col", "label"))
+	wantScoreLine(t, runProc(t, dir, "train", "--quiet", "--resume", "run", "--epochs", strconv.Itoa(epoch+1)))
 	if n := len(readLines(t, filepath.Join(dir, "run", "metrics.jsonl"))); n != epoch+1 {
 		t.Errorf("after resuming to epoch %d, metrics.jsonl has %d lines", epoch+1, n)
 	}
@@ -1050,8 +1072,9 @@ func TestParityScript(t *testing.T) {
 		t.Fatal("python3 is needed (make deps installs it)")
 	}
 	dir := t.TempDir()
-	// On the CPU, where two runs of one seed are bit for bit the same.
-	plain := run(t, dir, "train", "--quiet", "--json", "--seed", "2", "--epochs", "3", "--kmeans=false", "--device", "cpu", "--out", "plain")
+	// On the CPU, where two runs of one seed are bit for bit the same: in a process
+	// like the script's, whose libtorch calls run on one OS thread with its thread count.
+	plain := runProc(t, dir, "train", "--quiet", "--json", "--seed", "2", "--epochs", "3", "--kmeans=false", "--device", "cpu", "--out", "plain")
 	if plain.code != 0 {
 		t.Fatalf("train: %s", plain.stderr)
 	}
@@ -1060,7 +1083,7 @@ func TestParityScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	parity := func(tol string) (string, error) {
-		cmd := exec.Command("../scripts/parity.sh", "--seeds", "2", "--modes", "fp32,bf16", "--tol", tol,
+		cmd := exec.Command(filepath.Join(repo, "scripts/parity.sh"), "--seeds", "2", "--modes", "fp32,bf16", "--tol", tol,
 			"--emclust", bin, "--out", filepath.Join(dir, "parity"+tol), "--", "--epochs", "3", "--kmeans=false", "--device", "cpu")
 		out, err := cmd.Output()
 		return string(out), err
@@ -1171,7 +1194,7 @@ func TestBuildShimScript(t *testing.T) {
 		}
 	}
 	out := filepath.Join(dir, "shim")
-	build := exec.Command("../scripts/build-shim.sh", lt, out)
+	build := exec.Command(filepath.Join(repo, "scripts/build-shim.sh"), lt, out)
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build-shim.sh: %v\n%s", err, b)
 	}

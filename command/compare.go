@@ -109,7 +109,7 @@ func runCompare(c *cli.Context) error {
 		cfg.K = numClasses(labels)
 	}
 
-	log := io.Writer(os.Stderr)
+	log := io.Writer(c.App.ErrWriter)
 	if c.Bool("quiet") {
 		log = io.Discard
 	}
@@ -155,10 +155,10 @@ func printCompare(c *cli.Context, rep *compare.Report) error {
 		if err != nil {
 			return fmt.Errorf("compare: %w", err)
 		}
-		fmt.Println(string(js))
+		fmt.Fprintln(c.App.Writer, string(js))
 		return nil
 	}
-	fmt.Print(rep.Markdown())
+	fmt.Fprint(c.App.Writer, rep.Markdown())
 	return nil
 }
 

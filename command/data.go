@@ -9,7 +9,6 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"emclust/data"
 )
@@ -48,7 +47,7 @@ func dataCommand() *cli.Command {
 				defer stop()
 				var bar *progressbar.ProgressBar
 				progress := func(done, total int64) {
-					if c.Bool("quiet") || !term.IsTerminal(int(os.Stderr.Fd())) {
+					if c.Bool("quiet") || !isTerminal(c.App.ErrWriter) {
 						return
 					}
 					if bar == nil || done == 0 {
@@ -62,7 +61,7 @@ func dataCommand() *cli.Command {
 					}
 					return err
 				}
-				fmt.Fprintf(os.Stderr, "emclust: %s is in %s\n", name, c.String("dir"))
+				fmt.Fprintf(c.App.ErrWriter, "emclust: %s is in %s\n", name, c.String("dir"))
 				return nil
 			},
 		}},

@@ -17,8 +17,8 @@ func devicesCommand() *cli.Command {
 			if torch.BuiltWithCUDA() {
 				build = "CUDA"
 			}
-			fmt.Printf("libtorch %s (%s build of the emtorch shim), %d CPU threads\n", torch.Version(), build, torch.NumThreads())
-			fmt.Println("cpu")
+			fmt.Fprintf(c.App.Writer, "libtorch %s (%s build of the emtorch shim), %d CPU threads\n", torch.Version(), build, torch.NumThreads())
+			fmt.Fprintln(c.App.Writer, "cpu")
 			n := torch.CUDADeviceCount()
 			if !torch.CUDAAvailable() {
 				n = 0
@@ -26,13 +26,13 @@ func devicesCommand() *cli.Command {
 			for i := 0; i < n; i++ {
 				name, mem, err := torch.CUDADeviceInfo(i)
 				if err != nil {
-					fmt.Printf("cuda:%d\n", i)
+					fmt.Fprintf(c.App.Writer, "cuda:%d\n", i)
 					continue
 				}
-				fmt.Printf("cuda:%d %s, %.1f GiB\n", i, name, float64(mem)/(1<<30))
+				fmt.Fprintf(c.App.Writer, "cuda:%d %s, %.1f GiB\n", i, name, float64(mem)/(1<<30))
 			}
 			if n == 0 {
-				fmt.Println("no CUDA device")
+				fmt.Fprintln(c.App.Writer, "no CUDA device")
 			}
 			return nil
 		},

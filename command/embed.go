@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -87,7 +86,7 @@ func embedCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "emclust: %d 2-d points → %s\n", n, c.String("out"))
+			fmt.Fprintf(c.App.ErrWriter, "emclust: %d 2-d points → %s\n", n, c.String("out"))
 			return nil
 		},
 	}

@@ -42,10 +42,10 @@ func evalCommand() *cli.Command {
 			if c.Bool("json") {
 				b, _ := json.Marshal(map[string]any{"acc": sc.ACC, "nmi": sc.NMI, "ari": sc.ARI, "n": len(labels),
 					"sizes": eval.ClusterSizes(pred.Cluster, pred.K)})
-				fmt.Println(string(b))
+				fmt.Fprintln(c.App.Writer, string(b))
 				return nil
 			}
-			fmt.Println(sc.String())
+			fmt.Fprintln(c.App.Writer, sc.String())
 			return nil
 		},
 	}

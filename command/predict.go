@@ -2,7 +2,6 @@ package command
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -48,13 +47,13 @@ func predictCommand() *cli.Command {
 				return err
 			}
 			sizes := eval.ClusterSizes(pred.Cluster, pred.K)
-			fmt.Fprintf(os.Stderr, "emclust: %d rows → %s; cluster sizes %v\n", len(pred.Cluster), c.String("out"), sizes)
+			fmt.Fprintf(c.App.ErrWriter, "emclust: %d rows → %s; cluster sizes %v\n", len(pred.Cluster), c.String("out"), sizes)
 			if labels := src.Labels(); labels != nil {
 				sc, err := eval.Score(labels, pred.Cluster)
 				if err != nil {
 					return err
 				}
-				fmt.Println(sc.String())
+				fmt.Fprintln(c.App.Writer, sc.String())
 			}
 			return nil
 		},

@@ -24,7 +24,7 @@ type barProgress struct {
 }
 
 func newProgress(w io.Writer, quiet bool) train.Progress {
-	return &barProgress{w: w, quiet: quiet, tty: !quiet && term.IsTerminal(int(os.Stderr.Fd()))}
+	return &barProgress{w: w, quiet: quiet, tty: !quiet && isTerminal(w)}
 }
 
 func (p *barProgress) Start(epoch, epochs, steps int) {
@@ -33,7 +33,7 @@ func (p *barProgress) Start(epoch, epochs, steps int) {
 		return
 	}
 	p.bar = progressbar.NewOptions(steps,
-		progressbar.OptionSetWriter(os.Stderr),
+		progressbar.OptionSetWriter(p.w),
 		progressbar.OptionSetDescription(fmt.Sprintf("epoch %d/%d", epoch, epochs)),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(),
@@ -75,4 +75,10 @@ func (p *barProgress) End(m train.EpochMetrics) {
 	}
 	line += fmt.Sprintf("  %.1fs", m.Seconds)
 	fmt.Fprintln(p.w, line)
+}
+
+// isTerminal reports whether w is a terminal: progress bars only go there.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

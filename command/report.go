@@ -100,7 +100,7 @@ func runReport(c *cli.Context) error {
 		Seed:       c.Uint64("seed"),
 		ActMax:     report.ActMaxConfig{Steps: c.Int("steps")},
 		Clusters:   clusters,
-		Log:        os.Stderr,
+		Log:        c.App.ErrWriter,
 	}
 	if c.Bool("no-tsne") {
 		opt.TSNEPoints = 0
@@ -123,7 +123,7 @@ func runReport(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(index)
+	fmt.Fprintln(c.App.Writer, index)
 	return nil
 }
 

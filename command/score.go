@@ -43,10 +43,10 @@ func scoreCommand() *cli.Command {
 			}
 			if c.Bool("json") {
 				b, _ := json.Marshal(map[string]float64{"acc": sc.ACC, "nmi": sc.NMI, "ari": sc.ARI})
-				fmt.Println(string(b))
+				fmt.Fprintln(c.App.Writer, string(b))
 				return nil
 			}
-			fmt.Println(sc.String())
+			fmt.Fprintln(c.App.Writer, sc.String())
 			return nil
 		},
 	}

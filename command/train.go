@@ -209,7 +209,7 @@ func runTrain(c *cli.Context) error {
 			return fmt.Errorf("resume: %w", err)
 		}
 	}
-	log := io.Writer(os.Stderr)
+	log := io.Writer(c.App.ErrWriter)
 	if quiet {
 		log = io.Discard
 	}
@@ -288,7 +288,7 @@ type summary struct {
 func printSummary(c *cli.Context, s summary, log io.Writer) error {
 	if c.Bool("json") {
 		b, _ := json.Marshal(s)
-		fmt.Println(string(b))
+		fmt.Fprintln(c.App.Writer, string(b))
 		return nil
 	}
 	empty := 0
@@ -299,13 +299,13 @@ func printSummary(c *cli.Context, s summary, log io.Writer) error {
 	}
 	fmt.Fprintf(log, "emclust: %d epochs in %.1fs; cluster sizes %v (%d empty); run saved in %s\n", s.Epochs, s.Seconds, s.Sizes, empty, s.Run)
 	if s.Scores == nil {
-		fmt.Printf("clusters %d sizes %s\n", s.K, strings.Trim(fmt.Sprint(s.Sizes), "[]"))
+		fmt.Fprintf(c.App.Writer, "clusters %d sizes %s\n", s.K, strings.Trim(fmt.Sprint(s.Sizes), "[]"))
 		return nil
 	}
 	if s.KMeans != nil {
 		fmt.Fprintf(log, "emclust  %s\nk-means  %s  (%.1fs, same features, 10 restarts)\n", s.Scores, s.KMeans, s.KMeansSeconds)
 	}
-	fmt.Println(s.Scores.String())
+	fmt.Fprintln(c.App.Writer, s.Scores.String())
 	return nil
 }
 

@@ -17,4 +17,4 @@ import (
 // goroutine, locked here to the main OS thread.
 func init() { runtime.LockOSThread() }
 
-func main() { os.Exit(command.Main(os.Args)) }
+func main() { os.Exit(command.Main(os.Args, os.Stdout, os.Stderr)) }
