@@ -71,7 +71,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return usageError{err}
 		},
 	}
-	setUsageErrors(app.Commands)
+	prepareCommands(app.Commands, "")
 	if err := app.Run(args); err != nil {
 		fmt.Fprintln(stderr, "emclust: "+oneLine(err.Error()))
 		return exitCode(err)
@@ -102,21 +102,25 @@ type interruptedError struct{ error }
 
 func (e interruptedError) Unwrap() error { return e.error }
 
-// setUsageErrors makes a flag parse error of any command a one-line usage error on
-// stderr. Without it urfave/cli prints the command's whole help to stdout (which
-// scripts read) and exits 1.
-func setUsageErrors(cmds []*cli.Command) {
+// prepareCommands makes a flag parse error of any command a one-line usage error on
+// stderr (without it urfave/cli prints the command's whole help to stdout, which
+// scripts read, and exits 1), and refuses positional arguments where a command takes
+// none (ArgsUsage empty).
+func prepareCommands(cmds []*cli.Command, parent string) {
 	for _, cmd := range cmds {
-		name := cmd.Name
+		name := strings.TrimPrefix(parent+" "+cmd.Name, " ")
 		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
 			return usageError{fmt.Errorf("%s: %w (see emclust %s --help)", name, err, name)}
 		}
-		for _, sub := range cmd.Subcommands {
-			name := cmd.Name + " " + sub.Name
-			sub.OnUsageError = func(c *cli.Context, err error, _ bool) error {
-				return usageError{fmt.Errorf("%s: %w (see emclust %s --help)", name, err, name)}
+		if cmd.ArgsUsage == "" && len(cmd.Subcommands) == 0 {
+			cmd.Before = func(c *cli.Context) error {
+				if c.Args().Present() {
+					return usageError{fmt.Errorf("%s takes flags only; unexpected %q", name, c.Args().First())}
+				}
+				return nil
 			}
 		}
+		prepareCommands(cmd.Subcommands, name)
 	}
 }
 

@@ -45,9 +45,6 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON lines instead of a table"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return usageError{fmt.Errorf("bench takes flags only; unexpected %q", c.Args().First())}
-			}
 			if c.Int("steps") < 1 || c.Int("warmup") < 0 {
 				return usageError{fmt.Errorf("--steps %d --warmup %d: want at least 1 timed step and no negative warmup", c.Int("steps"), c.Int("warmup"))}
 			}

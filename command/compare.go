@@ -50,9 +50,6 @@ func compareCommand() *cli.Command {
 }
 
 func runCompare(c *cli.Context) error {
-	if c.Args().Present() {
-		return usageError{fmt.Errorf("compare takes flags only; unexpected %q", c.Args().First())}
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {

@@ -27,6 +27,7 @@ func dataCommand() *cli.Command {
 			Name:      "fetch",
 			Usage:     "download a data set's official files, check their MD5 and unpack them",
 			UsageText: "emclust data fetch NAME --dir D   (NAME: mnist, fashion-mnist, cifar10, cifar100, stl10)",
+			ArgsUsage: "NAME",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: "dir", Usage: "folder to put the files in (required)"},
 				&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,68 +27,80 @@ func embedCommand() *cli.Command {
 			forceFlag,
 		),
 		Action: func(c *cli.Context) error {
-			if err := checkModelArgs(c); err != nil {
-				return err
-			}
-			if err := checkOutput(c, c.String("model"), c.String("data")); err != nil {
-				return err
-			}
-			in, err := openInference(c)
+			m, err := modelOptionsFrom(c)
 			if err != nil {
 				return err
 			}
-			defer in.Close()
-			net, src := in.Net, in.src
-			if net.Spec.Arch != "mnist2d" {
-				return fmt.Errorf("%s holds a %s model; embed needs one trained with --arch mnist2d --objective supervised", c.String("model"), net.Spec.Arch)
-			}
-			n := src.Len()
-			points := make([]float32, 0, 2*n)
-			all := torch.NoGrad()
-			defer all.Close()
-			rows := all.Arange(n, torch.Int64, src.IndexDevice())
-			for lo := 0; lo < n; lo += 1024 {
-				s := torch.NoGrad()
-				x, _ := src.Batch(s, s.Narrow(rows, 0, lo, min(1024, n-lo)), nil)
-				points = append(points, s.Float32s(net.Bottleneck(s, x))...)
-				if err := s.Close(); err != nil {
-					return err
-				}
-			}
-			if err := all.Err(); err != nil {
-				return err
-			}
-			if len(points) != 2*n {
-				return errors.New("embed: bottleneck is not 2-d")
-			}
-			labels := src.Labels()
-			err = atomicfile.Write(c.String("out"), func(w io.Writer) error {
-				head := "x,y"
-				if labels != nil {
-					head += ",label"
-				}
-				fmt.Fprintln(w, head)
-				buf := make([]byte, 0, 64)
-				for i := 0; i < n; i++ {
-					buf = strconv.AppendFloat(buf[:0], float64(points[2*i]), 'g', 7, 32)
-					buf = append(buf, ',')
-					buf = strconv.AppendFloat(buf, float64(points[2*i+1]), 'g', 7, 32)
-					if labels != nil {
-						buf = append(buf, ',')
-						buf = strconv.AppendInt(buf, int64(labels[i]), 10)
-					}
-					buf = append(buf, '\n')
-					if _, err := w.Write(buf); err != nil {
-						return err
-					}
-				}
-				return nil
-			})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(c.App.ErrWriter, "emclust: %d 2-d points → %s\n", n, c.String("out"))
-			return nil
+			opts := embedOptions{modelOptions: m, Out: c.String("out"), Force: c.Bool("force")}
+			return runEmbed(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 		},
 	}
+}
+
+type embedOptions struct {
+	modelOptions
+	Out   string
+	Force bool
+}
+
+func runEmbed(_ context.Context, opts embedOptions, _, stderr io.Writer) error {
+	if err := checkOutput(opts.Out, opts.Force, opts.Model, opts.Data.DataFile); err != nil {
+		return err
+	}
+	in, err := openInference(opts.modelOptions)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	net, src := in.Net, in.src
+	if net.Spec.Arch != "mnist2d" {
+		return fmt.Errorf("%s holds a %s model; embed needs one trained with --arch mnist2d --objective supervised", opts.Model, net.Spec.Arch)
+	}
+	n := src.Len()
+	points := make([]float32, 0, 2*n)
+	all := torch.NoGrad()
+	defer all.Close()
+	rows := all.Arange(n, torch.Int64, src.IndexDevice())
+	for lo := 0; lo < n; lo += 1024 {
+		s := torch.NoGrad()
+		x, _ := src.Batch(s, s.Narrow(rows, 0, lo, min(1024, n-lo)), nil)
+		points = append(points, s.Float32s(net.Bottleneck(s, x))...)
+		if err := s.Close(); err != nil {
+			return err
+		}
+	}
+	if err := all.Err(); err != nil {
+		return err
+	}
+	if len(points) != 2*n {
+		return errors.New("embed: bottleneck is not 2-d")
+	}
+	labels := src.Labels()
+	err = atomicfile.Write(opts.Out, func(w io.Writer) error {
+		head := "x,y"
+		if labels != nil {
+			head += ",label"
+		}
+		fmt.Fprintln(w, head)
+		buf := make([]byte, 0, 64)
+		for i := 0; i < n; i++ {
+			buf = strconv.AppendFloat(buf[:0], float64(points[2*i]), 'g', 7, 32)
+			buf = append(buf, ',')
+			buf = strconv.AppendFloat(buf, float64(points[2*i+1]), 'g', 7, 32)
+			if labels != nil {
+				buf = append(buf, ',')
+				buf = strconv.AppendInt(buf, int64(labels[i]), 10)
+			}
+			buf = append(buf, '\n')
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "emclust: %d 2-d points → %s\n", n, opts.Out)
+	return nil
 }

@@ -1,14 +1,21 @@
 package command
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/urfave/cli/v2"
 
 	"emclust/eval"
 	"emclust/train"
 )
+
+type evalOptions struct {
+	modelOptions
+	JSON bool
+}
 
 func evalCommand() *cli.Command {
 	return &cli.Command{
@@ -21,32 +28,39 @@ func evalCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		),
 		Action: func(c *cli.Context) error {
-			in, err := openInference(c)
+			m, err := modelOptionsFrom(c)
 			if err != nil {
 				return err
 			}
-			defer in.Close()
-			net, src, dev, prior := in.Net, in.src, in.dev, in.Prior
-			labels := src.Labels()
-			if labels == nil {
-				return fmt.Errorf("%s has no labels to score against (give --label-col for a CSV)", src.Describe())
-			}
-			pred, err := train.Predict(net, src, dev, prior)
-			if err != nil {
-				return err
-			}
-			sc, err := eval.Score(labels, pred.Cluster)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				b, _ := json.Marshal(map[string]any{"acc": sc.ACC, "nmi": sc.NMI, "ari": sc.ARI, "n": len(labels),
-					"sizes": eval.ClusterSizes(pred.Cluster, pred.K)})
-				fmt.Fprintln(c.App.Writer, string(b))
-				return nil
-			}
-			fmt.Fprintln(c.App.Writer, sc.String())
-			return nil
+			return runEval(c.Context, evalOptions{modelOptions: m, JSON: c.Bool("json")}, c.App.Writer, c.App.ErrWriter)
 		},
 	}
+}
+
+func runEval(_ context.Context, opts evalOptions, stdout, _ io.Writer) error {
+	in, err := openInference(opts.modelOptions)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	labels := in.src.Labels()
+	if labels == nil {
+		return fmt.Errorf("%s has no labels to score against (give --label-col for a CSV)", in.src.Describe())
+	}
+	pred, err := train.Predict(in.Net, in.src, in.dev, in.Prior)
+	if err != nil {
+		return err
+	}
+	sc, err := eval.Score(labels, pred.Cluster)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		b, _ := json.Marshal(map[string]any{"acc": sc.ACC, "nmi": sc.NMI, "ari": sc.ARI, "n": len(labels),
+			"sizes": eval.ClusterSizes(pred.Cluster, pred.K)})
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	fmt.Fprintln(stdout, sc.String())
+	return nil
 }

@@ -16,8 +16,7 @@ var forceFlag = &cli.BoolFlag{Name: "force", Usage: "replace the --out file if i
 
 // checkOutput refuses an --out path before any work is done: a folder, a file a run
 // folder owns, one of the command's inputs, or an existing file without --force.
-func checkOutput(c *cli.Context, inputs ...string) error {
-	out := c.String("out")
+func checkOutput(out string, force bool, inputs ...string) error {
 	// Whether or not the file exists yet: a run still training writes it later.
 	dir, base := filepath.Split(out)
 	for _, owned := range append(train.RunFiles, ".lock") {
@@ -52,7 +51,7 @@ func checkOutput(c *cli.Context, inputs ...string) error {
 			return usageError{fmt.Errorf("--out %s is this command's input; name another file", out)}
 		}
 	}
-	if !c.Bool("force") {
+	if !force {
 		return usageError{fmt.Errorf("--out %s exists; pass --force to replace it", out)}
 	}
 	return nil

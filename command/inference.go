@@ -2,7 +2,6 @@ package command
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/urfave/cli/v2"
 
@@ -10,69 +9,95 @@ import (
 	"emclust/train"
 )
 
-// checkModelArgs checks the command line of predict, eval and embed.
-func checkModelArgs(c *cli.Context) error {
-	if c.Args().Present() {
-		return usageError{fmt.Errorf("%s takes flags only; unexpected %q", c.Command.Name, c.Args().First())}
+// dataOptions are the data flags of a verb that applies a trained model: other data
+// than the model trained on. Nil pointers keep the model's setting.
+type dataOptions struct {
+	Given                                        bool // --data or --dataset was given
+	Dataset, DataDir, DataFile, LabelCol, Header string
+	Standardize                                  *bool
+	ImageSize                                    *int
+}
+
+func dataOptionsFrom(c *cli.Context) dataOptions {
+	d := dataOptions{Given: c.IsSet("data") || c.IsSet("dataset"),
+		Dataset: c.String("dataset"), DataDir: c.String("data-dir"), DataFile: c.String("data"),
+		LabelCol: c.String("label-col"), Header: c.String("header")}
+	if c.IsSet("standardize") {
+		v := c.Bool("standardize")
+		d.Standardize = &v
 	}
+	if c.IsSet("image-size") {
+		v := c.Int("image-size")
+		d.ImageSize = &v
+	}
+	return d
+}
+
+// config is the model's training config with the data these options name, or the
+// training data when they name none.
+func (d dataOptions) config(trained *train.Config) (*train.Config, error) {
+	cfg := *trained
+	if !d.Given {
+		return &cfg, nil
+	}
+	cfg.DataFile, cfg.Dataset, cfg.DataDir = d.DataFile, d.Dataset, d.DataDir
+	cfg.LabelCol, cfg.Header = d.LabelCol, d.Header
+	if d.Standardize != nil {
+		cfg.Standardize = *d.Standardize
+	}
+	if d.ImageSize != nil {
+		cfg.ImageSize = *d.ImageSize
+	}
+	if err := train.CheckData(&cfg); err != nil {
+		return nil, usageError{err}
+	}
+	return &cfg, nil
+}
+
+// modelOptions are the flags predict, eval and embed share: the model, its device and
+// the data to apply it to.
+type modelOptions struct {
+	Model  string
+	Device string
+	Data   dataOptions
+}
+
+// modelOptionsFrom reads the shared flags; --model is required.
+func modelOptionsFrom(c *cli.Context) (modelOptions, error) {
 	if err := requireFlags(c, "model"); err != nil {
-		return err
+		return modelOptions{}, err
 	}
 	if c.String("data") != "" && c.String("dataset") != "" {
-		return usageError{errors.New("give either --data FILE or --dataset NAME, not both")}
+		return modelOptions{}, usageError{errors.New("give either --data FILE or --dataset NAME, not both")}
 	}
-	return nil
+	return modelOptions{Model: c.String("model"), Device: c.String("device"), Data: dataOptionsFrom(c)}, nil
 }
 
-// dataFor is the config of the data a command names, or else of the data the model
-// trained on.
-func dataFor(c *cli.Context, cfg *train.Config) (*train.Config, error) {
-	d := *cfg
-	if c.IsSet("data") || c.IsSet("dataset") {
-		d.DataFile, d.Dataset, d.DataDir = c.String("data"), c.String("dataset"), c.String("data-dir")
-		d.LabelCol, d.Header = c.String("label-col"), c.String("header")
-		if c.IsSet("standardize") {
-			d.Standardize = c.Bool("standardize")
-		}
-		if c.IsSet("image-size") {
-			d.ImageSize = c.Int("image-size")
-		}
-		if err := train.CheckData(&d); err != nil {
-			return nil, usageError{err}
-		}
-	}
-	return &d, nil
-}
-
-// inference is a trained model and the data it is applied to: what predict, eval and
-// embed share.
+// inference is a trained model and the data it is applied to.
 type inference struct {
 	*train.Model
 	src train.Source
 	dev torch.Device
 }
 
-// openInference loads --model on --device and the data the flags name (or the data
-// the model trained on), and checks that the data fit the model.
-func openInference(c *cli.Context) (*inference, error) {
-	if err := checkModelArgs(c); err != nil {
-		return nil, err
-	}
-	dev, err := selectDevice(c.String("device"))
+// openInference loads the model on its device and the data the options name (or the
+// data the model trained on), and checks that the data fit the model.
+func openInference(opts modelOptions) (*inference, error) {
+	dev, err := selectDevice(opts.Device)
 	if err != nil {
 		return nil, err
 	}
-	m, err := train.LoadModel(c.String("model"), dev)
+	m, err := train.LoadModel(opts.Model, dev)
 	if err != nil {
 		return nil, err
 	}
 	in := &inference{Model: m, dev: dev}
-	cfg, err := dataFor(c, m.Cfg)
+	cfg, err := opts.Data.config(m.Cfg)
 	if err == nil {
 		in.src, err = train.OpenSource(cfg, dev)
 	}
 	if err == nil {
-		err = m.CheckInput(c.String("model"), in.src, cfg)
+		err = m.CheckInput(opts.Model, in.src, cfg)
 	}
 	if err != nil {
 		in.Close()

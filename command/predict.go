@@ -1,13 +1,22 @@
 package command
 
 import (
+	"context"
 	"fmt"
+	"io"
 
 	"github.com/urfave/cli/v2"
 
 	"emclust/eval"
 	"emclust/train"
 )
+
+type predictOptions struct {
+	modelOptions
+	Out           string
+	Force         bool
+	AllPosteriors bool
+}
 
 func predictCommand() *cli.Command {
 	return &cli.Command{
@@ -22,40 +31,45 @@ func predictCommand() *cli.Command {
 			forceFlag,
 		),
 		Action: func(c *cli.Context) error {
-			if err := checkModelArgs(c); err != nil {
-				return err
-			}
-			if err := checkOutput(c, c.String("model"), c.String("data")); err != nil {
-				return err
-			}
-			in, err := openInference(c)
+			m, err := modelOptionsFrom(c)
 			if err != nil {
 				return err
 			}
-			defer in.Close()
-			net, src, dev, prior := in.Net, in.src, in.dev, in.Prior
-			pred, err := train.Predict(net, src, dev, prior)
-			if err != nil {
-				return err
-			}
-			if c.Bool("all-posteriors") {
-				err = writePosteriors(c.String("out"), pred, src.Labels())
-			} else {
-				err = writeAssignments(c.String("out"), pred, src.Labels())
-			}
-			if err != nil {
-				return err
-			}
-			sizes := eval.ClusterSizes(pred.Cluster, pred.K)
-			fmt.Fprintf(c.App.ErrWriter, "emclust: %d rows → %s; cluster sizes %v\n", len(pred.Cluster), c.String("out"), sizes)
-			if labels := src.Labels(); labels != nil {
-				sc, err := eval.Score(labels, pred.Cluster)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintln(c.App.Writer, sc.String())
-			}
-			return nil
+			opts := predictOptions{modelOptions: m, Out: c.String("out"), Force: c.Bool("force"), AllPosteriors: c.Bool("all-posteriors")}
+			return runPredict(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 		},
 	}
+}
+
+func runPredict(_ context.Context, opts predictOptions, stdout, stderr io.Writer) error {
+	if err := checkOutput(opts.Out, opts.Force, opts.Model, opts.Data.DataFile); err != nil {
+		return err
+	}
+	in, err := openInference(opts.modelOptions)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	pred, err := train.Predict(in.Net, in.src, in.dev, in.Prior)
+	if err != nil {
+		return err
+	}
+	labels := in.src.Labels()
+	if opts.AllPosteriors {
+		err = writePosteriors(opts.Out, pred, labels)
+	} else {
+		err = writeAssignments(opts.Out, pred, labels)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "emclust: %d rows → %s; cluster sizes %v\n", len(pred.Cluster), opts.Out, eval.ClusterSizes(pred.Cluster, pred.K))
+	if labels != nil {
+		sc, err := eval.Score(labels, pred.Cluster)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, sc.String())
+	}
+	return nil
 }

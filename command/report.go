@@ -81,7 +81,7 @@ func runReport(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	cfg, err := dataFor(c, m.Cfg)
+	cfg, err := dataOptionsFrom(c).config(m.Cfg)
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,20 @@
 package command
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 
 	"github.com/urfave/cli/v2"
 
 	"emclust/eval"
 )
+
+type scoreOptions struct {
+	Truth, Pred string
+	JSON        bool
+}
 
 func scoreCommand() *cli.Command {
 	return &cli.Command{
@@ -20,34 +27,36 @@ func scoreCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Args().Present() {
-				return usageError{fmt.Errorf("score takes flags only; unexpected %q", c.Args().First())}
-			}
 			if err := requireFlags(c, "truth", "pred"); err != nil {
 				return err
 			}
-			truth, err := eval.ReadLabels(c.String("truth"))
-			if err != nil {
-				return err
-			}
-			pred, err := eval.ReadLabels(c.String("pred"))
-			if err != nil {
-				return err
-			}
-			if len(truth) != len(pred) {
-				return fmt.Errorf("%s has %d labels but %s has %d", c.String("truth"), len(truth), c.String("pred"), len(pred))
-			}
-			sc, err := eval.Score(truth, pred)
-			if err != nil {
-				return err
-			}
-			if c.Bool("json") {
-				b, _ := json.Marshal(map[string]float64{"acc": sc.ACC, "nmi": sc.NMI, "ari": sc.ARI})
-				fmt.Fprintln(c.App.Writer, string(b))
-				return nil
-			}
-			fmt.Fprintln(c.App.Writer, sc.String())
-			return nil
+			opts := scoreOptions{Truth: c.String("truth"), Pred: c.String("pred"), JSON: c.Bool("json")}
+			return runScore(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 		},
 	}
+}
+
+func runScore(_ context.Context, opts scoreOptions, stdout, _ io.Writer) error {
+	truth, err := eval.ReadLabels(opts.Truth)
+	if err != nil {
+		return err
+	}
+	pred, err := eval.ReadLabels(opts.Pred)
+	if err != nil {
+		return err
+	}
+	if len(truth) != len(pred) {
+		return fmt.Errorf("%s has %d labels but %s has %d", opts.Truth, len(truth), opts.Pred, len(pred))
+	}
+	sc, err := eval.Score(truth, pred)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		b, _ := json.Marshal(map[string]float64{"acc": sc.ACC, "nmi": sc.NMI, "ari": sc.ARI})
+		fmt.Fprintln(stdout, string(b))
+		return nil
+	}
+	fmt.Fprintln(stdout, sc.String())
+	return nil
 }

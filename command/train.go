@@ -91,9 +91,6 @@ func trainCommand() *cli.Command {
 }
 
 func runTrain(c *cli.Context) error {
-	if c.Args().Present() {
-		return usageError{fmt.Errorf("train takes flags only; unexpected %q", c.Args().First())}
-	}
 	// Catch Ctrl-C (and SIGTERM) from the start, so that one arriving while the data
 	// load still ends in the one-line message below; a second one kills at once.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
