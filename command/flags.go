@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"emclust/data"
 	"emclust/train"
 )
 
@@ -65,4 +67,59 @@ func deviceFlag() cli.Flag {
 
 func threadsFlag() cli.Flag {
 	return &cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: one per CPU, and one for a training step too small to share)"}
+}
+
+// dataFlags select what to cluster; train, predict and eval share them. dflt says
+// what is read when none is given, standardize what --standardize defaults to.
+func dataFlags(dflt, standardize string) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "dataset", Usage: "digits (embedded), mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt},
+		&cli.StringFlag{Name: "data-dir", Usage: "folder with the data set's official files", DefaultText: "none; for fashion-mnist, Debian's " + data.DefaultImageDir("fashion-mnist")},
+		&cli.StringFlag{Name: "data", Usage: "vectors to cluster: a .csv/.tsv/.txt (optionally .gz) or .npy file", DefaultText: dflt},
+		&cli.StringFlag{Name: "label-col", Usage: "CSV column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring", DefaultText: "none"},
+		&cli.StringFlag{Name: "header", Value: "auto", Usage: "CSV header row: auto, yes or no"},
+		&cli.BoolFlag{Name: "standardize", Usage: "z-score each feature column", DefaultText: standardize},
+		&cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match)"},
+		&cli.BoolFlag{Name: "gray", Usage: "with --dataset folder: load images as grayscale"},
+	}
+}
+
+// modelFlags choose the network and how it trains; train and compare share them, and
+// their defaults are the library's (train.VectorDefaults, train.ImageDefaults).
+func modelFlags() []cli.Flag {
+	vd, id := train.VectorDefaults(), train.ImageDefaults()
+	both := func(v, i any) string {
+		if fmt.Sprint(v) == fmt.Sprint(i) {
+			return fmt.Sprint(v)
+		}
+		return fmt.Sprintf("%v for vectors, %v for images", v, i)
+	}
+	return []cli.Flag{
+		&cli.IntFlag{Name: "k", Usage: "number of clusters", DefaultText: fmt.Sprintf("the number of classes when labels are known, else %d", vd.K)},
+		&cli.IntFlag{Name: "epochs", Usage: "passes over the data", DefaultText: both(vd.Epochs, id.Epochs)},
+		&cli.IntFlag{Name: "batch-size", Usage: "rows per batch; the relevance normalisation runs over each batch", DefaultText: both(vd.BatchSize, id.BatchSize)},
+		&cli.StringFlag{Name: "gamma", Usage: "γ in h = sigmoid(a*/γ): a number, or auto = ((n−1)/√n)/2.245 for batch size n", DefaultText: both(vd.Gamma, id.Gamma)},
+		&cli.Float64Flag{Name: "lr", Usage: "Adam learning rate of the EM (or IIC) step", DefaultText: both(vd.LR, id.LR)},
+		&cli.Float64Flag{Name: "lr-kl", Usage: "Adam learning rate of the KL step (twofold)", DefaultText: both(vd.LRKL, id.LRKL)},
+		&cli.StringFlag{Name: "arch", Usage: "network: mlp, mnist, cifar or stl10", DefaultText: "chosen from the data"},
+		&cli.StringFlag{Name: "hidden", Usage: "MLP hidden layer widths", DefaultText: strings.Trim(strings.ReplaceAll(fmt.Sprint(vd.Hidden), " ", ","), "[]")},
+		&cli.BoolFlag{Name: "no-norm", Usage: "turn off the relevance normalisation (the paper's ablation: expect collapse)"},
+		&cli.StringFlag{Name: "prior", Usage: "cluster prior: uniform (the paper) or learned (running mean of posteriors, for imbalanced data)", DefaultText: both(vd.Prior, id.Prior)},
+		deviceFlag(),
+		threadsFlag(),
+		&cli.StringFlag{Name: "precision", Usage: "fp32, or bf16: convolutions and matrix products in bfloat16 as under autocast (weights, normalisation and loss stay float32)", DefaultText: both(vd.Precision, id.Precision)},
+		&cli.BoolFlag{Name: "channels-last", Usage: "lay images and conv weights out N,H,W,C (CNNs only; --channels-last=false: off)", DefaultText: "on for CNNs on the CPU, off on GPUs"},
+		&cli.BoolFlag{Name: "deterministic", Usage: "on a GPU: cuDNN's deterministic algorithms only, so that a rerun or a resumed run matches bit for bit (slower)"},
+		&cli.BoolFlag{Name: "data-on-host", Usage: "keep images in (pinned) host memory and copy each batch to the device, for sets larger than GPU memory"},
+	}
+}
+
+// objectiveHelp lists the objectives for --help, one per line.
+func objectiveHelp() string {
+	var b strings.Builder
+	b.WriteString("training objective:")
+	for _, o := range train.Objectives {
+		fmt.Fprintf(&b, "\n\t%s: %s", o.Name, o.Help)
+	}
+	return b.String()
 }

@@ -68,3 +68,12 @@ func writeJSONFile(path string, v any) error {
 	}
 	return atomicfile.WriteBytes(path, append(b, '\n'))
 }
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
+func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }

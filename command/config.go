@@ -1,0 +1,161 @@
+package command
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"emclust/loss"
+	"emclust/torch"
+	"emclust/train"
+)
+
+// configFromFlags starts from the library's defaults for the kind of data and applies
+// the flags the user set. compare reads its flags here too: a flag a command does not
+// define is never set.
+func configFromFlags(c *cli.Context) (train.Config, error) {
+	images := train.IsImageSet(c.String("dataset"))
+	cfg := train.VectorDefaults()
+	if images {
+		cfg = train.ImageDefaults()
+	}
+	cfg.Dataset = c.String("dataset")
+	// Absolute paths, so that --resume works from any folder.
+	cfg.DataDir = absPath(c.String("data-dir"))
+	cfg.DataFile = absPath(c.String("data"))
+	cfg.LabelCol = c.String("label-col")
+	cfg.Header = c.String("header")
+	if h := cfg.Header; h != "auto" && h != "yes" && h != "no" {
+		return cfg, usageError{fmt.Errorf("--header %q: want auto, yes or no", h)}
+	}
+	cfg.Standardize = c.Bool("standardize")
+	if err := train.CheckData(&cfg); err != nil {
+		return cfg, usageError{err}
+	}
+	if cfg.DataFile == "" && (cfg.Dataset == "" || cfg.Dataset == "digits") {
+		cfg.Dataset = "digits"
+		if !c.IsSet("standardize") {
+			cfg.Standardize = true
+		}
+	}
+	// Only what the user set: every default is the library's.
+	setInt := func(dst *int, name string) {
+		if c.IsSet(name) {
+			*dst = c.Int(name)
+		}
+	}
+	setString := func(dst *string, name string) {
+		if c.IsSet(name) {
+			*dst = c.String(name)
+		}
+	}
+	setFloat := func(dst *float64, name string) {
+		if c.IsSet(name) {
+			*dst = c.Float64(name)
+		}
+	}
+	setBool := func(dst *bool, name string) {
+		if c.IsSet(name) {
+			*dst = c.Bool(name)
+		}
+	}
+	setInt(&cfg.K, "k")
+	setInt(&cfg.Epochs, "epochs")
+	setInt(&cfg.BatchSize, "batch-size")
+	setString(&cfg.Gamma, "gamma")
+	setFloat(&cfg.LR, "lr")
+	setFloat(&cfg.LRKL, "lr-kl")
+	setString(&cfg.Objective, "objective")
+	setString(&cfg.Arch, "arch")
+	if c.IsSet("arch") && !images && cfg.Arch != "mlp" {
+		return cfg, usageError{fmt.Errorf("--arch %s is a network for images; vectors train an mlp", cfg.Arch)}
+	}
+	if c.IsSet("hidden") {
+		hidden, err := parseInts(c.String("hidden"))
+		if err != nil {
+			return cfg, usageError{fmt.Errorf("--hidden: %w", err)}
+		}
+		cfg.Hidden = hidden
+	}
+	if c.IsSet("no-norm") {
+		cfg.Norm = !c.Bool("no-norm")
+	}
+	setString(&cfg.Prior, "prior")
+	setString(&cfg.Precision, "precision")
+	setBool(&cfg.ChannelsLast, "channels-last")
+	if cfg.ChannelsLast && !images {
+		return cfg, usageError{errors.New("--channels-last lays out images for convolutions; vectors train an mlp, which has none")}
+	}
+	setBool(&cfg.Deterministic, "deterministic")
+	setBool(&cfg.KMeans, "kmeans")
+	if c.IsSet("seed") {
+		cfg.Seed = c.Uint64("seed")
+	}
+	setString(&cfg.Device, "device")
+	setInt(&cfg.Threads, "threads")
+	setInt(&cfg.EvalEvery, "eval-every")
+	if images {
+		setInt(&cfg.ImageSize, "image-size")
+		setBool(&cfg.Gray, "gray")
+		setBool(&cfg.DataOnHost, "data-on-host")
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{err}
+	}
+	// γ auto depends on the batch size, which the data may lower; a number is
+	// checked here, before any data are read.
+	if cfg.Gamma != "auto" {
+		if _, err := loss.ParseGamma(cfg.Gamma, cfg.BatchSize); err != nil {
+			return cfg, usageError{err}
+		}
+	}
+	if obj, _ := train.LookupObjective(cfg.Objective); !images && obj.Augmented {
+		return cfg, usageError{fmt.Errorf("objective %q trains on augmented copies of images; vectors (--data, digits) use --objective %s", cfg.Objective,
+			train.ObjectiveNames(func(o train.Objective) bool { return !o.Augmented }))}
+	}
+	return cfg, nil
+}
+
+// defaultChannelsLast is --channels-last's default: on for a CNN on the CPU, where it
+// cut a Fashion-MNIST twofold epoch by a fifth at the same accuracy (docs/RESULTS.md);
+// off on a GPU until it is measured there.
+func defaultChannelsLast(cnn bool, dev torch.Device) bool {
+	return cnn && !dev.CUDA
+}
+
+func numClasses(labels []int) int {
+	n := 0
+	for _, l := range labels {
+		n = max(n, l+1)
+	}
+	return n
+}
+
+func parseInts(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
