@@ -1,12 +1,13 @@
 package command
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"runtime"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -45,99 +46,126 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON lines instead of a table"},
 		},
 		Action: func(c *cli.Context) error {
-			if c.Int("steps") < 1 || c.Int("warmup") < 0 {
-				return usageError{fmt.Errorf("--steps %d --warmup %d: want at least 1 timed step and no negative warmup", c.Int("steps"), c.Int("warmup"))}
-			}
-			if n := c.Int("batch-size"); n < 2 {
-				return usageError{fmt.Errorf("--batch-size %d: the relevance normalisation needs at least 2 rows a batch", n)}
-			}
-			dev, err := selectDevice(c.String("device"))
+			opts, err := benchOptionsFrom(c)
 			if err != nil {
 				return err
 			}
-			if n := c.Int("threads"); n < 0 || n > runtime.NumCPU() {
-				return usageError{fmt.Errorf("--threads %d: want 0 (one per CPU) to %d, the CPUs this machine has", n, runtime.NumCPU())}
-			}
-			if c.Int("threads") > 0 {
-				torch.SetNumThreads(c.Int("threads"))
-			}
-			precisions := strings.Split(c.String("precision"), ",")
-			for _, p := range precisions {
-				if err := (model.Compute{Precision: p}).Validate(); err != nil {
-					return usageError{fmt.Errorf("--precision: %w", err)}
-				}
-			}
-			var layouts []string
-			for _, v := range strings.Split(c.String("channels-last"), ",") {
-				if _, err := strconv.ParseBool(v); err != nil && v != "auto" {
-					return usageError{fmt.Errorf("--channels-last %q: want true, false or auto, comma-separated", v)}
-				}
-				layouts = append(layouts, v)
-			}
-			var results []*train.BenchResult
-			for _, m := range strings.Split(c.String("model"), ",") {
-				shape, ok := benchShapes[m]
-				if !ok {
-					return usageError{fmt.Errorf("bench: unknown model %q: want mlp, mnist, cifar or stl10", m)}
-				}
-				objs := c.String("objective")
-				if objs == "" {
-					objs = train.ImageDefaults().Objective
-					if m == "mlp" {
-						objs = train.VectorDefaults().Objective
-					}
-				}
-				for _, obj := range strings.Split(objs, ",") {
-					for _, prec := range precisions {
-						for _, layout := range layouts {
-							cl, _ := strconv.ParseBool(layout)
-							if layout == "auto" {
-								cl = defaultChannelsLast(m != "mlp", dev)
-							}
-							if cl && m == "mlp" {
-								continue // no convolutions to lay out
-							}
-							comp := model.Compute{Precision: prec, ChannelsLast: cl}
-							res, err := benchOne(m, obj, comp, shape.rows, shape.c, shape.h, shape.w, shape.features, dev, c)
-							if err != nil {
-								return fmt.Errorf("bench %s %s %s: %w", m, obj, prec, err)
-							}
-							results = append(results, res)
-							if c.Bool("json") {
-								b, _ := json.Marshal(res)
-								fmt.Fprintln(c.App.Writer, string(b))
-							}
-						}
-					}
-				}
-			}
-			if c.Bool("json") {
-				return nil
-			}
-			tw := tabwriter.NewWriter(c.App.Writer, 2, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "model\tobjective\tprecision\tlayout\tdevice\tparams\tms/step\trows/s\tGFLOP/step\tTFLOP/s\tepoch rows\tepoch s\tpeak MiB\tfaults/step\t")
-			for _, r := range results {
-				peak := "-"
-				if r.PeakBytes >= 0 {
-					peak = fmt.Sprintf("%.0f", float64(r.PeakBytes)/(1<<20))
-				}
-				layout := "NCHW"
-				if r.ChannelsLast {
-					layout = "NHWC"
-				}
-				if r.Arch == "mlp" {
-					layout = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%.0f\t%s\t%s\t%d\t%.1f\t%s\t%.0f\t\n", r.Arch, r.Objective, r.Precision, layout, r.Device, r.Params,
-					r.StepMS, r.ImagesPerSec, sigFig(r.GFLOPPerStep), sigFig(r.AchievedTFLOPS), r.EpochRows, r.EpochSeconds, peak, r.FaultsPerStep)
-			}
-			return tw.Flush()
+			return runBench(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 		},
 	}
 }
 
-func benchOne(arch, obj string, comp model.Compute, rows, ch, h, w, features int, dev torch.Device, c *cli.Context) (*train.BenchResult, error) {
-	bs := c.Int("batch-size")
+// benchOptions are bench's flags; each model × objective × precision × layout is timed.
+type benchOptions struct {
+	Models, Objectives []string // no objectives: each model's default
+	Precisions         []string
+	Layouts            []string // "true", "false" or "auto"
+	Device             string
+	BatchSize          int
+	Steps, Warmup      int
+	Threads            int
+	JSON               bool
+}
+
+func benchOptionsFrom(c *cli.Context) (benchOptions, error) {
+	opts := benchOptions{Models: splitList(c.String("model")), Objectives: splitList(c.String("objective")),
+		Precisions: splitList(c.String("precision")), Layouts: splitList(c.String("channels-last")),
+		Device: c.String("device"), BatchSize: c.Int("batch-size"), Steps: c.Int("steps"), Warmup: c.Int("warmup"),
+		Threads: c.Int("threads"), JSON: c.Bool("json")}
+	if opts.Steps < 1 || opts.Warmup < 0 {
+		return opts, usageError{fmt.Errorf("--steps %d --warmup %d: want at least 1 timed step and no negative warmup", opts.Steps, opts.Warmup)}
+	}
+	if opts.BatchSize < 2 {
+		return opts, usageError{fmt.Errorf("--batch-size %d: the relevance normalisation needs at least 2 rows a batch", opts.BatchSize)}
+	}
+	if n := opts.Threads; n < 0 || n > runtime.NumCPU() {
+		return opts, usageError{fmt.Errorf("--threads %d: want 0 (one per CPU) to %d, the CPUs this machine has", n, runtime.NumCPU())}
+	}
+	for _, m := range opts.Models {
+		if _, ok := benchShapes[m]; !ok {
+			return opts, usageError{fmt.Errorf("bench: unknown model %q: want mlp, mnist, cifar or stl10", m)}
+		}
+	}
+	for _, p := range opts.Precisions {
+		if err := (model.Compute{Precision: p}).Validate(); err != nil {
+			return opts, usageError{fmt.Errorf("--precision: %w", err)}
+		}
+	}
+	for _, v := range opts.Layouts {
+		if _, err := strconv.ParseBool(v); err != nil && v != "auto" {
+			return opts, usageError{fmt.Errorf("--channels-last %q: want true, false or auto, comma-separated", v)}
+		}
+	}
+	return opts, nil
+}
+
+func runBench(_ context.Context, opts benchOptions, stdout, _ io.Writer) error {
+	dev, err := selectDevice(opts.Device)
+	if err != nil {
+		return err
+	}
+	if opts.Threads > 0 {
+		torch.SetNumThreads(opts.Threads)
+	}
+	var results []*train.BenchResult
+	for _, m := range opts.Models {
+		objs := opts.Objectives
+		if len(objs) == 0 {
+			objs = []string{train.ImageDefaults().Objective}
+			if m == "mlp" {
+				objs = []string{train.VectorDefaults().Objective}
+			}
+		}
+		for _, obj := range objs {
+			for _, prec := range opts.Precisions {
+				for _, layout := range opts.Layouts {
+					cl, _ := strconv.ParseBool(layout)
+					if layout == "auto" {
+						cl = defaultChannelsLast(m != "mlp", dev)
+					}
+					if cl && m == "mlp" {
+						continue // no convolutions to lay out
+					}
+					comp := model.Compute{Precision: prec, ChannelsLast: cl}
+					res, err := benchOne(m, obj, comp, dev, opts)
+					if err != nil {
+						return fmt.Errorf("bench %s %s %s: %w", m, obj, prec, err)
+					}
+					results = append(results, res)
+					if opts.JSON {
+						b, _ := json.Marshal(res)
+						fmt.Fprintln(stdout, string(b))
+					}
+				}
+			}
+		}
+	}
+	if opts.JSON {
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "model\tobjective\tprecision\tlayout\tdevice\tparams\tms/step\trows/s\tGFLOP/step\tTFLOP/s\tepoch rows\tepoch s\tpeak MiB\tfaults/step\t")
+	for _, r := range results {
+		peak := "-"
+		if r.PeakBytes >= 0 {
+			peak = fmt.Sprintf("%.0f", float64(r.PeakBytes)/(1<<20))
+		}
+		layout := "NCHW"
+		if r.ChannelsLast {
+			layout = "NHWC"
+		}
+		if r.Arch == "mlp" {
+			layout = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%.0f\t%s\t%s\t%d\t%.1f\t%s\t%.0f\t\n", r.Arch, r.Objective, r.Precision, layout, r.Device, r.Params,
+			r.StepMS, r.ImagesPerSec, sigFig(r.GFLOPPerStep), sigFig(r.AchievedTFLOPS), r.EpochRows, r.EpochSeconds, peak, r.FaultsPerStep)
+	}
+	return tw.Flush()
+}
+
+func benchOne(arch, obj string, comp model.Compute, dev torch.Device, opts benchOptions) (*train.BenchResult, error) {
+	shape := benchShapes[arch]
+	bs := opts.BatchSize
 	n := max(4*bs, 1024)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var src train.Source
@@ -145,13 +173,13 @@ func benchOne(arch, obj string, comp model.Compute, rows, ch, h, w, features int
 	cfg := train.ImageDefaults()
 	if arch == "mlp" {
 		cfg = train.VectorDefaults()
-		v := &data.Vectors{N: n, D: features, X: make([]float32, n*features), Source: "synthetic"}
+		v := &data.Vectors{N: n, D: shape.features, X: make([]float32, n*shape.features), Source: "synthetic"}
 		for i := range v.X {
 			v.X[i] = float32(rng.NormFloat64())
 		}
 		src, err = train.NewVectorSource(v, dev)
 	} else {
-		im := &data.Images{N: n, C: ch, H: h, W: w, Pix: make([]uint8, n*ch*h*w), Source: "synthetic"}
+		im := &data.Images{N: n, C: shape.c, H: shape.h, W: shape.w, Pix: make([]uint8, n*shape.c*shape.h*shape.w), Source: "synthetic"}
 		for i := range im.Pix {
 			im.Pix[i] = uint8(rng.IntN(256))
 		}
@@ -162,9 +190,9 @@ func benchOne(arch, obj string, comp model.Compute, rows, ch, h, w, features int
 	}
 	defer src.Close()
 	cfg.Arch, cfg.Objective, cfg.BatchSize, cfg.Device = arch, obj, bs, dev.String()
-	cfg.Threads = c.Int("threads") // an explicit count is kept even for small steps
+	cfg.Threads = opts.Threads // an explicit count is kept even for small steps
 	cfg.Precision, cfg.ChannelsLast = comp.Precision, comp.ChannelsLast
-	return train.Bench(cfg, src, dev, c.Int("warmup"), c.Int("steps"), rows)
+	return train.Bench(cfg, src, dev, opts.Warmup, opts.Steps, shape.rows)
 }
 
 // sigFig formats a positive value with three significant digits, so that the MLP's

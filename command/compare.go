@@ -44,48 +44,63 @@ func compareCommand() *cli.Command {
 			"over seeds), and the mean seconds a run took. The data need labels. Neural methods train like\n" +
 			"emclust train and are scored on their final eval-mode clustering; the baselines cluster the same\n" +
 			"features as train's k-means. The same seeds give the same numbers on the CPU.",
-		Flags:  flags,
-		Action: runCompare,
+		Flags: flags,
+		Action: func(c *cli.Context) error {
+			opts, err := compareOptionsFrom(c)
+			if err != nil {
+				return err
+			}
+			return runCompare(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+		},
 	}
 }
 
-func runCompare(c *cli.Context) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+type compareOptions struct {
+	Run           newRun // the neural methods' training config
+	Methods       []string
+	Seeds         []uint64
+	Out, Markdown string
+	Force         bool
+	JSON, Quiet   bool
+}
+
+// compareOptionsFrom reads and checks everything the command line alone decides,
+// before any data are read.
+func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
+	opts := compareOptions{Out: c.String("out"), Markdown: c.String("markdown"), Force: c.Bool("force"),
+		JSON: c.Bool("json"), Quiet: c.Bool("quiet")}
+	var err error
+	if opts.Run, err = newRunFrom(c); err != nil {
+		return opts, err
+	}
+	opts.Run.Config.EvalEvery = 0  // only the final clustering is scored
+	opts.Run.Config.KMeans = false // k-means is a method of its own here
+	images := train.IsImageSet(opts.Run.Config.Dataset)
+	opts.Methods = compare.DefaultMethods(images)
+	if c.IsSet("methods") {
+		opts.Methods = splitList(c.String("methods"))
+	}
+	if err := compare.CheckMethods(opts.Methods, images); err != nil {
+		return opts, usageError{fmt.Errorf("--methods: %w", err)}
+	}
+	if opts.Seeds, err = compareSeeds(c); err != nil {
+		return opts, err
+	}
+	return opts, checkCompareOutputs(opts)
+}
+
+func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
 		// A second Ctrl-C kills at once.
 		<-ctx.Done()
 		stop()
 	}()
-
-	// Everything the command line alone decides is checked before any data are read.
-	cfg, err := configFromFlags(c)
-	if err != nil {
-		return err
-	}
-	cfg.EvalEvery = 0  // only the final clustering is scored
-	cfg.KMeans = false // k-means is a method of its own here
-	images := train.IsImageSet(cfg.Dataset)
-	methods := compare.DefaultMethods(images)
-	if c.IsSet("methods") {
-		methods = splitList(c.String("methods"))
-	}
-	if err := compare.CheckMethods(methods, images); err != nil {
-		return usageError{fmt.Errorf("--methods: %w", err)}
-	}
-	seeds, err := compareSeeds(c)
-	if err != nil {
-		return err
-	}
-	if err := checkCompareOutputs(c, methods, seeds); err != nil {
-		return err
-	}
+	cfg, methods, seeds := opts.Run.Config, opts.Methods, opts.Seeds
 	dev, err := selectDevice(cfg.Device)
 	if err != nil {
 		return err
-	}
-	if !c.IsSet("channels-last") {
-		cfg.ChannelsLast = defaultChannelsLast(images && cfg.Arch != "mlp", dev)
 	}
 	if cfg.Threads > 0 {
 		if err := torch.SetNumThreads(cfg.Threads); err != nil {
@@ -102,12 +117,10 @@ func runCompare(c *cli.Context) error {
 	if labels == nil {
 		return fmt.Errorf("%s has no labels, and compare scores every run against them (give --label-col for a CSV)", src.Describe())
 	}
-	if !c.IsSet("k") {
-		cfg.K = numClasses(labels)
-	}
+	opts.Run.resolve(&cfg, dev, src)
 
-	log := io.Writer(c.App.ErrWriter)
-	if c.Bool("quiet") {
+	log := stderr
+	if opts.Quiet {
 		log = io.Discard
 	}
 	deviceName := dev.String()
@@ -115,7 +128,7 @@ func runCompare(c *cli.Context) error {
 		deviceName += fmt.Sprintf(" (%d threads)", torch.NumThreads())
 	}
 	fmt.Fprintf(log, "emclust: %s on %s; %s × %s\n", src.Describe(), deviceName, strings.Join(methods, ","), plural(len(seeds), "seed"))
-	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: c.String("out"), Replace: c.Bool("force"),
+	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: opts.Out, Replace: opts.Force,
 		Done: func(r compare.Result, done, total int) {
 			fmt.Fprintf(log, "emclust: [%*d/%d] %-8s seed %-3d ACC %.4f NMI %.4f ARI %.4f  %.1fs\n",
 				len(strconv.Itoa(total)), done, total, r.Method, r.Seed, r.ACC, r.NMI, r.ARI, r.Seconds)
@@ -135,50 +148,50 @@ func runCompare(c *cli.Context) error {
 		// name asked for could later pass for the whole comparison.
 		total := len(methods) * len(seeds)
 		if len(results) > 0 {
-			if err := printCompare(c, rep); err != nil {
+			if err := printCompare(rep, opts.JSON, stdout); err != nil {
 				return err
 			}
 			return interruptedError{fmt.Errorf("interrupted after %d of %d runs; the table above covers those, and no files were written", len(results), total)}
 		}
 		return interruptedError{fmt.Errorf("interrupted before the first of %d runs finished", total)}
 	}
-	return writeCompare(c, rep)
+	return writeCompare(rep, opts, stdout)
 }
 
 // printCompare prints the report: the table, or the JSON with --json.
-func printCompare(c *cli.Context, rep *compare.Report) error {
-	if c.Bool("json") {
+func printCompare(rep *compare.Report, asJSON bool, stdout io.Writer) error {
+	if asJSON {
 		js, err := json.Marshal(rep)
 		if err != nil {
 			return fmt.Errorf("compare: %w", err)
 		}
-		fmt.Fprintln(c.App.Writer, string(js))
+		fmt.Fprintln(stdout, string(js))
 		return nil
 	}
-	fmt.Fprint(c.App.Writer, rep.Markdown())
+	fmt.Fprint(stdout, rep.Markdown())
 	return nil
 }
 
 // checkCompareOutputs refuses, unless --force, to write over an earlier comparison:
 // its compare.json, the --markdown file, or a run folder a neural method would
 // retrain in place.
-func checkCompareOutputs(c *cli.Context, methods []string, seeds []uint64) error {
+func checkCompareOutputs(opts compareOptions) error {
 	var taken []string
-	if dir := c.String("out"); dir != "" {
+	if dir := opts.Out; dir != "" {
 		taken = append(taken, filepath.Join(dir, "compare.json"))
-		for _, m := range methods {
-			for _, seed := range seeds {
+		for _, m := range opts.Methods {
+			for _, seed := range opts.Seeds {
 				taken = append(taken, filepath.Join(compare.RunDir(dir, m, seed), "checkpoint.safetensors"))
 			}
 		}
 	}
-	if md := c.String("markdown"); md != "" {
+	if md := opts.Markdown; md != "" {
 		if st, err := os.Stat(md); err == nil && st.IsDir() {
 			return usageError{fmt.Errorf("--markdown %s is a folder; name the file to write", md)}
 		}
 		taken = append(taken, md)
 	}
-	if c.Bool("force") {
+	if opts.Force {
 		return nil
 	}
 	for _, path := range taken {
@@ -190,13 +203,13 @@ func checkCompareOutputs(c *cli.Context, methods []string, seeds []uint64) error
 }
 
 // writeCompare writes the files asked for and prints the report.
-func writeCompare(c *cli.Context, rep *compare.Report) error {
+func writeCompare(rep *compare.Report, opts compareOptions, stdout io.Writer) error {
 	js, err := json.Marshal(rep)
 	if err != nil {
 		return fmt.Errorf("compare: %w", err)
 	}
 	md := rep.Markdown()
-	if dir := c.String("out"); dir != "" {
+	if dir := opts.Out; dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("compare: %w", err)
 		}
@@ -204,12 +217,12 @@ func writeCompare(c *cli.Context, rep *compare.Report) error {
 			return err
 		}
 	}
-	if path := c.String("markdown"); path != "" {
+	if path := opts.Markdown; path != "" {
 		if err := atomicfile.WriteBytes(path, []byte(md)); err != nil {
 			return err
 		}
 	}
-	return printCompare(c, rep)
+	return printCompare(rep, opts.JSON, stdout)
 }
 
 // compareSeeds reads --seeds N (1..N) or --seed-list.

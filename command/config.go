@@ -159,3 +159,29 @@ func absPath(p string) string {
 	}
 	return p
 }
+
+// newRun is a new run's config, from the library's defaults and the flags, and what
+// the flags left to the device and the data.
+type newRun struct {
+	Config                train.Config
+	KSet, ChannelsLastSet bool // else the data and the device decide (resolve)
+}
+
+func newRunFrom(c *cli.Context) (newRun, error) {
+	cfg, err := configFromFlags(c)
+	return newRun{Config: cfg, KSet: c.IsSet("k"), ChannelsLastSet: c.IsSet("channels-last")}, err
+}
+
+// resolve settles in cfg what the flags left to the device and the data:
+// channels-last from the device, K from the labels. (train.New settles the rest: the
+// batch clamp, γ auto and the network for the data.)
+func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) {
+	if !n.ChannelsLastSet {
+		cfg.ChannelsLast = defaultChannelsLast(train.IsImageSet(cfg.Dataset) && cfg.Arch != "mlp", dev)
+	}
+	if !n.KSet {
+		if k := numClasses(src.Labels()); k > 0 {
+			cfg.K = k
+		}
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
+	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
@@ -40,31 +42,42 @@ func dataCommand() *cli.Command {
 				if len(args) != 1 {
 					return usageError{errors.New("data fetch takes one data set name: mnist, fashion-mnist, cifar10, cifar100 or stl10")}
 				}
-				name := args[0]
 				if err := requireFlags(c, "dir"); err != nil {
 					return err
 				}
-				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-				defer stop()
-				var bar *progressbar.ProgressBar
-				progress := func(done, total int64) {
-					if c.Bool("quiet") || !isTerminal(c.App.ErrWriter) {
-						return
-					}
-					if bar == nil || done == 0 {
-						bar = progressbar.DefaultBytes(total, "downloading "+name)
-					}
-					bar.Set64(done)
-				}
-				if err := data.Fetch(ctx, name, c.String("dir"), progress); err != nil {
-					if ctx.Err() != nil {
-						return interruptedError{err}
-					}
-					return err
-				}
-				fmt.Fprintf(c.App.ErrWriter, "emclust: %s is in %s\n", name, c.String("dir"))
-				return nil
+				opts := fetchOptions{Name: args[0], Dir: c.String("dir"), Quiet: c.Bool("quiet")}
+				return runFetch(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 			},
 		}},
 	}
+}
+
+type fetchOptions struct {
+	Name, Dir string
+	Quiet     bool
+}
+
+func runFetch(ctx context.Context, opts fetchOptions, _, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	var bar *progressbar.ProgressBar
+	progress := func(done, total int64) {
+		if opts.Quiet || !isTerminal(stderr) {
+			return
+		}
+		if bar == nil || done == 0 {
+			bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr), progressbar.OptionShowBytes(true),
+				progressbar.OptionSetDescription("downloading "+opts.Name), progressbar.OptionSetPredictTime(true),
+				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionThrottle(65*time.Millisecond), progressbar.OptionClearOnFinish())
+		}
+		bar.Set64(done)
+	}
+	if err := data.Fetch(ctx, opts.Name, opts.Dir, progress); err != nil {
+		if ctx.Err() != nil {
+			return interruptedError{err}
+		}
+		return err
+	}
+	fmt.Fprintf(stderr, "emclust: %s is in %s\n", opts.Name, opts.Dir)
+	return nil
 }

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -38,40 +39,66 @@ func reportCommand() *cli.Command {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines"},
 			&cli.BoolFlag{Name: "force", Usage: "replace the report already in --out"},
 		),
-		Action: runReport,
+		Action: func(c *cli.Context) error {
+			opts, err := reportOptionsFrom(c)
+			if err != nil {
+				return err
+			}
+			return runReport(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+		},
 	}
 }
 
-func runReport(c *cli.Context) error {
+type reportOptions struct {
+	Run, CompareRun string
+	Out             string // the report folder: --out, or RUN/report
+	Device          string
+	Data            dataOptions
+	Report          report.Options // all but Log and Compare
+	Force, Quiet    bool
+}
+
+func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
+	var opts reportOptions
 	args, err := interspersedFlags(c)
 	if err != nil {
-		return err
+		return opts, err
 	}
 	if len(args) != 1 {
-		return usageError{errors.New("report takes one run folder: emclust report RUN [flags]")}
+		return opts, usageError{errors.New("report takes one run folder: emclust report RUN [flags]")}
 	}
-	runDir := args[0]
 	if c.String("data") != "" && c.String("dataset") != "" {
-		return usageError{errors.New("give either --data FILE or --dataset NAME, not both")}
+		return opts, usageError{errors.New("give either --data FILE or --dataset NAME, not both")}
 	}
 	if c.Int("tsne-points") < 0 {
-		return usageError{fmt.Errorf("--tsne-points %d: want ≥ 0", c.Int("tsne-points"))}
+		return opts, usageError{fmt.Errorf("--tsne-points %d: want ≥ 0", c.Int("tsne-points"))}
 	}
 	if c.Int("steps") < 1 {
-		return usageError{fmt.Errorf("--steps %d: want ≥ 1", c.Int("steps"))}
+		return opts, usageError{fmt.Errorf("--steps %d: want ≥ 1", c.Int("steps"))}
 	}
 	clusters, err := parseClusters(c.String("clusters"))
 	if err != nil {
-		return err
+		return opts, err
 	}
-	out := c.String("out")
-	if out == "" {
-		out = filepath.Join(runDir, "report")
+	opts = reportOptions{Run: args[0], CompareRun: c.String("compare-run"), Out: c.String("out"), Device: c.String("device"),
+		Data: dataOptionsFrom(c), Force: c.Bool("force"), Quiet: c.Bool("quiet"),
+		Report: report.Options{Out: c.String("out"), TSNEPoints: c.Int("tsne-points"), Seed: c.Uint64("seed"),
+			ActMax: report.ActMaxConfig{Steps: c.Int("steps")}, Clusters: clusters}}
+	if opts.Out == "" {
+		opts.Out = filepath.Join(opts.Run, "report")
 	}
-	if _, err := os.Stat(filepath.Join(out, "index.html")); err == nil && !c.Bool("force") {
+	if c.Bool("no-tsne") {
+		opts.Report.TSNEPoints = 0
+	}
+	return opts, nil
+}
+
+func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) error {
+	runDir, out := opts.Run, opts.Out
+	if _, err := os.Stat(filepath.Join(out, "index.html")); err == nil && !opts.Force {
 		return usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
 	}
-	dev, err := selectDevice(c.String("device"))
+	dev, err := selectDevice(opts.Device)
 	if err != nil {
 		return err
 	}
@@ -81,7 +108,7 @@ func runReport(c *cli.Context) error {
 		return err
 	}
 	defer m.Close()
-	cfg, err := dataOptionsFrom(c).config(m.Cfg)
+	cfg, err := opts.Data.config(m.Cfg)
 	if err != nil {
 		return err
 	}
@@ -94,21 +121,12 @@ func runReport(c *cli.Context) error {
 		return err
 	}
 	run.Cfg = cfg
-	opt := report.Options{
-		Out:        c.String("out"),
-		TSNEPoints: c.Int("tsne-points"),
-		Seed:       c.Uint64("seed"),
-		ActMax:     report.ActMaxConfig{Steps: c.Int("steps")},
-		Clusters:   clusters,
-		Log:        c.App.ErrWriter,
-	}
-	if c.Bool("no-tsne") {
-		opt.TSNEPoints = 0
-	}
-	if c.Bool("quiet") {
+	opt := opts.Report
+	opt.Log = stderr
+	if opts.Quiet {
 		opt.Log = io.Discard
 	}
-	if other := c.String("compare-run"); other != "" {
+	if other := opts.CompareRun; other != "" {
 		cm, cmp, err := openReportRun(other, dev)
 		if err != nil {
 			return fmt.Errorf("--compare-run: %w", err)
@@ -123,7 +141,7 @@ func runReport(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(c.App.Writer, index)
+	fmt.Fprintln(stdout, index)
 	return nil
 }
 

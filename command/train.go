@@ -51,14 +51,11 @@ func trainCommand() *cli.Command {
 // trainOptions are train's flags: a new run's config, or the run to resume and the
 // settings a resumed run may change.
 type trainOptions struct {
-	Config train.Config // a new run's, from the library's defaults and the flags
-	// KSet and ChannelsLastSet say the flags fixed these; else the data and the
-	// device decide (resolveConfig).
-	KSet, ChannelsLastSet bool
-	Out                   string // a new run's folder; empty: runs/<data>-<time>
-	Resume                string
-	Resumed               resumeOverrides
-	Quiet, JSON           bool
+	New         newRun
+	Out         string // a new run's folder; empty: runs/<data>-<time>
+	Resume      string
+	Resumed     resumeOverrides
+	Quiet, JSON bool
 }
 
 // resumeOverrides are the settings a resumed run may change: how to compute, like the
@@ -91,11 +88,10 @@ func (o resumeOverrides) apply(cfg *train.Config) {
 }
 
 func trainOptionsFrom(c *cli.Context) (trainOptions, error) {
-	opts := trainOptions{Out: c.String("out"), Resume: c.String("resume"), Quiet: c.Bool("quiet"), JSON: c.Bool("json"),
-		KSet: c.IsSet("k"), ChannelsLastSet: c.IsSet("channels-last")}
+	opts := trainOptions{Out: c.String("out"), Resume: c.String("resume"), Quiet: c.Bool("quiet"), JSON: c.Bool("json")}
 	if opts.Resume == "" {
-		cfg, err := configFromFlags(c)
-		opts.Config = cfg
+		var err error
+		opts.New, err = newRunFrom(c)
 		return opts, err
 	}
 	if err := checkResumeFlags(c); err != nil {
@@ -157,20 +153,6 @@ func openResumed(dir string, o resumeOverrides) (*torch.SafeFile, train.Config, 
 	return f, cfg, nil
 }
 
-// resolveConfig settles what a new run's flags left to the device and the data:
-// channels-last from the device, K from the labels. (train.New settles the rest:
-// the batch clamp, γ auto and the network for the data.)
-func resolveConfig(cfg *train.Config, opts trainOptions, dev torch.Device, src train.Source) {
-	if !opts.ChannelsLastSet {
-		cfg.ChannelsLast = defaultChannelsLast(train.IsImageSet(cfg.Dataset) && cfg.Arch != "mlp", dev)
-	}
-	if !opts.KSet {
-		if n := numClasses(src.Labels()); n > 0 {
-			cfg.K = n
-		}
-	}
-}
-
 func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) error {
 	// Catch Ctrl-C (and SIGTERM) from the start, so that one arriving while the data
 	// load still ends in the one-line message below; a second one kills at once.
@@ -180,7 +162,7 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		<-ctx.Done()
 		stop()
 	}()
-	cfg, runDir := opts.Config, opts.Out
+	cfg, runDir := opts.New.Config, opts.Out
 	var ckpt *torch.SafeFile
 	if opts.Resume != "" {
 		var err error
@@ -209,7 +191,7 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 	}
 	defer src.Close()
 	if ckpt == nil {
-		resolveConfig(&cfg, opts, dev, src)
+		opts.New.resolve(&cfg, dev, src)
 	}
 	if cfg.K > src.Len() {
 		name := cfg.DataFile
