@@ -193,7 +193,7 @@ func (p *points) em(cfg GMMConfig, r int, hook func(iter int, ll float64)) (*GMM
 	s := torch.NoGrad()
 	defer s.Close()
 	logResp, ll := p.eStep(s, m, full)
-	best := s.Int64s(s.ArgMax(logResp, 1, false))
+	best := s.Int64s(s.ArgMax(logResp, false, 1))
 	logW := s.Float32s(m.logWeights)
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("final E-step: %w", err)

@@ -6,6 +6,10 @@
 // of its temporaries at once, deterministically (the Go GC cannot see GPU memory).
 // A tensor that must outlive the step is moved out with Keep and freed by its owner.
 //
+// The files follow that split: scope.go (ownership and errors), host.go (copies between
+// Go memory and devices), ops.go (tensor ops), nn.go (layers and autograd), adam.go,
+// safetensors.go. An op joins ops.go when code needs it, not before.
+//
 // A Scope also holds the first error of its ops (the errWriter pattern): after a failure
 // every later op is a no-op returning nil, and Err reports what went wrong. The error
 // comes back from the failing call itself, never from a thread-local slot read later.

@@ -47,7 +47,7 @@ func TestRoundTripAndArithmetic(t *testing.T) {
 	if v := s.Float32s(s.Var(a, false, 0)); v[0] != 2.25 {
 		t.Fatalf("var = %v", v)
 	}
-	am := s.Int64s(s.ArgMax(a, 1, false))
+	am := s.Int64s(s.ArgMax(a, false, 1))
 	if am[0] != 2 || am[1] != 2 {
 		t.Fatalf("argmax = %v", am)
 	}

@@ -472,7 +472,7 @@ func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) 
 			logPrior = s.Log(prior)
 		}
 		p := loss.Posterior(s, aStar, logPrior)
-		am := s.Int64s(s.ArgMax(p, 1, false))
+		am := s.Int64s(s.ArgMax(p, false, 1))
 		out.Posterior = append(out.Posterior, s.Float32s(p)...)
 		if err := s.Close(); err != nil {
 			return nil, err
