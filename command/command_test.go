@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"emclust/data/datatest"
 	"emclust/torch"
 )
 
@@ -117,40 +118,23 @@ func makeFixtures(dir string) error {
 		}
 	}
 	// A truncated MNIST: the header promises 60000 images, the file holds 1000 bytes.
-	idx := filepath.Join(dir, "mnist")
-	if err := os.MkdirAll(idx, 0o755); err != nil {
-		return err
-	}
-	images := binary.BigEndian.AppendUint32(nil, 0x803)
-	for _, v := range []uint32{60000, 28, 28} {
-		images = binary.BigEndian.AppendUint32(images, v)
-	}
+	promised := datatest.Images{N: 60000, C: 1, H: 28, W: 28, Labels: make([]int, 60000)}
+	images := datatest.IDXImages(datatest.Images{N: 0, C: 1, H: 28, W: 28}, 0, 0)
+	binary.BigEndian.PutUint32(images[4:], uint32(promised.N))
 	images = append(images, make([]byte, 1000)...)
-	labels := binary.BigEndian.AppendUint32(nil, 0x801)
-	labels = binary.BigEndian.AppendUint32(labels, 60000)
-	labels = append(labels, make([]byte, 60000)...)
-	if err := os.WriteFile(filepath.Join(idx, "train-images-idx3-ubyte"), images, 0o644); err != nil {
+	if err := datatest.WriteFile(filepath.Join(dir, "mnist", "train-images-idx3-ubyte"), images); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(idx, "train-labels-idx1-ubyte"), labels, 0o644); err != nil {
+	if err := datatest.WriteFile(filepath.Join(dir, "mnist", "train-labels-idx1-ubyte"), datatest.IDXLabels(promised.Labels)); err != nil {
 		return err
 	}
-
 	// An MNIST of no images: four well-formed IDX files of 0 entries.
-	empty := filepath.Join(dir, "mnist0")
-	if err := os.MkdirAll(empty, 0o755); err != nil {
-		return err
-	}
+	none := datatest.Images{C: 1, H: 28, W: 28}
 	for _, split := range []string{"train", "t10k"} {
-		img := binary.BigEndian.AppendUint32(nil, 0x803)
-		for _, v := range []uint32{0, 28, 28} {
-			img = binary.BigEndian.AppendUint32(img, v)
-		}
-		lbl := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, 0x801), 0)
-		if err := os.WriteFile(filepath.Join(empty, split+"-images-idx3-ubyte"), img, 0o644); err != nil {
+		if err := datatest.WriteFile(filepath.Join(dir, "mnist0", split+"-images-idx3-ubyte"), datatest.IDXImages(none, 0, 0)); err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(empty, split+"-labels-idx1-ubyte"), lbl, 0o644); err != nil {
+		if err := datatest.WriteFile(filepath.Join(dir, "mnist0", split+"-labels-idx1-ubyte"), datatest.IDXLabels(nil)); err != nil {
 			return err
 		}
 	}
@@ -1109,24 +1093,15 @@ func TestParityScript(t *testing.T) {
 func writeIDXSet(t *testing.T, dir string, nTrain, nTest int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(5, 6))
-	for split, n := range map[string]int{"train": nTrain, "t10k": nTest} {
-		images := binary.BigEndian.AppendUint32(nil, 0x803)
-		for _, v := range []uint32{uint32(n), 28, 28} {
-			images = binary.BigEndian.AppendUint32(images, v)
-		}
-		labels := binary.BigEndian.AppendUint32(nil, 0x801)
-		labels = binary.BigEndian.AppendUint32(labels, uint32(n))
-		for i := 0; i < n; i++ {
-			for p := 0; p < 28*28; p++ {
-				images = append(images, byte(rng.IntN(256)))
-			}
-			labels = append(labels, byte(i%10))
-		}
-		for name, b := range map[string][]byte{split + "-images-idx3-ubyte": images, split + "-labels-idx1-ubyte": labels} {
-			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
+	im := datatest.Images{N: nTrain + nTest, C: 1, H: 28, W: 28, Pix: make([]byte, (nTrain+nTest)*28*28), Labels: make([]int, nTrain+nTest)}
+	for i := range im.Pix {
+		im.Pix[i] = byte(rng.IntN(256))
+	}
+	for i := range im.Labels {
+		im.Labels[i] = i % 10
+	}
+	if err := datatest.WriteMNISTLike(dir, im, nTrain); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"emclust/data/datatest"
 )
 
 // cifarPixel is the test pattern of CIFAR files: distinct per image, plane, row and
@@ -13,18 +15,7 @@ func cifarPixel(img, ch, r, c int) uint8 { return uint8(img*41 + ch*67 + r*7 + c
 // cifarRecords builds n CIFAR records for images first.., each with the given label
 // bytes in front of the planes.
 func cifarRecords(first, n int, labels func(i int) []uint8) []byte {
-	var b []byte
-	for i := first; i < first+n; i++ {
-		b = append(b, labels(i)...)
-		for ch := range 3 {
-			for r := range 32 {
-				for c := range 32 {
-					b = append(b, cifarPixel(i, ch, r, c))
-				}
-			}
-		}
-	}
-	return b
+	return datatest.CIFARRecords(pattern(first+n, 3, 32, 32, cifarPixel), first, first+n, labels)
 }
 
 func cifar10Label(i int) []uint8 { return []uint8{uint8(i % 10)} }

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"emclust/data/datatest"
 )
 
 type tarEntry struct {
@@ -150,7 +152,7 @@ func TestFetchTarGz(t *testing.T) {
 }
 
 func TestFetchGz(t *testing.T) {
-	gz := imgGzip(t, idxLabelsBytes(1, 2, 3))
+	gz := datatest.Gzip(idxLabelsBytes(1, 2, 3))
 	srv, _ := fileServer(t, map[string][]byte{"/mirror/labels-idx1-ubyte.gz": gz})
 	f := &Fetcher{Client: srv.Client(), Archives: map[string]Archive{"toy": {Name: "toy", Files: []Remote{{
 		URL:      srv.URL + "/mirror/labels-idx1-ubyte.gz",

@@ -1,13 +1,11 @@
 package data
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/binary"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"emclust/data/datatest"
 )
 
 // idxPixel is the test pattern of IDX image files: distinct per image, row and column.
@@ -16,47 +14,36 @@ func idxPixel(img, r, c int) uint8 { return uint8(img*37 + r*11 + c*3) }
 // idxImagesBytes builds an IDX image file of n h×w images holding idxPixel values,
 // offset by first so that train and test files differ.
 func idxImagesBytes(n, h, w, first int) []byte {
-	var b bytes.Buffer
-	for _, v := range []uint32{idxImagesMagic, uint32(n), uint32(h), uint32(w)} {
-		binary.Write(&b, binary.BigEndian, v)
-	}
+	im := pattern(first+n, 1, h, w, func(img, _, r, c int) uint8 { return idxPixel(img, r, c) })
+	return datatest.IDXImages(im, first, first+n)
+}
+
+// pattern is n c×h×w images whose pixels px gives, labelled 0.
+func pattern(n, c, h, w int, px func(img, ch, r, c int) uint8) datatest.Images {
+	im := datatest.Images{N: n, C: c, H: h, W: w, Pix: make([]byte, 0, n*c*h*w), Labels: make([]int, n)}
 	for i := range n {
-		for r := range h {
-			for c := range w {
-				b.WriteByte(idxPixel(first+i, r, c))
+		for ch := range c {
+			for r := range h {
+				for col := range w {
+					im.Pix = append(im.Pix, px(i, ch, r, col))
+				}
 			}
 		}
 	}
-	return b.Bytes()
+	return im
 }
 
 func idxLabelsBytes(labels ...uint8) []byte {
-	var b bytes.Buffer
-	binary.Write(&b, binary.BigEndian, uint32(idxLabelsMagic))
-	binary.Write(&b, binary.BigEndian, uint32(len(labels)))
-	b.Write(labels)
-	return b.Bytes()
-}
-
-func imgGzip(t *testing.T, b []byte) []byte {
-	t.Helper()
-	var out bytes.Buffer
-	zw := gzip.NewWriter(&out)
-	if _, err := zw.Write(b); err != nil {
-		t.Fatal(err)
+	l := make([]int, len(labels))
+	for i, v := range labels {
+		l[i] = int(v)
 	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return out.Bytes()
+	return datatest.IDXLabels(l)
 }
 
 func imgWriteFile(t *testing.T, path string, b []byte) string {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := datatest.WriteFile(path, b); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -82,7 +69,7 @@ func TestReadIDXImages(t *testing.T) {
 	// plain one with it must both load.
 	paths := []string{
 		imgWriteFile(t, filepath.Join(dir, "plain-idx3-ubyte"), raw),
-		imgWriteFile(t, filepath.Join(dir, "zipped-idx3-ubyte"), imgGzip(t, raw)),
+		imgWriteFile(t, filepath.Join(dir, "zipped-idx3-ubyte"), datatest.Gzip(raw)),
 		imgWriteFile(t, filepath.Join(dir, "misnamed-idx3-ubyte.gz"), raw),
 	}
 	for _, p := range paths {
@@ -105,7 +92,7 @@ func TestReadIDXImages(t *testing.T) {
 
 func TestReadIDXLabels(t *testing.T) {
 	dir := t.TempDir()
-	p := imgWriteFile(t, filepath.Join(dir, "l.gz"), imgGzip(t, idxLabelsBytes(3, 0, 9, 200)))
+	p := imgWriteFile(t, filepath.Join(dir, "l.gz"), datatest.Gzip(idxLabelsBytes(3, 0, 9, 200)))
 	got, err := ReadIDXLabels(p)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +110,7 @@ func TestReadIDXLabels(t *testing.T) {
 
 func TestIDXErrors(t *testing.T) {
 	dir := t.TempDir()
-	labels := imgWriteFile(t, filepath.Join(dir, "train-images-idx3-ubyte.gz"), imgGzip(t, idxLabelsBytes(1, 2)))
+	labels := imgWriteFile(t, filepath.Join(dir, "train-images-idx3-ubyte.gz"), datatest.Gzip(idxLabelsBytes(1, 2)))
 	_, err := ReadIDXImages(labels)
 	imgWantErr(t, err, "train-images-idx3-ubyte.gz: magic 0x00000801, want 0x00000803 (IDX images)")
 
@@ -149,7 +136,7 @@ func TestIDXErrors(t *testing.T) {
 	_, err = ReadIDXImages(tiny)
 	imgWantErr(t, err, "tiny: truncated")
 
-	badgz := imgWriteFile(t, filepath.Join(dir, "bad.gz"), imgGzip(t, full)[:100])
+	badgz := imgWriteFile(t, filepath.Join(dir, "bad.gz"), datatest.Gzip(full)[:100])
 	_, err = ReadIDXImages(badgz)
 	imgWantErr(t, err, "bad.gz: decompress")
 
@@ -167,8 +154,8 @@ func TestIDXErrors(t *testing.T) {
 // (plain) to dir.
 func writeMNISTLike(t *testing.T, dir string, trainLabels, testLabels []uint8) {
 	t.Helper()
-	imgWriteFile(t, filepath.Join(dir, "train-images-idx3-ubyte.gz"), imgGzip(t, idxImagesBytes(3, 4, 5, 0)))
-	imgWriteFile(t, filepath.Join(dir, "train-labels-idx1-ubyte.gz"), imgGzip(t, idxLabelsBytes(trainLabels...)))
+	imgWriteFile(t, filepath.Join(dir, "train-images-idx3-ubyte.gz"), datatest.Gzip(idxImagesBytes(3, 4, 5, 0)))
+	imgWriteFile(t, filepath.Join(dir, "train-labels-idx1-ubyte.gz"), datatest.Gzip(idxLabelsBytes(trainLabels...)))
 	imgWriteFile(t, filepath.Join(dir, "t10k-images-idx3-ubyte"), idxImagesBytes(2, 4, 5, 3))
 	imgWriteFile(t, filepath.Join(dir, "t10k-labels-idx1-ubyte"), idxLabelsBytes(testLabels...))
 }

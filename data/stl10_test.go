@@ -3,6 +3,8 @@ package data
 import (
 	"path/filepath"
 	"testing"
+
+	"emclust/data/datatest"
 )
 
 // stlPixel is the test pattern of STL-10 files; it differs between (r, c) and (c, r),
@@ -12,17 +14,7 @@ func stlPixel(img, ch, r, c int) uint8 { return uint8(img*31 + ch*17 + r*5 + c*3
 // stlImages builds the bytes of n STL-10 images in the file layout: planes stored
 // column-major, pixel (r, c) of channel ch at ch*9216 + c*96 + r.
 func stlImages(first, n int) []byte {
-	b := make([]byte, n*stlImageBytes)
-	for i := range n {
-		for ch := range 3 {
-			for r := range 96 {
-				for c := range 96 {
-					b[i*stlImageBytes+ch*9216+c*96+r] = stlPixel(first+i, ch, r, c)
-				}
-			}
-		}
-	}
-	return b
+	return datatest.STL10Images(pattern(first+n, 3, 96, 96, stlPixel), first, first+n)
 }
 
 func writeSTL10(t *testing.T, dir string) {

@@ -3,9 +3,7 @@ package train
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -19,6 +17,7 @@ import (
 	"time"
 
 	"emclust/data"
+	"emclust/data/datatest"
 	"emclust/model"
 	"emclust/torch"
 )
@@ -84,111 +83,31 @@ func synthImages(seed uint64, n, c, size int) *data.Images {
 }
 
 // imageBytes returns the bytes of image i.
-func imageBytes(im *data.Images, i int) []uint8 {
-	sz := im.C * im.H * im.W
-	return im.Pix[i*sz : (i+1)*sz]
+func imageBytes(im *data.Images, i int) []uint8 { return fixture(im).Image(i) }
+
+// fixture is im for package datatest's writers.
+func fixture(im *data.Images) datatest.Images {
+	return datatest.Images{N: im.N, C: im.C, H: im.H, W: im.W, Pix: im.Pix, Labels: im.Labels}
 }
 
 func writeFile(t *testing.T, path string, b []byte) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
+	if err := datatest.WriteFile(path, b); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func gzipBytes(t *testing.T, b []byte) []byte {
+// check fails the test on a fixture writer's error.
+func check(t *testing.T, err error) {
 	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if _, err := zw.Write(b); err != nil {
+	if err != nil {
 		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// writeMNISTLike writes one-channel images as gzipped IDX files, the first nTrain as
-// train-*, the rest as t10k-*: big-endian magic 0x00000803 and dimensions N, H, W
-// before the pixels; 0x00000801 and N before the label bytes.
-func writeMNISTLike(t *testing.T, dir string, im *data.Images, nTrain int) {
-	t.Helper()
-	for _, sp := range []struct {
-		name   string
-		lo, hi int
-	}{{"train", 0, nTrain}, {"t10k", nTrain, im.N}} {
-		n := sp.hi - sp.lo
-		var x, y []byte
-		x = binary.BigEndian.AppendUint32(x, 0x00000803)
-		for _, d := range []int{n, im.H, im.W} {
-			x = binary.BigEndian.AppendUint32(x, uint32(d))
-		}
-		y = binary.BigEndian.AppendUint32(y, 0x00000801)
-		y = binary.BigEndian.AppendUint32(y, uint32(n))
-		for i := sp.lo; i < sp.hi; i++ {
-			x = append(x, imageBytes(im, i)...)
-			y = append(y, byte(im.Labels[i]))
-		}
-		writeFile(t, filepath.Join(dir, sp.name+"-images-idx3-ubyte.gz"), gzipBytes(t, x))
-		writeFile(t, filepath.Join(dir, sp.name+"-labels-idx1-ubyte.gz"), gzipBytes(t, y))
 	}
 }
 
 // cifarFine is the fine label written for image i of class cls in the CIFAR-100
 // files: one of five fine classes under each coarse one.
 func cifarFine(cls, i int) int { return 5*cls + i%5 }
-
-// writeCIFAR writes 3×32×32 images as CIFAR binary records split evenly over files:
-// one label byte (CIFAR-10) or coarse and fine label bytes (CIFAR-100), then the
-// 3072 bytes of the R, G and B planes.
-func writeCIFAR(t *testing.T, dir string, im *data.Images, files []string, fine bool) {
-	t.Helper()
-	for f, name := range files {
-		lo, hi := im.N*f/len(files), im.N*(f+1)/len(files)
-		var b []byte
-		for i := lo; i < hi; i++ {
-			b = append(b, byte(im.Labels[i]))
-			if fine {
-				b = append(b, byte(cifarFine(im.Labels[i], i)))
-			}
-			b = append(b, imageBytes(im, i)...)
-		}
-		writeFile(t, filepath.Join(dir, name), b)
-	}
-}
-
-// writeSTL10 writes 3×96×96 images as the STL-10 binary files, the first nTrain as
-// train_*, the rest as test_*: each plane column-major (pixel (r, c) of channel ch at
-// ch*9216 + c*96 + r) and labels 1..10 one byte each.
-func writeSTL10(t *testing.T, dir string, im *data.Images, nTrain int) {
-	t.Helper()
-	const side, plane = 96, 96 * 96
-	for _, sp := range []struct {
-		name   string
-		lo, hi int
-	}{{"train", 0, nTrain}, {"test", nTrain, im.N}} {
-		var x, y []byte
-		for i := sp.lo; i < sp.hi; i++ {
-			src := imageBytes(im, i)
-			rec := make([]byte, 3*plane)
-			for ch := range 3 {
-				for r := range side {
-					for c := range side {
-						rec[ch*plane+c*side+r] = src[ch*plane+r*side+c]
-					}
-				}
-			}
-			x = append(x, rec...)
-			y = append(y, byte(im.Labels[i]+1))
-		}
-		writeFile(t, filepath.Join(dir, sp.name+"_X.bin"), x)
-		writeFile(t, filepath.Join(dir, sp.name+"_y.bin"), y)
-	}
-}
 
 // folderClass names the class folder of label cls so that the loader, which numbers
 // classes in sorted name order, gives it back as cls.
@@ -358,7 +277,7 @@ func mnistSet(t *testing.T, n int) *data.Images {
 	t.Helper()
 	want := synthImages(1, n, 1, 28)
 	dir := t.TempDir()
-	writeMNISTLike(t, dir, want, n*3/4)
+	check(t, datatest.WriteMNISTLike(dir, fixture(want), n*3/4))
 	im, err := data.LoadImages("mnist", dir)
 	if err != nil {
 		t.Fatal(err)
@@ -380,10 +299,8 @@ func TestImageLoaderMNISTLike(t *testing.T) {
 func TestImageLoaderCIFAR10(t *testing.T) {
 	want := synthImages(2, 128, 3, 32)
 	dir := t.TempDir()
-	writeCIFAR(t, filepath.Join(dir, "cifar-10-batches-bin"), want, []string{
-		"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
-		"data_batch_4.bin", "data_batch_5.bin", "test_batch.bin",
-	}, false)
+	check(t, datatest.WriteCIFAR(filepath.Join(dir, "cifar-10-batches-bin"), fixture(want), datatest.CIFAR10Batches(),
+		func(i int) []byte { return []byte{byte(want.Labels[i])} }))
 	im, err := data.LoadImages("cifar10", dir)
 	if err != nil {
 		t.Fatal(err)
@@ -396,7 +313,9 @@ func TestImageLoaderCIFAR10(t *testing.T) {
 func TestImageLoaderCIFAR100(t *testing.T) {
 	want := synthImages(3, 128, 3, 32)
 	dir := t.TempDir()
-	writeCIFAR(t, dir, want, []string{"train.bin", "test.bin"}, true)
+	check(t, datatest.WriteCIFAR(dir, fixture(want), []string{"train.bin", "test.bin"}, func(i int) []byte {
+		return []byte{byte(want.Labels[i]), byte(cifarFine(want.Labels[i], i))}
+	}))
 	im, err := data.LoadImages("cifar100", dir)
 	if err != nil {
 		t.Fatal(err)
@@ -417,7 +336,7 @@ func TestImageLoaderCIFAR100(t *testing.T) {
 func TestImageLoaderSTL10(t *testing.T) {
 	want := synthImages(4, 16, 3, 96)
 	dir := t.TempDir()
-	writeSTL10(t, filepath.Join(dir, "stl10_binary"), want, 12)
+	check(t, datatest.WriteSTL10(filepath.Join(dir, "stl10_binary"), fixture(want), 12))
 	im, err := data.LoadImages("stl10", dir)
 	if err != nil {
 		t.Fatal(err)
