@@ -246,7 +246,7 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 
 // finishRun writes assignments and the summary, runs the k-means baseline and prints.
 func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.Duration, asJSON bool, stdout, log io.Writer) error {
-	pred, err := train.Predict(run.Net, src, dev, run.Prior())
+	pred, err := train.PredictWithCriteria(run.Net, src, dev, run.Prior(), run.Cfg.GammaVal)
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 		return err
 	}
 	sum := summary{Run: run.Dir, Epochs: run.EpochsDone(), Seconds: round3(elapsed.Seconds()), K: run.Cfg.K,
-		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K)}
+		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K), Criteria: pred.Criteria}
 	if labels != nil {
 		sc, err := eval.Score(labels, pred.Cluster)
 		if err != nil {
@@ -287,6 +287,8 @@ type summary struct {
 	Scores        *eval.Scores `json:"scores,omitempty"`
 	KMeans        *eval.Scores `json:"kmeans,omitempty"`
 	KMeansSeconds float64      `json:"kmeans_seconds,omitempty"`
+	// Criteria judge the clustering without labels (train.Criteria).
+	Criteria *train.Criteria `json:"criteria,omitempty"`
 }
 
 func printSummary(s summary, asJSON bool, stdout, log io.Writer) error {

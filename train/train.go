@@ -448,10 +448,41 @@ type Prediction struct {
 	Cluster   []int
 	Posterior []float32 // N×K
 	K         int
+	// Criteria are filled by PredictWithCriteria.
+	Criteria *Criteria
+}
+
+// Criteria are label-free measures of a model's clustering, over the whole data in
+// eval mode: what can choose among restarts when there are no labels to score.
+type Criteria struct {
+	// EMObjective is Eq. em_loss over all rows: −(1/n) Σ_i Σ_j p_ij log h_ij (lower
+	// is a better fit).
+	EMObjective float64 `json:"em_objective"`
+	// LogLikelihood is (1/n) Σ_i log Σ_j π_j h_ij, the mixture's log-likelihood with
+	// h = sigmoid(a*/γ) as the component likelihoods.
+	LogLikelihood float64 `json:"log_likelihood"`
+	// MaxPosterior is the mean of max_j p_ij: how sure the assignments are.
+	MaxPosterior float64 `json:"max_posterior"`
+	// SizeEntropy is the entropy of the cluster sizes over log K: 1 for equal sizes.
+	SizeEntropy float64 `json:"size_entropy"`
 }
 
 // Predict clusters every row in eval mode (running statistics), 1024 rows at a time.
 func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) (*Prediction, error) {
+	return predict(net, src, dev, prior, 0)
+}
+
+// PredictWithCriteria is Predict with the Criteria of the clustering under γ.
+func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64) (*Prediction, error) {
+	if !(gamma > 0) {
+		return nil, fmt.Errorf("criteria need γ > 0, got %v", gamma)
+	}
+	return predict(net, src, dev, prior, gamma)
+}
+
+// predict runs the model over src in eval mode, in chunks; with γ > 0 it also sums
+// the criteria.
+func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64) (*Prediction, error) {
 	n, k := src.Len(), net.Spec.K
 	out := &Prediction{Cluster: make([]int, n), Posterior: make([]float32, 0, n*k), K: k}
 	const chunk = 1024
@@ -461,6 +492,7 @@ func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) 
 	if err := all.Err(); err != nil {
 		return nil, err
 	}
+	var emSum, llSum float64
 	for lo := 0; lo < n; lo += chunk {
 		s := torch.NoGrad()
 		m := min(chunk, n-lo)
@@ -474,12 +506,41 @@ func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) 
 		p := loss.Posterior(s, aStar, logPrior)
 		am := s.Int64s(s.ArgMax(p, false, 1))
 		out.Posterior = append(out.Posterior, s.Float32s(p)...)
+		if gamma > 0 {
+			logH := loss.LogLikelihood(s, aStar, gamma)
+			emSum += s.Item(s.Neg(s.Sum(s.Mul(p, logH), false)))
+			if logPrior == nil {
+				logPrior = s.Full([]int{1, k}, -math.Log(float64(k)), torch.Float32, dev)
+			}
+			llSum += s.Item(s.Sum(s.LogSumExp(s.Add(logH, logPrior), false, 1), false))
+		}
 		if err := s.Close(); err != nil {
 			return nil, err
 		}
 		for i, c := range am {
 			out.Cluster[lo+i] = int(c)
 		}
+	}
+	if gamma > 0 {
+		c := &Criteria{EMObjective: emSum / float64(n), LogLikelihood: llSum / float64(n)}
+		for i, cl := range out.Cluster {
+			c.MaxPosterior += float64(out.Posterior[i*k+cl])
+		}
+		c.MaxPosterior /= float64(n)
+		sizes := make([]int, k)
+		for _, cl := range out.Cluster {
+			sizes[cl]++
+		}
+		for _, sz := range sizes {
+			if sz > 0 {
+				q := float64(sz) / float64(n)
+				c.SizeEntropy -= q * math.Log(q)
+			}
+		}
+		if k > 1 {
+			c.SizeEntropy /= math.Log(float64(k))
+		}
+		out.Criteria = c
 	}
 	return out, nil
 }

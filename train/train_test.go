@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -394,5 +395,72 @@ func TestOneThreadForSmallSteps(t *testing.T) {
 		if during != tc.during || torch.NumThreads() != 2 {
 			t.Errorf("%s: %d threads during the steps, %d after; want %d, then 2", tc.name, during, torch.NumThreads(), tc.during)
 		}
+	}
+}
+
+// The criteria of PredictWithCriteria match the formulas of Criteria computed here in
+// float64 from the eval-mode scores of every row at once (Predict sums over chunks).
+func TestPredictCriteria(t *testing.T) {
+	src := digitsSource(t)
+	cfg := VectorDefaults()
+	cfg.Epochs, cfg.EvalEvery = 1, 0
+	r := newRun(t, cfg, src, "")
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pred, err := PredictWithCriteria(r.Net, src, r.Dev, r.Prior(), r.Cfg.GammaVal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	x, _ := src.Batch(s, s.Arange(src.Len(), torch.Int64, src.IndexDevice()), nil)
+	a := s.Float32s(r.Net.Forward(s, x, false))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	n, k, g := src.Len(), r.Cfg.K, r.Cfg.GammaVal
+	var em, ll, maxP, ent float64
+	sizes := make([]float64, k)
+	for i := range n {
+		row, p := a[i*k:(i+1)*k], pred.Posterior[i*k:(i+1)*k]
+		var mix float64
+		best := 0
+		for j := range k {
+			h := 1 / (1 + math.Exp(-float64(row[j])/g))
+			em -= float64(p[j]) * math.Log(h)
+			mix += h / float64(k)
+			if p[j] > p[best] {
+				best = j
+			}
+		}
+		ll += math.Log(mix)
+		maxP += float64(p[best])
+		sizes[pred.Cluster[i]]++
+	}
+	for _, c := range sizes {
+		if c > 0 {
+			ent -= c / float64(n) * math.Log(c/float64(n))
+		}
+	}
+	got := pred.Criteria
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"em_objective", got.EMObjective, em / float64(n)},
+		{"log_likelihood", got.LogLikelihood, ll / float64(n)},
+		{"max_posterior", got.MaxPosterior, maxP / float64(n)},
+		{"size_entropy", got.SizeEntropy, ent / math.Log(float64(k))},
+	} {
+		if math.Abs(c.got-c.want) > 1e-4*math.Max(1, math.Abs(c.want)) {
+			t.Errorf("%s = %.6f, want %.6f", c.name, c.got, c.want)
+		}
+	}
+	if got.SizeEntropy <= 0 || got.SizeEntropy > 1+1e-9 || got.MaxPosterior < 1/float64(k) || got.MaxPosterior > 1 {
+		t.Errorf("criteria out of range: %+v", got)
+	}
+	if _, err := PredictWithCriteria(r.Net, src, r.Dev, r.Prior(), 0); err == nil {
+		t.Error("γ = 0 was accepted")
 	}
 }
