@@ -1253,3 +1253,48 @@ int et_abi_version(void) { return %d; }`, abi+1),
 		})
 	}
 }
+
+// --restarts keeps the restart of the highest mean max posterior: summary.json lists
+// every seed with its criteria, and the run folder holds the kept seed's run.
+func TestTrainRestarts(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, dir, "train", "--quiet", "--restarts", "3", "--seed", "5", "--epochs", "2", "--kmeans=false", "--out", "run")
+	wantScoreLine(t, r)
+	var sum struct {
+		Criteria struct {
+			MaxPosterior float64 `json:"max_posterior"`
+		}
+		Restarts []struct {
+			Seed     uint64
+			Criteria struct {
+				MaxPosterior float64 `json:"max_posterior"`
+			}
+		}
+	}
+	readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
+	if len(sum.Restarts) != 3 {
+		t.Fatalf("summary lists %d restarts, want 3", len(sum.Restarts))
+	}
+	best := sum.Restarts[0]
+	for i, rs := range sum.Restarts {
+		if rs.Seed != uint64(5+i) {
+			t.Errorf("restart %d has seed %d, want %d", i, rs.Seed, 5+i)
+		}
+		if rs.Criteria.MaxPosterior > best.Criteria.MaxPosterior {
+			best = rs
+		}
+	}
+	var cfg struct {
+		Seed     uint64
+		Restarts int
+	}
+	readJSON(t, filepath.Join(dir, "run", "config.json"), &cfg)
+	if cfg.Seed != best.Seed || cfg.Restarts != 3 || sum.Criteria.MaxPosterior != best.Criteria.MaxPosterior {
+		t.Errorf("kept seed %d (restarts %d, max posterior %v), want seed %d of 3 (%v)", cfg.Seed, cfg.Restarts,
+			sum.Criteria.MaxPosterior, best.Seed, best.Criteria.MaxPosterior)
+	}
+	if epoch := checkpointEpoch(t, filepath.Join(dir, "run", "checkpoint.safetensors")); epoch != 2 {
+		t.Errorf("checkpoint of epoch %d, want 2", epoch)
+	}
+	wantError(t, run(t, dir, "train", "--restarts", "-1", "--out", "neg"), 2, "restarts -1")
+}

@@ -98,6 +98,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	setString(&cfg.Device, "device")
 	setInt(&cfg.Threads, "threads")
 	setInt(&cfg.EvalEvery, "eval-every")
+	setInt(&cfg.Restarts, "restarts")
 	if images {
 		setInt(&cfg.ImageSize, "image-size")
 		setBool(&cfg.Gray, "gray")

@@ -26,6 +26,7 @@ func trainCommand() *cli.Command {
 	flags = append(flags,
 		&cli.StringFlag{Name: "objective", Usage: objectiveHelp(), DefaultText: "em for vectors, twofold for images"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},
+		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the run of the highest mean max posterior over all rows (no labels needed)", DefaultText: "1"},
 		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations (0: only at the end)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
@@ -203,6 +204,13 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		}
 		return fmt.Errorf("--k %d: more clusters than the %d rows of %s", cfg.K, src.Len(), name)
 	}
+	log := stderr
+	if opts.Quiet {
+		log = io.Discard
+	}
+	if ckpt == nil && cfg.Restarts > 1 {
+		return trainRestarts(ctx, cfg, src, dev, runDir, opts.JSON, stdout, log)
+	}
 	run, err := train.New(cfg, src, dev, runDir)
 	if err != nil {
 		return err
@@ -212,10 +220,6 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		if err := run.Restore(ckpt); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
-	}
-	log := stderr
-	if opts.Quiet {
-		log = io.Discard
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads, %v)\n", src.Describe(), dev, torch.Version(), torch.NumThreads(), run.Net.Compute())
 	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %d epochs → %s\n",
@@ -229,7 +233,7 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 	if run.EpochsDone() >= run.Cfg.Epochs {
 		// Resumed only to write what the first sitting could not (see above).
 		fmt.Fprintf(log, "emclust: all %d epochs were done; writing the assignments\n", run.EpochsDone())
-		return finishRun(run, src, dev, 0, opts.JSON, stdout, log)
+		return finishRun(run, src, dev, 0, nil, opts.JSON, stdout, log)
 	}
 	if err := run.Train(ctx); err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -241,11 +245,39 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		}
 		return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
 	}
-	return finishRun(run, src, dev, time.Since(start), opts.JSON, stdout, log)
+	return finishRun(run, src, dev, time.Since(start), nil, opts.JSON, stdout, log)
+}
+
+// trainRestarts trains cfg.Restarts seeds, keeps the run of the highest mean max
+// posterior in runDir, and finishes it like a single run.
+func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, runDir string, asJSON bool, stdout, log io.Writer) error {
+	start := time.Now()
+	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads); %d restarts, kept by the mean max posterior\n",
+		src.Describe(), dev, torch.Version(), torch.NumThreads(), cfg.Restarts)
+	run, restarts, err := train.TrainRestarts(ctx, cfg, src, dev, func(i int, r train.Restart) {
+		fmt.Fprintf(log, "emclust: restart %d/%d, seed %d: max posterior %.4f, EM objective %.4f\n",
+			i+1, cfg.Restarts, r.Seed, r.Criteria.MaxPosterior, r.Criteria.EMObjective)
+	})
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return interruptedError{errors.New("interrupted during the restarts; no run was kept")}
+		}
+		return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
+	}
+	defer run.Close()
+	if err := run.Attach(runDir); err != nil {
+		return err
+	}
+	if err := run.Save(); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "emclust: kept seed %d: %s net, %d params, K=%d, γ=%.4g, %d epochs → %s\n",
+		run.Cfg.Seed, run.Spec.Arch, run.Net.NumParams(), run.Cfg.K, run.Cfg.GammaVal, run.Cfg.Epochs, runDir)
+	return finishRun(run, src, dev, time.Since(start), restarts, asJSON, stdout, log)
 }
 
 // finishRun writes assignments and the summary, runs the k-means baseline and prints.
-func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.Duration, asJSON bool, stdout, log io.Writer) error {
+func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.Duration, restarts []train.Restart, asJSON bool, stdout, log io.Writer) error {
 	pred, err := train.PredictWithCriteria(run.Net, src, dev, run.Prior(), run.Cfg.GammaVal)
 	if err != nil {
 		return err
@@ -255,7 +287,7 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 		return err
 	}
 	sum := summary{Run: run.Dir, Epochs: run.EpochsDone(), Seconds: round3(elapsed.Seconds()), K: run.Cfg.K,
-		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K), Criteria: pred.Criteria}
+		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K), Criteria: pred.Criteria, Restarts: restarts}
 	if labels != nil {
 		sc, err := eval.Score(labels, pred.Cluster)
 		if err != nil {
@@ -289,6 +321,8 @@ type summary struct {
 	KMeansSeconds float64      `json:"kmeans_seconds,omitempty"`
 	// Criteria judge the clustering without labels (train.Criteria).
 	Criteria *train.Criteria `json:"criteria,omitempty"`
+	// Restarts are the seeds trained and their criteria, when --restarts > 1.
+	Restarts []train.Restart `json:"restarts,omitempty"`
 }
 
 func printSummary(s summary, asJSON bool, stdout, log io.Writer) error {

@@ -46,21 +46,24 @@ type Config struct {
 	Deterministic bool `json:"deterministic,omitempty"`
 
 	// Optimisation.
-	Objective string                   `json:"objective"` // em, em-aug, twofold, iic
-	Epochs    int                      `json:"epochs"`
-	BatchSize int                      `json:"batch_size"`
-	Gamma     string                   `json:"gamma"`       // a number or "auto"
-	GammaVal  float64                  `json:"gamma_value"` // the γ in use
-	LR        float64                  `json:"lr"`          // the EM (or IIC) optimiser
-	LRKL      float64                  `json:"lr_kl"`       // the KL optimiser of twofold
-	Prior     string                   `json:"prior"`       // uniform, learned
-	Seed      uint64                   `json:"seed"`        // shuffling, init and augmentation
-	Device    string                   `json:"device"`      // as given: auto, cpu, cuda, cuda:N
-	EvalEvery int                      `json:"eval_every"`  // epochs between full evaluations (0: last only)
-	Threads   int                      `json:"threads"`     // CPU intra-op threads (0: libtorch's default)
-	KMeans    bool                     `json:"kmeans"`      // also run the k-means baseline on the same features
-	LogEvery  int                      `json:"log_every"`   // steps between loss reads for the progress bar
-	Augment   *transform.AugmentConfig `json:"augment,omitempty"`
+	Objective string  `json:"objective"` // em, em-aug, twofold, iic
+	Epochs    int     `json:"epochs"`
+	BatchSize int     `json:"batch_size"`
+	Gamma     string  `json:"gamma"`       // a number or "auto"
+	GammaVal  float64 `json:"gamma_value"` // the γ in use
+	LR        float64 `json:"lr"`          // the EM (or IIC) optimiser
+	LRKL      float64 `json:"lr_kl"`       // the KL optimiser of twofold
+	Prior     string  `json:"prior"`       // uniform, learned
+	Seed      uint64  `json:"seed"`        // shuffling, init and augmentation
+	Device    string  `json:"device"`      // as given: auto, cpu, cuda, cuda:N
+	EvalEvery int     `json:"eval_every"`  // epochs between full evaluations (0: last only)
+	Threads   int     `json:"threads"`     // CPU intra-op threads (0: libtorch's default)
+	KMeans    bool    `json:"kmeans"`      // also run the k-means baseline on the same features
+	LogEvery  int     `json:"log_every"`   // steps between loss reads for the progress bar
+	// Restarts trains seeds Seed, Seed+1, ... and keeps the run the label-free
+	// criterion prefers (KeepCriterion); 0 and 1 train one run.
+	Restarts int                      `json:"restarts,omitempty"`
+	Augment  *transform.AugmentConfig `json:"augment,omitempty"`
 }
 
 // VectorDefaults are the paper's §8.1 settings for vector data.
@@ -117,6 +120,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("prior %q: want uniform or learned", c.Prior)
 	case c.EvalEvery < 0:
 		return fmt.Errorf("eval-every %d: want ≥ 0", c.EvalEvery)
+	case c.Restarts < 0 || c.Restarts > 1000:
+		return fmt.Errorf("restarts %d: want 0 to 1000", c.Restarts)
 	}
 	return c.Compute().Validate()
 }

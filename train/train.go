@@ -167,23 +167,31 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		}
 	}
 	if dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			r.Close()
-			return nil, fmt.Errorf("run folder: %w", err)
-		}
-		lock, err := lockRunDir(dir)
-		if err != nil {
-			r.Close()
-			return nil, err
-		}
-		r.lock = lock
-		removeStale(dir)
-		if err := writeJSON(filepath.Join(dir, "config.json"), r.Cfg); err != nil {
+		if err := r.Attach(dir); err != nil {
 			r.Close()
 			return nil, err
 		}
 	}
 	return r, nil
+}
+
+// Attach makes dir the run's folder: it locks it, removes what an earlier run there
+// left, and writes config.json. New attaches its dir; a run trained without one (a
+// restart not yet chosen) is attached when it is kept.
+func (r *Run) Attach(dir string) error {
+	if r.lock != nil {
+		return fmt.Errorf("run already attached to %s", r.Dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("run folder: %w", err)
+	}
+	lock, err := lockRunDir(dir)
+	if err != nil {
+		return err
+	}
+	r.lock, r.Dir = lock, dir
+	removeStale(dir)
+	return writeJSON(filepath.Join(dir, "config.json"), r.Cfg)
 }
 
 // Close frees the network, optimisers and prior (not the source), and releases the
