@@ -3,6 +3,7 @@
 package command
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -161,4 +162,16 @@ func (u usageError) Unwrap() error { return u.error }
 func oneLine(s string) string {
 	lines := strings.Fields(strings.ReplaceAll(s, "\n", " \n "))
 	return strings.Join(lines, " ")
+}
+
+// action binds a verb's two halves into a cli action: reading its flags into options
+// (usage errors surface here, before any work) and running them.
+func action[O any](from func(*cli.Context) (O, error), run func(context.Context, O, io.Writer, io.Writer) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		opts, err := from(c)
+		if err != nil {
+			return err
+		}
+		return run(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+	}
 }

@@ -45,13 +45,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "channels-last", Value: "auto", Usage: "comma-separated: false, true, auto (train's default: true for CNNs on the CPU); each is timed on the CNNs"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON lines instead of a table"},
 		},
-		Action: func(c *cli.Context) error {
-			opts, err := benchOptionsFrom(c)
-			if err != nil {
-				return err
-			}
-			return runBench(c.Context, opts, c.App.Writer, c.App.ErrWriter)
-		},
+		Action: action(benchOptionsFrom, runBench),
 	}
 }
 

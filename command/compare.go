@@ -44,14 +44,8 @@ func compareCommand() *cli.Command {
 			"over seeds), and the mean seconds a run took. The data need labels. Neural methods train like\n" +
 			"emclust train and are scored on their final eval-mode clustering; the baselines cluster the same\n" +
 			"features as train's k-means. The same seeds give the same numbers on the CPU.",
-		Flags: flags,
-		Action: func(c *cli.Context) error {
-			opts, err := compareOptionsFrom(c)
-			if err != nil {
-				return err
-			}
-			return runCompare(c.Context, opts, c.App.Writer, c.App.ErrWriter)
-		},
+		Flags:  flags,
+		Action: action(compareOptionsFrom, runCompare),
 	}
 }
 

@@ -34,20 +34,7 @@ func dataCommand() *cli.Command {
 				&cli.StringFlag{Name: "dir", Usage: "folder to put the files in (required)"},
 				&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"},
 			},
-			Action: func(c *cli.Context) error {
-				args, err := interspersedFlags(c)
-				if err != nil {
-					return err
-				}
-				if len(args) != 1 {
-					return usageError{errors.New("data fetch takes one data set name: mnist, fashion-mnist, cifar10, cifar100 or stl10")}
-				}
-				if err := requireFlags(c, "dir"); err != nil {
-					return err
-				}
-				opts := fetchOptions{Name: args[0], Dir: c.String("dir"), Quiet: c.Bool("quiet")}
-				return runFetch(c.Context, opts, c.App.Writer, c.App.ErrWriter)
-			},
+			Action: action(fetchOptionsFrom, runFetch),
 		}},
 	}
 }
@@ -55,6 +42,20 @@ func dataCommand() *cli.Command {
 type fetchOptions struct {
 	Name, Dir string
 	Quiet     bool
+}
+
+func fetchOptionsFrom(c *cli.Context) (fetchOptions, error) {
+	args, err := interspersedFlags(c)
+	if err != nil {
+		return fetchOptions{}, err
+	}
+	if len(args) != 1 {
+		return fetchOptions{}, usageError{errors.New("data fetch takes one data set name: mnist, fashion-mnist, cifar10, cifar100 or stl10")}
+	}
+	if err := requireFlags(c, "dir"); err != nil {
+		return fetchOptions{}, err
+	}
+	return fetchOptions{Name: args[0], Dir: c.String("dir"), Quiet: c.Bool("quiet")}, nil
 }
 
 func runFetch(ctx context.Context, opts fetchOptions, _, stderr io.Writer) error {

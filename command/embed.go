@@ -26,15 +26,13 @@ func embedCommand() *cli.Command {
 			deviceFlag(),
 			forceFlag,
 		),
-		Action: func(c *cli.Context) error {
-			m, err := modelOptionsFrom(c)
-			if err != nil {
-				return err
-			}
-			opts := embedOptions{modelOptions: m, Out: c.String("out"), Force: c.Bool("force")}
-			return runEmbed(c.Context, opts, c.App.Writer, c.App.ErrWriter)
-		},
+		Action: action(embedOptionsFrom, runEmbed),
 	}
+}
+
+func embedOptionsFrom(c *cli.Context) (embedOptions, error) {
+	m, err := modelOptionsFrom(c)
+	return embedOptions{modelOptions: m, Out: c.String("out"), Force: c.Bool("force")}, err
 }
 
 type embedOptions struct {

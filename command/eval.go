@@ -27,14 +27,13 @@ func evalCommand() *cli.Command {
 			deviceFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		),
-		Action: func(c *cli.Context) error {
-			m, err := modelOptionsFrom(c)
-			if err != nil {
-				return err
-			}
-			return runEval(c.Context, evalOptions{modelOptions: m, JSON: c.Bool("json")}, c.App.Writer, c.App.ErrWriter)
-		},
+		Action: action(evalOptionsFrom, runEval),
 	}
+}
+
+func evalOptionsFrom(c *cli.Context) (evalOptions, error) {
+	m, err := modelOptionsFrom(c)
+	return evalOptions{modelOptions: m, JSON: c.Bool("json")}, err
 }
 
 func runEval(_ context.Context, opts evalOptions, stdout, _ io.Writer) error {

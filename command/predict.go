@@ -30,15 +30,13 @@ func predictCommand() *cli.Command {
 			&cli.BoolFlag{Name: "all-posteriors", Usage: "also write the posterior of every cluster (p0..pK-1)"},
 			forceFlag,
 		),
-		Action: func(c *cli.Context) error {
-			m, err := modelOptionsFrom(c)
-			if err != nil {
-				return err
-			}
-			opts := predictOptions{modelOptions: m, Out: c.String("out"), Force: c.Bool("force"), AllPosteriors: c.Bool("all-posteriors")}
-			return runPredict(c.Context, opts, c.App.Writer, c.App.ErrWriter)
-		},
+		Action: action(predictOptionsFrom, runPredict),
 	}
+}
+
+func predictOptionsFrom(c *cli.Context) (predictOptions, error) {
+	m, err := modelOptionsFrom(c)
+	return predictOptions{modelOptions: m, Out: c.String("out"), Force: c.Bool("force"), AllPosteriors: c.Bool("all-posteriors")}, err
 }
 
 func runPredict(_ context.Context, opts predictOptions, stdout, stderr io.Writer) error {

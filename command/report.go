@@ -39,13 +39,7 @@ func reportCommand() *cli.Command {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines"},
 			&cli.BoolFlag{Name: "force", Usage: "replace the report already in --out"},
 		),
-		Action: func(c *cli.Context) error {
-			opts, err := reportOptionsFrom(c)
-			if err != nil {
-				return err
-			}
-			return runReport(c.Context, opts, c.App.Writer, c.App.ErrWriter)
-		},
+		Action: action(reportOptionsFrom, runReport),
 	}
 }
 

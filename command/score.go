@@ -26,14 +26,15 @@ func scoreCommand() *cli.Command {
 			&cli.StringFlag{Name: "pred", Usage: "file of predicted clusters, one per line (required)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		},
-		Action: func(c *cli.Context) error {
-			if err := requireFlags(c, "truth", "pred"); err != nil {
-				return err
-			}
-			opts := scoreOptions{Truth: c.String("truth"), Pred: c.String("pred"), JSON: c.Bool("json")}
-			return runScore(c.Context, opts, c.App.Writer, c.App.ErrWriter)
-		},
+		Action: action(scoreOptionsFrom, runScore),
 	}
+}
+
+func scoreOptionsFrom(c *cli.Context) (scoreOptions, error) {
+	if err := requireFlags(c, "truth", "pred"); err != nil {
+		return scoreOptions{}, err
+	}
+	return scoreOptions{Truth: c.String("truth"), Pred: c.String("pred"), JSON: c.Bool("json")}, nil
 }
 
 func runScore(_ context.Context, opts scoreOptions, stdout, _ io.Writer) error {

@@ -39,13 +39,7 @@ func trainCommand() *cli.Command {
 		Usage:     "cluster a data set and save the run",
 		UsageText: "emclust train [--dataset NAME --data-dir D | --data FILE.csv --label-col C] --k K --epochs N --out RUN",
 		Flags:     flags,
-		Action: func(c *cli.Context) error {
-			opts, err := trainOptionsFrom(c)
-			if err != nil {
-				return err
-			}
-			return runTrain(c.Context, opts, c.App.Writer, c.App.ErrWriter)
-		},
+		Action:    action(trainOptionsFrom, runTrain),
 	}
 }
 
