@@ -1298,3 +1298,24 @@ func TestTrainRestarts(t *testing.T) {
 	}
 	wantError(t, run(t, dir, "train", "--restarts", "-1", "--out", "neg"), 2, "restarts -1")
 }
+
+// compare takes train's model flags: a run it keeps was trained with them.
+func TestCompareModelFlags(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, dir, "compare", "--data", filepath.Join(fixtures, "four.csv"), "--label-col", "label", "--methods", "em",
+		"--seeds", "1", "--epochs", "1", "--no-norm", "--precision", "bf16", "--hidden", "8", "--out", "cmp", "--device", "cpu", "--quiet")
+	if r.code != 0 {
+		t.Fatalf("compare: exit %d: %s", r.code, r.stderr)
+	}
+	var cfg struct {
+		Norm      bool
+		Precision string
+		Hidden    []int
+		KMeans    bool
+	}
+	readJSON(t, filepath.Join(dir, "cmp", "em-s1", "config.json"), &cfg)
+	if cfg.Norm || cfg.Precision != "bf16" || len(cfg.Hidden) != 1 || cfg.Hidden[0] != 8 || cfg.KMeans {
+		t.Errorf("compare's em run trained with norm %v, precision %q, hidden %v, kmeans %v; want false, bf16, [8], false",
+			cfg.Norm, cfg.Precision, cfg.Hidden, cfg.KMeans)
+	}
+}
