@@ -103,6 +103,11 @@ type interruptedError struct{ error }
 
 func (e interruptedError) Unwrap() error { return e.error }
 
+// Where urfave/cli v2 falls short, three helpers stand in, and no verb works around it
+// otherwise: prepareCommands (a parse error would print the whole help to stdout and
+// exit 1), requireFlags (Required does the same), and interspersedFlags (flags after a
+// positional argument would be taken as more arguments).
+
 // prepareCommands makes a flag parse error of any command a one-line usage error on
 // stderr (without it urfave/cli prints the command's whole help to stdout, which
 // scripts read, and exits 1), and refuses positional arguments where a command takes
@@ -174,4 +179,51 @@ func action[O any](from func(*cli.Context) (O, error), run func(context.Context,
 		}
 		return run(c.Context, opts, c.App.Writer, c.App.ErrWriter)
 	}
+}
+
+// interspersedFlags returns the command's positional arguments, after applying any
+// flags that follow them. urfave/cli stops at the first positional argument, so
+// without this `emclust report RUN --out DIR` would take --out DIR as more run
+// folders, and `emclust data fetch cifar10 --dir D` would refuse the --dir.
+func interspersedFlags(c *cli.Context) ([]string, error) {
+	cmd := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
+	args := c.Args().Slice()
+	var pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(pos, args[i+1:]...), nil
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		var flag cli.Flag
+		for _, f := range c.Command.Flags {
+			for _, n := range f.Names() {
+				if n == name {
+					flag = f
+				}
+			}
+		}
+		if flag == nil {
+			return nil, usageError{fmt.Errorf("%s: flag provided but not defined: %s (see emclust %s --help)", cmd, a, cmd)}
+		}
+		if _, isBool := flag.(*cli.BoolFlag); isBool {
+			if !hasVal {
+				val = "true"
+			}
+		} else if !hasVal {
+			if i+1 >= len(args) {
+				return nil, usageError{fmt.Errorf("%s: flag needs an argument: %s", cmd, a)}
+			}
+			i++
+			val = args[i]
+		}
+		if err := c.Set(name, val); err != nil {
+			return nil, usageError{fmt.Errorf("%s: invalid value %q for flag %s: %v", cmd, val, a, err)}
+		}
+	}
+	return pos, nil
 }

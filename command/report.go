@@ -155,53 +155,6 @@ func parseClusters(s string) ([]int, error) {
 	return out, nil
 }
 
-// interspersedFlags returns the command's positional arguments, after applying any
-// flags that follow them. urfave/cli stops at the first positional argument, so
-// without this `emclust report RUN --out DIR` would take --out DIR as more run
-// folders, and `emclust data fetch cifar10 --dir D` would refuse the --dir.
-func interspersedFlags(c *cli.Context) ([]string, error) {
-	cmd := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
-	args := c.Args().Slice()
-	var pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return append(pos, args[i+1:]...), nil
-		}
-		if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
-			continue
-		}
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		var flag cli.Flag
-		for _, f := range c.Command.Flags {
-			for _, n := range f.Names() {
-				if n == name {
-					flag = f
-				}
-			}
-		}
-		if flag == nil {
-			return nil, usageError{fmt.Errorf("%s: flag provided but not defined: %s (see emclust %s --help)", cmd, a, cmd)}
-		}
-		if _, isBool := flag.(*cli.BoolFlag); isBool {
-			if !hasVal {
-				val = "true"
-			}
-		} else if !hasVal {
-			if i+1 >= len(args) {
-				return nil, usageError{fmt.Errorf("%s: flag needs an argument: %s", cmd, a)}
-			}
-			i++
-			val = args[i]
-		}
-		if err := c.Set(name, val); err != nil {
-			return nil, usageError{fmt.Errorf("%s: invalid value %q for flag %s: %v", cmd, val, a, err)}
-		}
-	}
-	return pos, nil
-}
-
 // openReportRun loads a run folder's model and its metrics.jsonl; the caller closes
 // the model.
 func openReportRun(dir string, dev torch.Device) (*train.Model, *report.Run, error) {
