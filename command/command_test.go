@@ -481,12 +481,18 @@ func TestTrainDigits(t *testing.T) {
 	}
 
 	var sum struct {
-		Epochs int   `json:"epochs"`
-		K      int   `json:"k"`
-		Sizes  []int `json:"sizes"`
-		Scores *struct{ ACC, NMI, ARI float64 }
+		Epochs    int   `json:"epochs"`
+		K         int   `json:"k"`
+		Sizes     []int `json:"sizes"`
+		Scores    *struct{ ACC, NMI, ARI float64 }
+		KMeans    *struct{ ACC float64 } `json:"kmeans"`
+		KMeansRaw *struct{ ACC float64 } `json:"kmeans_raw"`
 	}
 	readJSON(t, filepath.Join(runDir, "summary.json"), &sum)
+	// The digits are standardized by default: k-means runs on both feature sets.
+	if sum.KMeans == nil || sum.KMeansRaw == nil || !(sum.KMeansRaw.ACC > 0.1 && sum.KMeansRaw.ACC <= 1) {
+		t.Errorf("summary.json k-means %+v, on the raw features %+v; want both, ACC in (0.1, 1]", sum.KMeans, sum.KMeansRaw)
+	}
 	total := 0
 	for _, n := range sum.Sizes {
 		total += n
