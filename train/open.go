@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"emclust/data"
@@ -11,18 +12,10 @@ import (
 	"emclust/torch"
 )
 
-// ImageSets are the image data sets a Config may name; "digits" (embedded) and a
-// --data file are vectors.
-var ImageSets = []string{"mnist", "fashion-mnist", "cifar10", "cifar100", "stl10", "folder"}
-
-// IsImageSet reports whether the named data set holds images.
+// IsImageSet reports whether a Config's Dataset holds images: one of data's image
+// sets, or "folder". The embedded "digits" and a --data file are vectors.
 func IsImageSet(name string) bool {
-	for _, s := range ImageSets {
-		if name == s {
-			return true
-		}
-	}
-	return false
+	return name == "folder" || slices.Contains(data.ImageSetNames(), name)
 }
 
 // CheckData checks that cfg names data it can open, before any are read.
@@ -35,7 +28,7 @@ func CheckData(cfg *Config) error {
 	case cfg.Dataset == "folder" && cfg.DataDir == "":
 		return errors.New("--dataset folder needs --data-dir with the images")
 	case !IsImageSet(cfg.Dataset):
-		return fmt.Errorf("unknown dataset %q: want digits, %s", cfg.Dataset, strings.Join(ImageSets, ", "))
+		return fmt.Errorf("unknown dataset %q: want digits, %s or folder", cfg.Dataset, strings.Join(data.ImageSetNames(), ", "))
 	}
 	return nil
 }
