@@ -353,6 +353,9 @@ func TestErrors(t *testing.T) {
 		// Was "more clusters than the 0 rows".
 		{name: "IDX of no images", args: append(train, "--dataset", "mnist", "--data-dir", "mnist0"), code: 1, want: []string{"mnist", "no rows or images"}},
 		{name: "data and dataset", args: append(train, "--data", "ten.csv", "--dataset", "digits"), code: 2, want: []string{"--data", "--dataset"}},
+		{name: "predict of data and dataset", args: []string{"predict", "--model", "r4", "--data", "ten.csv", "--dataset", "mnist", "--out", "p.csv"}, code: 2,
+			want: []string{"--data", "--dataset"}},
+		{name: "report of a folder without its images", args: []string{"report", "r4", "--dataset", "folder"}, code: 2, want: []string{"folder", "--data-dir"}},
 		{name: "unknown flag", args: []string{"train", "--bogus"}, code: 2, want: []string{"-bogus", "train --help"}},
 		{name: "unknown command", args: []string{"trian"}, code: 2, want: []string{`"trian"`}},
 		{name: "positional argument", args: []string{"train", "ten.csv"}, code: 2, want: []string{`"ten.csv"`}},

@@ -1,8 +1,6 @@
 package command
 
 import (
-	"errors"
-
 	"github.com/urfave/cli/v2"
 
 	"emclust/torch"
@@ -18,10 +16,18 @@ type dataOptions struct {
 	ImageSize                                    *int
 }
 
-func dataOptionsFrom(c *cli.Context) dataOptions {
+// dataOptionsFrom reads the data flags and checks, before any work, that the data
+// they name can be opened (train.CheckData).
+func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 	d := dataOptions{Given: c.IsSet("data") || c.IsSet("dataset"),
 		Dataset: c.String("dataset"), DataDir: c.String("data-dir"), DataFile: c.String("data"),
 		LabelCol: c.String("label-col"), Header: c.String("header")}
+	if c.String("data") != "" || c.String("dataset") != "" {
+		named := train.Config{DataFile: d.DataFile, Dataset: d.Dataset, DataDir: d.DataDir}
+		if err := train.CheckData(&named); err != nil {
+			return d, usageError{err}
+		}
+	}
 	if c.IsSet("standardize") {
 		v := c.Bool("standardize")
 		d.Standardize = &v
@@ -30,15 +36,15 @@ func dataOptionsFrom(c *cli.Context) dataOptions {
 		v := c.Int("image-size")
 		d.ImageSize = &v
 	}
-	return d
+	return d, nil
 }
 
 // config is the model's training config with the data these options name, or the
 // training data when they name none.
-func (d dataOptions) config(trained *train.Config) (*train.Config, error) {
+func (d dataOptions) config(trained *train.Config) *train.Config {
 	cfg := *trained
 	if !d.Given {
-		return &cfg, nil
+		return &cfg
 	}
 	cfg.DataFile, cfg.Dataset, cfg.DataDir = d.DataFile, d.Dataset, d.DataDir
 	cfg.LabelCol, cfg.Header = d.LabelCol, d.Header
@@ -48,10 +54,7 @@ func (d dataOptions) config(trained *train.Config) (*train.Config, error) {
 	if d.ImageSize != nil {
 		cfg.ImageSize = *d.ImageSize
 	}
-	if err := train.CheckData(&cfg); err != nil {
-		return nil, usageError{err}
-	}
-	return &cfg, nil
+	return &cfg
 }
 
 // modelOptions are the flags predict, eval and embed share: the model, its device and
@@ -67,10 +70,8 @@ func modelOptionsFrom(c *cli.Context) (modelOptions, error) {
 	if err := requireFlags(c, "model"); err != nil {
 		return modelOptions{}, err
 	}
-	if c.String("data") != "" && c.String("dataset") != "" {
-		return modelOptions{}, usageError{errors.New("give either --data FILE or --dataset NAME, not both")}
-	}
-	return modelOptions{Model: c.String("model"), Device: c.String("device"), Data: dataOptionsFrom(c)}, nil
+	d, err := dataOptionsFrom(c)
+	return modelOptions{Model: c.String("model"), Device: c.String("device"), Data: d}, err
 }
 
 // inference is a trained model and the data it is applied to.
@@ -92,10 +93,8 @@ func openInference(opts modelOptions) (*inference, error) {
 		return nil, err
 	}
 	in := &inference{Model: m, dev: dev}
-	cfg, err := opts.Data.config(m.Cfg)
-	if err == nil {
-		in.src, err = train.OpenSource(cfg, dev)
-	}
+	cfg := opts.Data.config(m.Cfg)
+	in.src, err = train.OpenSource(cfg, dev)
 	if err == nil {
 		err = m.CheckInput(opts.Model, in.src, cfg)
 	}

@@ -61,8 +61,9 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 	if len(args) != 1 {
 		return opts, usageError{errors.New("report takes one run folder: emclust report RUN [flags]")}
 	}
-	if c.String("data") != "" && c.String("dataset") != "" {
-		return opts, usageError{errors.New("give either --data FILE or --dataset NAME, not both")}
+	data, err := dataOptionsFrom(c)
+	if err != nil {
+		return opts, err
 	}
 	if c.Int("tsne-points") < 0 {
 		return opts, usageError{fmt.Errorf("--tsne-points %d: want ≥ 0", c.Int("tsne-points"))}
@@ -75,7 +76,7 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 		return opts, err
 	}
 	opts = reportOptions{Run: args[0], CompareRun: c.String("compare-run"), Out: c.String("out"), Device: c.String("device"),
-		Data: dataOptionsFrom(c), Force: c.Bool("force"), Quiet: c.Bool("quiet"),
+		Data: data, Force: c.Bool("force"), Quiet: c.Bool("quiet"),
 		Report: report.Options{Out: c.String("out"), TSNEPoints: c.Int("tsne-points"), Seed: c.Uint64("seed"),
 			ActMax: report.ActMaxConfig{Steps: c.Int("steps")}, Clusters: clusters}}
 	if opts.Out == "" {
@@ -102,10 +103,7 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 		return err
 	}
 	defer m.Close()
-	cfg, err := opts.Data.config(m.Cfg)
-	if err != nil {
-		return err
-	}
+	cfg := opts.Data.config(m.Cfg)
 	src, err := train.OpenSource(cfg, dev)
 	if err != nil {
 		return err
