@@ -290,7 +290,7 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 		sum.Scores = &sc
 		if run.Cfg.KMeans {
 			t0 := time.Now()
-			km, err := kmeansScores(src, run.Cfg.K, run.Cfg.Seed, labels)
+			km, err := kmeansScores(src, run.Cfg, labels, false)
 			if err != nil {
 				return fmt.Errorf("k-means baseline: %w", err)
 			}
@@ -299,7 +299,7 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 			if run.Cfg.Standardize {
 				// k-means often does better on the features as they came (the raw
 				// digits: 0.79 against 0.58 standardized); show the stronger baseline.
-				if sum.KMeansRaw, err = rawKMeansScores(run.Cfg, dev, labels); err != nil {
+				if sum.KMeansRaw, err = kmeansScores(src, run.Cfg, labels, true); err != nil {
 					return fmt.Errorf("k-means baseline on the raw features: %w", err)
 				}
 			}
@@ -355,26 +355,21 @@ func printSummary(s summary, asJSON bool, stdout, log io.Writer) error {
 	return nil
 }
 
-// rawKMeansScores runs the k-means baseline on the run's data without its
-// standardisation.
-func rawKMeansScores(cfg train.Config, dev torch.Device, labels []int) (*eval.Scores, error) {
-	cfg.Standardize, cfg.InputMean, cfg.InputStd = false, nil, nil
-	raw, err := train.OpenSource(&cfg, dev)
-	if err != nil {
-		return nil, err
-	}
-	defer raw.Close()
-	return kmeansScores(raw, cfg.K, cfg.Seed, labels)
-}
-
-func kmeansScores(src train.Source, k int, seed uint64, labels []int) (*eval.Scores, error) {
+// kmeansScores scores the k-means baseline on src's features; with unstandardize, on
+// the features as they were before the run's standardisation (x·std + mean, on the
+// device, rather than reading the data again).
+func kmeansScores(src train.Source, cfg train.Config, labels []int, unstandardize bool) (*eval.Scores, error) {
 	s := torch.NoGrad()
 	defer s.Close()
 	x := src.Features(s)
+	if unstandardize {
+		d := len(cfg.InputStd)
+		x = s.Add(s.Mul(x, s.FromFloat32(cfg.InputStd, []int{1, d}, x.Device())), s.FromFloat32(cfg.InputMean, []int{1, d}, x.Device()))
+	}
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	res, err := baseline.KMeans(x, baseline.KMeansConfig{K: k, Restarts: 10, Seed: seed})
+	res, err := baseline.KMeans(x, baseline.KMeansConfig{K: cfg.K, Restarts: 10, Seed: cfg.Seed})
 	if err != nil {
 		return nil, err
 	}
