@@ -516,11 +516,16 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 		out.Posterior = append(out.Posterior, s.Float32s(p)...)
 		if gamma > 0 {
 			logH := loss.LogLikelihood(s, aStar, gamma)
-			emSum += s.Item(s.Neg(s.Sum(s.Mul(p, logH), false)))
 			if logPrior == nil {
 				logPrior = s.Full([]int{1, k}, -math.Log(float64(k)), torch.Float32, dev)
 			}
-			llSum += s.Item(s.Sum(s.LogSumExp(s.Add(logH, logPrior), false, 1), false))
+			// Both sums in one copy to the host.
+			sums := s.Float32s(s.Stack(0, s.Neg(s.Sum(s.Mul(p, logH), false)),
+				s.Sum(s.LogSumExp(s.Add(logH, logPrior), false, 1), false)))
+			if len(sums) == 2 {
+				emSum += float64(sums[0])
+				llSum += float64(sums[1])
+			}
 		}
 		if err := s.Close(); err != nil {
 			return nil, err
