@@ -492,7 +492,8 @@ et_error et_index_add(int flags, et_tensor a, int64_t dim, et_tensor index, et_t
   // poisons the whole CUDA context. One sync buys an error instead.
   if (i.is_cuda() && i.numel() > 0) {
     auto [lo, hi] = at::aminmax(i);
-    int64_t n = t.size(dim), l = lo.item<int64_t>(), h = hi.item<int64_t>();
+    auto both = at::stack({lo, hi}).to(at::kCPU); // one copy, one sync
+    int64_t n = t.size(dim), l = both[0].item<int64_t>(), h = both[1].item<int64_t>();
     if (l < 0 || h >= n)
       throw std::runtime_error("index_add: index " + std::to_string(h >= n ? h : l) +
                                " is out of range for dimension " + std::to_string(dim) +
