@@ -328,6 +328,8 @@ func TestErrors(t *testing.T) {
 		{name: "gamma abc", args: append(ten, "--gamma", "abc"), code: 2, want: []string{"gamma", `"abc"`}},
 		{name: "epochs 0", args: []string{"train", "--data", "ten.csv", "--epochs", "0"}, code: 2, want: []string{"epochs"}},
 		{name: "bad hidden", args: append(ten, "--hidden", "32,x"), code: 2, want: []string{"--hidden", `"x"`}},
+		{name: "hidden width 0", args: append(ten, "--hidden", "0"), code: 2, want: []string{"--hidden", `"0"`}},
+		{name: "negative cluster index", args: []string{"report", "r4", "--clusters", "1,-2"}, code: 2, want: []string{"--clusters", `"1,-2"`}},
 		// Were exit 1: usage mistakes found only when the data were read.
 		{name: "header maybe", args: append(ten, "--header", "maybe"), code: 2, want: []string{"--header", `"maybe"`, "auto, yes or no"}},
 		{name: "cifar net on vectors", args: append(ten, "--arch", "cifar"), code: 2, want: []string{"--arch cifar", "mlp"}},

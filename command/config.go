@@ -75,7 +75,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		return cfg, usageError{fmt.Errorf("--arch %s is a network for images; vectors train an mlp", cfg.Arch)}
 	}
 	if c.IsSet("hidden") {
-		hidden, err := parseInts(c.String("hidden"))
+		hidden, err := parseInts(c.String("hidden"), 1)
 		if err != nil {
 			return cfg, usageError{fmt.Errorf("--hidden: %w", err)}
 		}
@@ -136,15 +136,17 @@ func numClasses(labels []int) int {
 	return n
 }
 
-func parseInts(s string) ([]int, error) {
+// parseInts reads a comma-separated list of integers of at least least; nil when
+// empty.
+func parseInts(s string, least int) ([]int, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
 	var out []int
 	for _, f := range strings.Split(s, ",") {
 		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 1 {
-			return nil, fmt.Errorf("%q is not a positive integer", f)
+		if err != nil || v < least {
+			return nil, fmt.Errorf("%q is not an integer ≥ %d", f, least)
 		}
 		out = append(out, v)
 	}

@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -71,9 +69,9 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 	if c.Int("steps") < 1 {
 		return opts, usageError{fmt.Errorf("--steps %d: want ≥ 1", c.Int("steps"))}
 	}
-	clusters, err := parseClusters(c.String("clusters"))
+	clusters, err := parseInts(c.String("clusters"), 0)
 	if err != nil {
-		return opts, err
+		return opts, usageError{fmt.Errorf("--clusters %q: want cluster indices like 3,5,9", c.String("clusters"))}
 	}
 	opts = reportOptions{Run: args[0], CompareRun: c.String("compare-run"), Out: c.String("out"), Device: c.String("device"),
 		Data: data, Force: c.Bool("force"), Quiet: c.Bool("quiet"),
@@ -135,22 +133,6 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintln(stdout, index)
 	return nil
-}
-
-// parseClusters reads --clusters: comma-separated cluster indices; nil when empty.
-func parseClusters(s string) ([]int, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		j, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || j < 0 {
-			return nil, usageError{fmt.Errorf("--clusters %q: want cluster indices like 3,5,9", s)}
-		}
-		out = append(out, j)
-	}
-	return out, nil
 }
 
 // openReportRun loads a run folder's model and its metrics.jsonl; the caller closes
