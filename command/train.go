@@ -26,7 +26,7 @@ func trainCommand() *cli.Command {
 	flags = append(flags,
 		&cli.StringFlag{Name: "objective", Usage: objectiveHelp(), DefaultText: "em for vectors, twofold for images"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},
-		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the run of the highest mean max posterior over all rows (no labels needed)", DefaultText: "1"},
+		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the run of the highest mean max posterior over all rows (no labels needed; only each run's last epoch is scored)", DefaultText: "1"},
 		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations (0: only at the end)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},

@@ -14,8 +14,8 @@ type Restart struct {
 }
 
 // TrainRestarts trains max(cfg.Restarts, 1) runs, of seeds cfg.Seed, cfg.Seed+1, ...,
-// without a run folder, and returns the one whose criteria Better prefers, and every
-// restart's seed and criteria. The caller owns the returned run (Attach gives it a
+// without a run folder and scoring only their last epoch, and returns the one whose
+// criteria Better prefers, and every restart's seed and criteria. The caller owns the returned run (Attach gives it a
 // folder); the others are closed. done, if not nil, hears of each restart as it ends.
 func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, done func(i int, r Restart)) (*Run, []Restart, error) {
 	n := max(cfg.Restarts, 1)
@@ -25,6 +25,10 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 	for i := range n {
 		c := cfg
 		c.Seed = cfg.Seed + uint64(i)
+		// Only the last epoch is scored: the criteria choose, and scoring every
+		// epoch of runs that are mostly dropped took 3/4 of the time (10 restarts
+		// of the digits: 12.8 s against 3.2 s).
+		c.EvalEvery = 0
 		r, err := New(c, src, dev, "")
 		if err != nil {
 			best.closeIfSet()

@@ -10,7 +10,7 @@ import (
 func TestTrainRestarts(t *testing.T) {
 	src := digitsSource(t)
 	cfg := VectorDefaults()
-	cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts = 2, 0, 7, 3
+	cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts = 2, 1, 7, 3
 	var heard []uint64
 	r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, func(i int, rs Restart) {
 		if i != len(heard) {
@@ -36,6 +36,10 @@ func TestTrainRestarts(t *testing.T) {
 	}
 	if r.Cfg.Seed != best.Seed || r.EpochsDone() != 2 {
 		t.Fatalf("kept seed %d after %d epochs, want seed %d (max posterior %.4f) after 2", r.Cfg.Seed, r.EpochsDone(), best.Seed, best.Criteria.MaxPosterior)
+	}
+	// Only the last epoch was scored.
+	if h := r.History; len(h) != 2 || h[0].ACC != nil || h[1].ACC == nil || r.Cfg.EvalEvery != 0 {
+		t.Errorf("kept run: eval-every %d, %d epochs, scored %v; want 0, 2, the last only", r.Cfg.EvalEvery, len(h), []bool{len(h) > 0 && h[0].ACC != nil, len(h) > 1 && h[1].ACC != nil})
 	}
 	pred, err := PredictWithCriteria(r.Net, src, r.Dev, r.Prior(), r.Cfg.GammaVal)
 	if err != nil {
