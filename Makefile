@@ -9,10 +9,12 @@ SHIM_SRC    := torch/csrc/emtorch.cpp torch/csrc/emtorch.h
 # Debian's libtorch-dev puts the C++ API headers here.
 TORCH_INC   ?= /usr/include/torch/csrc/api/include
 CXXFLAGS    ?= -O2
-SHIM_FLAGS  := -std=c++17 -fPIC -shared -Wall -Wno-unused-parameter
+SHIM_FLAGS  := -std=c++17 -fPIC -shared -Wall -Wno-unused-parameter -DUSE_C10D_GLOO -DEMTORCH_GLOO
 # libopenblas0-pthread: Debian's libtorch calls libblas.so.3 for its matrix products,
 # and without OpenBLAS that is the reference BLAS, 1.7x slower per step (RESULTS §10).
-DEB_PKGS    := libtorch-dev libopenblas0-pthread g++ python3 dataset-fashion-mnist
+# libgloo-dev: the headers of Gloo, c10d's CPU backend for multi-process training
+# (libtorch-dev ships c10d's headers but does not depend on Gloo's).
+DEB_PKGS    := libtorch-dev libgloo-dev libopenblas0-pthread g++ python3 dataset-fashion-mnist
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 GO_MIN      := 1.25
 

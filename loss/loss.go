@@ -77,12 +77,18 @@ func KL(s *torch.Scope, p, aTrStar *torch.Tensor) *torch.Tensor {
 
 // IIC is the negative mutual information between the cluster assignments of the
 // originals and of their transforms (Ji et al.), from the symmetrised joint
-// P = (pᵀq + qᵀp)/2n over the batch. Both sides carry gradients, as in IIC.
-func IIC(s *torch.Scope, aStar, aTrStar *torch.Tensor) *torch.Tensor {
+// P = (pᵀq + qᵀp)/2n over the batch. Both sides carry gradients, as in IIC. With a
+// group g the batch is that of all its ranks, each holding as many rows.
+func IIC(s *torch.Scope, aStar, aTrStar *torch.Tensor, g *torch.Group) *torch.Tensor {
 	n := aStar.Dim(0)
 	p := s.Softmax(aStar, 1)
 	q := s.Softmax(aTrStar, 1)
-	joint := s.DivScalar(s.MatMul(s.Transpose(p, 0, 1), q), float64(n))
+	joint := s.MatMul(s.Transpose(p, 0, 1), q)
+	if g != nil {
+		joint = s.AllReduceSum(g, joint)
+		n *= g.Size()
+	}
+	joint = s.DivScalar(joint, float64(n))
 	joint = s.DivScalar(s.Add(joint, s.Transpose(joint, 0, 1)), 2)
 	joint = s.ClampMin(joint, 1e-12)
 	pi := s.Sum(joint, true, 1) // K×1

@@ -131,7 +131,7 @@ func TestIICMaximum(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
 	x := s.FromFloat32([]float32{50, 0, 0, 0, 50, 0, 0, 0, 50}, []int{3, 3}, testDevice)
-	if got := s.Item(IIC(s, x, x)); math.Abs(got+math.Log(3)) > 1e-4 {
+	if got := s.Item(IIC(s, x, x, nil)); math.Abs(got+math.Log(3)) > 1e-4 {
 		t.Fatalf("IIC = %v, want -log 3", got)
 	}
 }

@@ -224,6 +224,19 @@ func (n *Net) Forward(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor
 	return n.norm.forward(s, n.Relevance(s, x, train), train)
 }
 
+// SyncStats makes training-mode batch statistics — every BatchNorm and the relevance
+// normalisation — those of the batch of all ranks of g together, as if one process
+// held it, with the matching gradient. nil goes back to each process's own batch.
+// Eval mode uses the running statistics either way.
+func (n *Net) SyncStats(g *torch.Group) {
+	for _, l := range n.layers {
+		if c, ok := l.(*convBN); ok {
+			c.group = g
+		}
+	}
+	n.norm.group = g
+}
+
 // Params lists the trainable tensors by checkpoint name, in a fixed order.
 func (n *Net) Params() []torch.Named {
 	var out []torch.Named
@@ -330,7 +343,8 @@ type convBN struct {
 	w, gamma, beta  *torch.Tensor
 	runMean, runVar *torch.Tensor
 	momentum        float64
-	bf16            bool // compute in bfloat16 (see Compute)
+	bf16            bool         // compute in bfloat16 (see Compute)
+	group           *torch.Group // batch statistics over all ranks (see SyncStats)
 }
 
 func newConvBN(s *torch.Scope, name string, in, out int, dev torch.Device, momentum float64) *convBN {
@@ -352,7 +366,7 @@ func (c *convBN) forward(s *torch.Scope, x *torch.Tensor, train bool) *torch.Ten
 	// In bf16 BatchNorm takes the bfloat16 activations with its float32 affine and
 	// running statistics, as under autocast, and returns bfloat16.
 	y := s.Conv2d(lowp(s, x, c.bf16), lowp(s, c.w, c.bf16), nil, 1, 1)
-	z := s.BatchNorm(y, c.gamma, c.beta, c.runMean, c.runVar, train, c.momentum, 1e-5)
+	z := batchNorm(s, c.group, y, c.gamma, c.beta, c.runMean, c.runVar, train, c.momentum)
 	y.Free()
 	out := s.ReLU(z)
 	z.Free()
@@ -401,6 +415,7 @@ type relevanceNorm struct {
 	on              bool
 	runMean, runVar *torch.Tensor
 	momentum        float64
+	group           *torch.Group
 }
 
 func newRelevanceNorm(s *torch.Scope, k int, dev torch.Device, on bool, momentum float64) *relevanceNorm {
@@ -416,7 +431,16 @@ func (r *relevanceNorm) forward(s *torch.Scope, a *torch.Tensor, train bool) *to
 	if !r.on {
 		return a
 	}
-	return s.BatchNorm(a, nil, nil, r.runMean, r.runVar, train, r.momentum, 1e-5)
+	return batchNorm(s, r.group, a, nil, nil, r.runMean, r.runVar, train, r.momentum)
+}
+
+// batchNorm is BatchNorm with eps 1e-5, over the batch of all ranks of g in training
+// when g is set.
+func batchNorm(s *torch.Scope, g *torch.Group, x, w, b, runMean, runVar *torch.Tensor, train bool, momentum float64) *torch.Tensor {
+	if train && g != nil {
+		return s.SyncBatchNorm(g, x, w, b, runMean, runVar, momentum, 1e-5)
+	}
+	return s.BatchNorm(x, w, b, runMean, runVar, train, momentum, 1e-5)
 }
 
 func (r *relevanceNorm) buffers() []torch.Named {

@@ -62,8 +62,15 @@ type Config struct {
 	LogEvery  int     `json:"log_every"`   // steps between loss reads for the progress bar
 	// Restarts trains seeds Seed, Seed+1, ... and keeps the run the label-free
 	// criterion prefers (KeepCriterion); 0 and 1 train one run.
-	Restarts int                      `json:"restarts,omitempty"`
-	Augment  *transform.AugmentConfig `json:"augment,omitempty"`
+	Restarts int `json:"restarts,omitempty"`
+	// WorldSize is the number of data-parallel ranks that train the run; BatchSize is
+	// the global batch, split evenly over them.
+	WorldSize int `json:"world_size"`
+	// LocalStats keeps each rank's batch statistics (BatchNorm, the relevance
+	// normalisation) to its own rows: cheaper, but a different algorithm from one
+	// process at the global batch. Without it they span the global batch.
+	LocalStats bool                     `json:"local_stats,omitempty"`
+	Augment    *transform.AugmentConfig `json:"augment,omitempty"`
 }
 
 // VectorDefaults are the paper's §8.1 settings for vector data.

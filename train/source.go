@@ -82,6 +82,13 @@ type ImageSource struct {
 	pix  *torch.Tensor
 	dev  torch.Device // where batches are computed
 	host bool         // pix lives on the host
+	rows transform.Rows
+}
+
+// ShareDraws makes every batch rows offset.. of a batch of total rows for the random
+// transformation (transform.Rows): how a data-parallel rank draws as one process.
+func (is *ImageSource) ShareDraws(offset, total int) {
+	is.rows = transform.Rows{Offset: offset, Total: total}
 }
 
 // NewHostImageSource keeps the images in host memory (pinned when dev is CUDA) and
@@ -133,7 +140,7 @@ func (is *ImageSource) Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.A
 	f := transform.ToFloat(s, raw)
 	x = transform.Pipeline(s, f, nil)
 	if aug != nil {
-		xt = transform.Pipeline(s, f, aug)
+		xt = transform.PipelineRows(s, f, aug, is.rows)
 	}
 	return x, xt
 }

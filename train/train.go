@@ -53,6 +53,8 @@ type Run struct {
 	Progress Progress
 
 	optA, optB *torch.Adam // EM (or IIC) step; KL step of twofold
+	params     []*torch.Tensor
+	group      *torch.Group // data-parallel ranks (see Join); nil alone
 	prior      *torch.Tensor
 	labels     *torch.Tensor // int64 labels on the index device (supervised)
 	epoch      int           // epochs completed
@@ -73,8 +75,11 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		// variance and NaN posteriors.
 		return nil, fmt.Errorf("%d row of data: the relevance normalisation needs batches of at least 2 rows", src.Len())
 	}
+	if cfg.WorldSize == 0 {
+		cfg.WorldSize = 1
+	}
 	if cfg.BatchSize > src.Len() {
-		cfg.BatchSize = src.Len()
+		cfg.BatchSize = src.Len() - src.Len()%cfg.WorldSize
 	}
 	if cfg.needsAugment() {
 		if _, vectors := src.(*VectorSource); vectors {
@@ -129,6 +134,7 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 	r := &Run{Cfg: cfg, Dir: dir, Spec: net.Spec, Net: net, Dev: dev, Src: src}
 	params := net.Params()
 	ts := make([]*torch.Tensor, len(params))
+	r.params = ts
 	lrA := make([]float64, len(params))
 	lrB := make([]float64, len(params))
 	for i, p := range params {
@@ -306,6 +312,7 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 	if err := ep.Err(); err != nil {
 		return m, err
 	}
+	offset, rows := r.rankRows()
 	if r.Progress != nil {
 		r.Progress.Start(r.epoch+1, cfg.Epochs, steps)
 	}
@@ -315,7 +322,7 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 			return m, err
 		}
 		s := torch.NewScope()
-		idx := s.Narrow(permT, 0, step*cfg.BatchSize, cfg.BatchSize)
+		idx := s.Narrow(permT, 0, step*cfg.BatchSize+offset, rows)
 		l, kl, h := r.step(s, idx)
 		// Accumulate in place of the old sums, outside the step's scope.
 		lossSum = swap(ep, lossSum, s.Add(lossSum, s.Detach(l)))
@@ -336,12 +343,19 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 			r.Progress.Step(step+1, l, read)
 		}
 	}
-	m.Steps = steps
-	m.Loss = ep.Item(lossSum) / float64(steps)
-	if cfg.objective().KLStep {
-		m.LossKL = ep.Item(klSum) / float64(steps)
+	if r.group != nil {
+		// The epoch's figures are the means over all ranks' batches.
+		if err := r.group.AllReduce(lossSum, klSum, hSum); err != nil {
+			return m, err
+		}
 	}
-	hs := ep.Float32s(ep.DivScalar(hSum, float64(steps)))
+	m.Steps = steps
+	batches := float64(steps * r.worldSize())
+	m.Loss = ep.Item(lossSum) / batches
+	if cfg.objective().KLStep {
+		m.LossKL = ep.Item(klSum) / batches
+	}
+	hs := ep.Float32s(ep.DivScalar(hSum, batches))
 	if err := ep.Err(); err != nil {
 		return m, err
 	}
@@ -410,13 +424,17 @@ func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tenso
 	case "em-aug", "twofold":
 		l = loss.EMAug(em, aStar, r.Net.Forward(em, xt, true), p, cfg.GammaVal)
 	case "iic":
-		l = loss.IIC(em, aStar, r.Net.Forward(em, xt, true))
+		l = loss.IIC(em, aStar, r.Net.Forward(em, xt, true), r.syncGroup())
 	}
 	hMean = s.Adopt(em.Mean(em.Sigmoid(em.DivScalar(em.Detach(aStar), cfg.GammaVal)), false, 0))
 	r.update(em, r.optA, l)
 	if r.prior != nil {
 		// π ← 0.99 π + 0.01 mean_i p_i: the priors come from the previous posteriors.
-		next := em.Add(em.MulScalar(r.prior, 0.99), em.MulScalar(em.Mean(p, true, 0), 0.01))
+		mean := em.Mean(p, true, 0)
+		if r.syncGroup() != nil {
+			mean = r.globalMean(em, mean)
+		}
+		next := em.Add(em.MulScalar(r.prior, 0.99), em.MulScalar(mean, 0.01))
 		em.CopyInto(r.prior, next)
 	}
 	l = s.Adopt(em.Detach(l))
@@ -444,6 +462,11 @@ func (r *Run) update(s *torch.Scope, opt *torch.Adam, l *torch.Tensor) {
 	}
 	s.Fail(opt.ZeroGrad())
 	s.Backward(l)
+	if r.group != nil && s.Err() == nil {
+		// Each rank's loss is the mean over its rows: their mean is the global
+		// batch's, and so is the mean of their gradients.
+		s.Fail(r.group.ReduceGrads(r.params, 1/float64(r.group.Size())))
+	}
 	if s.Err() == nil {
 		s.Fail(opt.Step())
 	}
@@ -477,7 +500,7 @@ type Criteria struct {
 
 // Predict clusters every row in eval mode (running statistics), 1024 rows at a time.
 func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) (*Prediction, error) {
-	return predict(net, src, dev, prior, 0)
+	return predict(net, src, dev, prior, 0, 0, src.Len())
 }
 
 // PredictWithCriteria is Predict with the Criteria of the clustering under γ.
@@ -485,18 +508,18 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 	if !(gamma > 0) {
 		return nil, fmt.Errorf("criteria need γ > 0, got %v", gamma)
 	}
-	return predict(net, src, dev, prior, gamma)
+	return predict(net, src, dev, prior, gamma, 0, src.Len())
 }
 
-// predict runs the model over src in eval mode, in chunks; with γ > 0 it also sums
-// the criteria.
-func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64) (*Prediction, error) {
-	n, k := src.Len(), net.Spec.K
+// predict runs the model over rows from to to-1 of src in eval mode, in chunks; with
+// γ > 0 it also sums the criteria.
+func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64, from, to int) (*Prediction, error) {
+	n, k := to-from, net.Spec.K
 	out := &Prediction{Cluster: make([]int, n), Posterior: make([]float32, 0, n*k), K: k}
 	const chunk = 1024
 	all := torch.NoGrad()
 	defer all.Close()
-	rows := all.Arange(n, torch.Int64, src.IndexDevice())
+	rows := all.Arange(src.Len(), torch.Int64, src.IndexDevice())
 	if err := all.Err(); err != nil {
 		return nil, err
 	}
@@ -504,7 +527,7 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 	for lo := 0; lo < n; lo += chunk {
 		s := torch.NoGrad()
 		m := min(chunk, n-lo)
-		idx := s.Narrow(rows, 0, lo, m)
+		idx := s.Narrow(rows, 0, from+lo, m)
 		x, _ := src.Batch(s, idx, nil)
 		aStar := net.Forward(s, x, false)
 		var logPrior *torch.Tensor
@@ -559,18 +582,18 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 }
 
 func (r *Run) evaluate(m *EpochMetrics) error {
-	pred, err := Predict(r.Net, r.Src, r.Dev, r.prior)
+	cluster, err := r.predictClusters()
 	if err != nil {
 		return err
 	}
-	m.Sizes = eval.ClusterSizes(pred.Cluster, r.Cfg.K)
+	m.Sizes = eval.ClusterSizes(cluster, r.Cfg.K)
 	for _, c := range m.Sizes {
 		if c == 0 {
 			m.Empty++
 		}
 	}
 	if labels := r.Src.Labels(); labels != nil {
-		sc, err := eval.Score(labels, pred.Cluster)
+		sc, err := eval.Score(labels, cluster)
 		if err != nil {
 			return err
 		}
@@ -578,6 +601,44 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 		m.ACC, m.NMI, m.ARI = &acc, &nmi, &ari
 	}
 	return nil
+}
+
+// predictClusters is every row's cluster. Ranks each predict an equal share of the
+// rows and gather the rest.
+func (r *Run) predictClusters() ([]int, error) {
+	n := r.Src.Len()
+	if r.group == nil {
+		pred, err := Predict(r.Net, r.Src, r.Dev, r.prior)
+		if err != nil {
+			return nil, err
+		}
+		return pred.Cluster, nil
+	}
+	w, rank := r.group.Size(), r.group.Rank()
+	lo, hi := rank*n/w, (rank+1)*n/w
+	pred, err := predict(r.Net, r.Src, r.Dev, r.prior, 0, lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	// Each rank fills its rows of a zero vector; the sum over ranks is all of them.
+	all := make([]int64, n)
+	for i, c := range pred.Cluster {
+		all[lo+i] = int64(c)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	t := s.FromInt64(all, []int{n}, r.Dev) // NCCL moves only CUDA tensors
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	if err := r.group.AllReduce(t); err != nil {
+		return nil, fmt.Errorf("gather predictions: %w", err)
+	}
+	cluster := make([]int, n)
+	for i, c := range s.Int64s(t) {
+		cluster[i] = int(c)
+	}
+	return cluster, s.Err()
 }
 
 // Checkpoint layout: model tensors under "model.", optimiser moments under

@@ -122,6 +122,17 @@ const (
 // natural images that the Sobel filters then pick up, while on dark-background images
 // such as digits both paddings give the same result.
 func Augment(s *torch.Scope, x *torch.Tensor, cfg AugmentConfig) *torch.Tensor {
+	return AugmentRows(s, x, cfg, Rows{})
+}
+
+// Rows places a batch within a larger one whose random draws it shares: it is rows
+// Offset to Offset+n of Total. A data-parallel rank holding a slice of the global
+// batch then transforms its images as one process holding the whole batch would.
+// The zero value is a batch of its own.
+type Rows struct{ Offset, Total int }
+
+// AugmentRows is Augment for x as the rows of a larger batch.
+func AugmentRows(s *torch.Scope, x *torch.Tensor, cfg AugmentConfig, rows Rows) *torch.Tensor {
 	if !checkBatch(s, "Augment", x) {
 		return nil
 	}
@@ -141,7 +152,15 @@ func Augment(s *torch.Scope, x *torch.Tensor, cfg AugmentConfig) *torch.Tensor {
 		return nil
 	}
 
-	u := s.Rand([]int{n, nParams}, dt, x.Device())
+	var u *torch.Tensor
+	if rows.Total == 0 {
+		u = s.Rand([]int{n, nParams}, dt, x.Device())
+	} else if rows.Offset < 0 || rows.Offset+n > rows.Total {
+		s.Fail(fmt.Errorf("transform: Augment: rows %d to %d of a batch of %d", rows.Offset, rows.Offset+n, rows.Total))
+		return nil
+	} else {
+		u = s.Narrow(s.Rand([]int{rows.Total, nParams}, dt, x.Device()), 0, rows.Offset, n)
+	}
 	// draw maps column i of u to per-image values uniform in [lo, hi], shaped N×1.
 	draw := func(i int, lo, hi float64) *torch.Tensor {
 		return s.AddScalar(s.MulScalar(s.Narrow(u, 1, i, 1), hi-lo), lo)

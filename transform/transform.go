@@ -105,9 +105,14 @@ func Sobel(s *torch.Scope, gray *torch.Tensor) *torch.Tensor {
 // N×C×H×W) to float in [0,1], then Augment with *aug unless aug is nil, then
 // Preprocess, giving the N×2×H×W Sobel planes.
 func Pipeline(s *torch.Scope, x *torch.Tensor, aug *AugmentConfig) *torch.Tensor {
+	return PipelineRows(s, x, aug, Rows{})
+}
+
+// PipelineRows is Pipeline for x as the rows of a larger batch (see Rows).
+func PipelineRows(s *torch.Scope, x *torch.Tensor, aug *AugmentConfig, rows Rows) *torch.Tensor {
 	f := ToFloat(s, x)
 	if aug != nil {
-		f = Augment(s, f, *aug)
+		f = AugmentRows(s, f, *aug, rows)
 	}
 	return Preprocess(s, f)
 }

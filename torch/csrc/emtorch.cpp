@@ -9,6 +9,22 @@
 #include <c10/core/CPUAllocator.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/api/include/torch/version.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+// Process groups: built with Gloo (-DEMTORCH_GLOO -DUSE_C10D_GLOO, headers from
+// libgloo-dev or the libtorch archive) and/or NCCL (-DEMTORCH_NCCL -DUSE_C10D_NCCL).
+#if defined(EMTORCH_GLOO) || defined(EMTORCH_NCCL)
+#define EMTORCH_DIST 1
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#endif
+#ifdef EMTORCH_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#ifdef EMTORCH_NCCL
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #ifdef EMTORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -24,6 +40,7 @@
 #endif
 
 #include <atomic>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
@@ -845,6 +862,301 @@ int et_built_with_cuda(void) {
 #else
   return 0;
 #endif
+}
+
+} // extern "C"
+
+// ---- process groups ------------------------------------------------------------------
+
+struct et_group_s {
+#ifdef EMTORCH_DIST
+  // libtorch 2 split the collectives' implementations (Backend) from ProcessGroup;
+  // ProcessGroupGloo and ProcessGroupNCCL derive from whichever holds them.
+#if TORCH_VERSION_MAJOR >= 2
+  using Impl = c10d::Backend;
+#else
+  using Impl = c10d::ProcessGroup;
+#endif
+  c10::intrusive_ptr<c10d::Store> store;
+  c10::intrusive_ptr<Impl> pg;
+  std::chrono::milliseconds timeout{0};
+#endif
+  int rank = 0, world = 1;
+};
+
+namespace {
+
+#ifdef EMTORCH_DIST
+void all_reduce(et_group g, at::Tensor &flat) {
+  std::vector<at::Tensor> v{flat};
+  g->pg->allreduce(v)->wait(g->timeout);
+}
+
+// Same dtype and device for all: one buffer, one collective.
+at::Tensor flatten(const std::vector<at::Tensor> &ts) {
+  std::vector<at::Tensor> flat;
+  for (const auto &t : ts) {
+    TORCH_CHECK(t.scalar_type() == ts[0].scalar_type() && t.device() == ts[0].device(),
+                "collective over tensors of different dtypes or devices");
+    flat.push_back(t.reshape(-1));
+  }
+  return at::cat(flat);
+}
+
+void unflatten(const at::Tensor &flat, std::vector<at::Tensor> &ts) {
+  int64_t off = 0;
+  for (auto &t : ts) {
+    t.copy_(flat.narrow(0, off, t.numel()).view_as(t));
+    off += t.numel();
+  }
+}
+
+// AllReduceSum is the sum over ranks, whose gradient is again the sum over ranks of
+// the incoming gradients: each rank's loss reaches every rank's inputs through it.
+struct AllReduceSum : public torch::autograd::Function<AllReduceSum> {
+  static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
+                            int64_t group) {
+    ctx->saved_data["group"] = group;
+    auto y = x.detach().contiguous().clone();
+    all_reduce(reinterpret_cast<et_group>(group), y);
+    return y;
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
+                                                 torch::autograd::variable_list grads) {
+    auto g = reinterpret_cast<et_group>(ctx->saved_data["group"].toInt());
+    auto y = grads[0].contiguous().clone();
+    all_reduce(g, y);
+    return {y, at::Tensor()};
+  }
+};
+
+at::Tensor sync_batch_norm(et_group g, const at::Tensor &x, const at::Tensor &w,
+                           const at::Tensor &b, const at::Tensor &running_mean,
+                           const at::Tensor &running_var, double momentum, double eps) {
+  TORCH_CHECK(x.dim() >= 2, "sync_batch_norm: want N×C or N×C×…, got ", x.dim(), " dims");
+  const int64_t c = x.size(1);
+  std::vector<int64_t> dims{0}, shape(x.dim(), 1);
+  for (int64_t d = 2; d < x.dim(); d++) dims.push_back(d);
+  shape[1] = c;
+  // Statistics in at least float32, as at::batch_norm keeps them for bf16 input.
+  bool low = x.scalar_type() != at::kFloat && x.scalar_type() != at::kDouble;
+  at::Tensor xf = low ? x.to(at::kFloat) : x;
+  // One collective for both moments: Σx and Σx² per channel.
+  at::Tensor sums = at::cat({xf.sum(dims), xf.square().sum(dims)});
+  at::Tensor total = AllReduceSum::apply(sums, reinterpret_cast<int64_t>(g));
+  const double count = double(x.numel() / c) * g->world;
+  TORCH_CHECK(count > 1, "sync_batch_norm: ", count, " values per channel over all ranks");
+  at::Tensor mean = total.narrow(0, 0, c) / count;
+  at::Tensor var = (total.narrow(0, c, c) / count - mean.square()).clamp_min(0);
+  at::Tensor y = (xf - mean.view(shape)) * (var + eps).rsqrt().view(shape);
+  if (w.defined()) y = y * w.view(shape);
+  if (b.defined()) y = y + b.view(shape);
+  {
+    c10::NoGradGuard ng;
+    if (running_mean.defined())
+      running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.scalar_type()), momentum);
+    if (running_var.defined()) // unbiased, as at::batch_norm's running variance
+      running_var.mul_(1 - momentum)
+          .add_((var.detach() * (count / (count - 1))).to(running_var.scalar_type()), momentum);
+  }
+  return low ? y.to(x.scalar_type()) : y;
+}
+
+std::vector<at::Tensor> tensors(const et_tensor *ts, int n, const char *what) {
+  std::vector<at::Tensor> v;
+  for (int i = 0; i < n; i++) v.push_back(need(ts[i], what));
+  return v;
+}
+#endif
+
+#define ET_NEED_DIST TORCH_CHECK(false, "this emtorch shim was built without Gloo or NCCL")
+
+} // namespace
+
+extern "C" {
+
+int et_dist_backends(void) {
+  int b = 0;
+#ifdef EMTORCH_GLOO
+  b |= 1;
+#endif
+#ifdef EMTORCH_NCCL
+  b |= 2;
+#endif
+  return b;
+}
+
+et_error et_group_new(int backend, const char *host, int port, int serve_store,
+                      const char *prefix, int rank, int world, int64_t timeout_ms,
+                      const char *iface, int device_index, et_group *out) {
+  ET_TRY
+#ifdef EMTORCH_DIST
+  TORCH_CHECK(world >= 1 && rank >= 0 && rank < world, "rank ", rank, " of world size ", world);
+  TORCH_CHECK(port > 0 && port < 65536, "port ", port, " out of range");
+  auto g = std::make_unique<et_group_s>();
+  g->rank = rank;
+  g->world = world;
+  g->timeout = std::chrono::milliseconds(timeout_ms);
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<std::uint16_t>(port);
+  so.isServer = serve_store != 0;
+  so.numWorkers = world;
+  so.waitWorkers = false; // the group's own rendezvous below waits, with the timeout
+  so.timeout = g->timeout;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  so.useLibUV = false; // a libuv store is not in every build; the classic one is
+#endif
+  auto tcp = c10::make_intrusive<c10d::TCPStore>(std::string(host), so);
+  g->store = c10::make_intrusive<c10d::PrefixStore>(std::string(prefix), tcp);
+  if (backend == ET_GLOO) {
+#ifdef EMTORCH_GLOO
+    auto opts = c10d::ProcessGroupGloo::Options::create(g->timeout);
+    if (iface != nullptr && iface[0] != 0)
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+    else
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    g->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>("gloo", g->store), rank, world, opts);
+#else
+    TORCH_CHECK(false, "this emtorch shim was built without Gloo");
+#endif
+  } else if (backend == ET_NCCL) {
+#ifdef EMTORCH_NCCL
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(device_index));
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = g->timeout;
+    g->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(
+        c10::make_intrusive<c10d::PrefixStore>("nccl", g->store), rank, world, opts);
+#else
+    TORCH_CHECK(false, "this emtorch shim was built without NCCL");
+#endif
+  } else {
+    TORCH_CHECK(false, "unknown backend code ", backend);
+  }
+  *out = g.release();
+#else
+  ET_NEED_DIST;
+#endif
+  ET_CATCH
+}
+
+et_error et_group_free(et_group g) {
+  ET_TRY
+  delete g;
+  ET_CATCH
+}
+
+et_error et_group_all_reduce(et_group g, const et_tensor *ts, int n) {
+  ET_TRY
+#ifdef EMTORCH_DIST
+  if (n == 0) return nullptr;
+  c10::NoGradGuard ng;
+  auto v = tensors(ts, n, "all_reduce");
+  at::Tensor flat = flatten(v);
+  all_reduce(g, flat);
+  unflatten(flat, v);
+#else
+  ET_NEED_DIST;
+#endif
+  ET_CATCH
+}
+
+et_error et_group_reduce_grads(et_group g, const et_tensor *params, int n, double scale) {
+  ET_TRY
+#ifdef EMTORCH_DIST
+  c10::NoGradGuard ng;
+  std::vector<at::Tensor> grads;
+  for (int i = 0; i < n; i++) {
+    const auto &gr = need(params[i], "reduce_grads").grad();
+    if (gr.defined()) grads.push_back(gr);
+  }
+  if (grads.empty()) return nullptr;
+  at::Tensor flat = flatten(grads);
+  all_reduce(g, flat);
+  if (scale != 1) flat.mul_(scale);
+  unflatten(flat, grads);
+#else
+  ET_NEED_DIST;
+#endif
+  ET_CATCH
+}
+
+et_error et_group_broadcast(et_group g, const et_tensor *ts, int n, int root) {
+  ET_TRY
+#ifdef EMTORCH_DIST
+  if (n == 0) return nullptr;
+  c10::NoGradGuard ng;
+  auto v = tensors(ts, n, "broadcast");
+  std::vector<at::Tensor> flat{flatten(v)};
+  c10d::BroadcastOptions o;
+  o.rootRank = root;
+  g->pg->broadcast(flat, o)->wait(g->timeout);
+  unflatten(flat[0], v);
+#else
+  ET_NEED_DIST;
+#endif
+  ET_CATCH
+}
+
+et_error et_group_barrier(et_group g) {
+  ET_TRY
+#ifdef EMTORCH_DIST
+  // A one-element all-reduce: Gloo's barrier waits without the group's timeout.
+  at::Tensor one = at::ones({1});
+  all_reduce(g, one);
+#else
+  ET_NEED_DIST;
+#endif
+  ET_CATCH
+}
+
+et_error et_group_store_set(et_group g, const char *key, const char *value) {
+  ET_TRY
+#ifdef EMTORCH_DIST
+  std::string v(value);
+  g->store->set(key, std::vector<uint8_t>(v.begin(), v.end()));
+#else
+  ET_NEED_DIST;
+#endif
+  ET_CATCH
+}
+
+et_error et_group_store_get(et_group g, const char *key, char **value) {
+  ET_TRY
+#ifdef EMTORCH_DIST
+  g->store->wait({key}, g->timeout);
+  auto v = g->store->get(key);
+  std::string s(v.begin(), v.end());
+  *value = strdup(s.c_str());
+#else
+  ET_NEED_DIST;
+#endif
+  ET_CATCH
+}
+
+et_error et_all_reduce_sum(int flags, et_group g, et_tensor x, et_tensor *out) {
+  ET_TRY
+#ifdef EMTORCH_DIST
+  Mode m(flags);
+  *out = wrap(AllReduceSum::apply(need(x, "all_reduce_sum"), reinterpret_cast<int64_t>(g)));
+#else
+  ET_NEED_DIST;
+#endif
+  ET_CATCH
+}
+
+et_error et_sync_batch_norm(int flags, et_group g, et_tensor x, et_tensor weight,
+                            et_tensor bias, et_tensor running_mean, et_tensor running_var,
+                            double momentum, double eps, et_tensor *out) {
+  ET_TRY
+#ifdef EMTORCH_DIST
+  Mode m(flags);
+  *out = wrap(sync_batch_norm(g, need(x, "sync_batch_norm"), opt(weight), opt(bias),
+                              opt(running_mean), opt(running_var), momentum, eps));
+#else
+  ET_NEED_DIST;
+#endif
+  ET_CATCH
 }
 
 } // extern "C"

@@ -24,11 +24,13 @@ extern "C" {
 /* 1: the first versioned ABI (shims before it have no et_abi_version).
  * 2: et_keep_freed_memory replaces et_set_malloc_arenas.
  * 3: et_advise_huge_pages and et_index_add.
- * 4: et_set_cudnn_deterministic. */
-#define ET_ABI_VERSION 4
+ * 4: et_set_cudnn_deterministic.
+ * 5: process groups (et_group_*) and et_sync_batch_norm. */
+#define ET_ABI_VERSION 5
 
 typedef struct et_tensor_s *et_tensor;
 typedef struct et_adam_s *et_adam;
+typedef struct et_group_s *et_group;
 typedef char *et_error;
 
 /* flags, passed with every op */
@@ -204,6 +206,43 @@ et_error et_adam_get_state(et_adam a, int i, et_tensor *exp_avg, et_tensor *exp_
                            int64_t *step);
 et_error et_adam_set_state(et_adam a, int i, et_tensor exp_avg, et_tensor exp_avg_sq,
                            int64_t step);
+
+/* Process groups: c10d's Gloo (CPU tensors) or NCCL (CUDA tensors) over a TCPStore.
+ * Every rank calls the collectives in the same order; each blocks until all ranks
+ * took part or timeout_ms passed, and a lost peer is an error, not a hang. */
+enum { ET_GLOO = 0, ET_NCCL = 1 };
+/* Bit 0: this shim has Gloo; bit 1: NCCL. */
+int et_dist_backends(void);
+/* Joins group `rank` of `world`. The store is a TCPStore at host:port, served by this
+ * process when serve_store is 1 (rank 0, unless a launcher hosts it); keys live under
+ * prefix. iface names the network interface Gloo uses ("" resolves this host's
+ * name), device_index the CUDA device NCCL uses. */
+et_error et_group_new(int backend, const char *host, int port, int serve_store,
+                      const char *prefix, int rank, int world, int64_t timeout_ms,
+                      const char *iface, int device_index, et_group *out);
+et_error et_group_free(et_group g);
+/* Sums the tensors in place across ranks (one flattened buffer per dtype). */
+et_error et_group_all_reduce(et_group g, const et_tensor *ts, int n);
+/* Sums the gradients of params across ranks and multiplies them by scale, in place,
+ * in one flattened buffer. Parameters without a gradient are skipped. */
+et_error et_group_reduce_grads(et_group g, const et_tensor *params, int n, double scale);
+/* Copies root's tensors into everyone's, in place. */
+et_error et_group_broadcast(et_group g, const et_tensor *ts, int n, int root);
+et_error et_group_barrier(et_group g);
+/* The store shared by the group: set a key, or wait up to the group's timeout for it.
+ * *value is the caller's to free with et_free_error. */
+et_error et_group_store_set(et_group g, const char *key, const char *value);
+et_error et_group_store_get(et_group g, const char *key, char **value);
+/* A differentiable all-reduce: the sum of x over ranks, whose backward sums the
+ * incoming gradients over ranks too. A statistic of the global batch built on it has
+ * the gradient of one process holding that whole batch. */
+et_error et_all_reduce_sum(int flags, et_group g, et_tensor x, et_tensor *out);
+/* Batch norm in training with the statistics of the global batch (every rank holding
+ * the same number of rows): et_batch_norm's result for the concatenated batch, with
+ * the matching gradient, as torch.nn.SyncBatchNorm. */
+et_error et_sync_batch_norm(int flags, et_group g, et_tensor x, et_tensor weight,
+                            et_tensor bias, et_tensor running_mean, et_tensor running_var,
+                            double momentum, double eps, et_tensor *out);
 
 /* Process-wide settings. */
 et_error et_manual_seed(uint64_t seed);

@@ -1,0 +1,183 @@
+package torch
+
+/*
+#include <stdlib.h>
+#include "csrc/emtorch.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"time"
+	"unsafe"
+)
+
+// Backend is a c10d collective backend.
+type Backend int
+
+// The backends: Gloo moves CPU (and CUDA) tensors over TCP, NCCL moves CUDA tensors.
+const (
+	Gloo Backend = C.ET_GLOO
+	NCCL Backend = C.ET_NCCL
+)
+
+func (b Backend) String() string {
+	switch b {
+	case Gloo:
+		return "gloo"
+	case NCCL:
+		return "nccl"
+	}
+	return fmt.Sprintf("backend(%d)", int(b))
+}
+
+// HasBackend reports whether the shim was built with b.
+func HasBackend(b Backend) bool {
+	return C.et_dist_backends()&(1<<uint(b)) != 0
+}
+
+// GroupConfig says how a process joins a group.
+type GroupConfig struct {
+	Backend Backend
+	// Host and Port are the TCPStore's address; the store is served by this process
+	// when ServeStore is set (rank 0, unless a launcher such as torchrun hosts it).
+	Host       string
+	Port       int
+	ServeStore bool
+	// Prefix keeps this group's keys apart from others' in a shared store.
+	Prefix      string
+	Rank, World int
+	// Timeout bounds every rendezvous, store read and collective.
+	Timeout time.Duration
+	// Interface is the network interface Gloo uses (GLOO_SOCKET_IFNAME); empty
+	// resolves the host's name.
+	Interface string
+	// Device is the CUDA device NCCL uses.
+	Device int
+}
+
+// Group is a c10d process group: the ranks of one training run. Every rank must call
+// the same collectives in the same order.
+type Group struct {
+	h           C.et_group
+	rank, world int
+}
+
+// NewGroup joins a process group; it returns when all World ranks have joined, or
+// with an error after cfg.Timeout.
+func NewGroup(cfg GroupConfig) (*Group, error) {
+	if cfg.Timeout <= 0 {
+		return nil, errors.New("torch: group: timeout must be positive")
+	}
+	host, prefix, iface := C.CString(cfg.Host), C.CString(cfg.Prefix), C.CString(cfg.Interface)
+	defer C.free(unsafe.Pointer(host))
+	defer C.free(unsafe.Pointer(prefix))
+	defer C.free(unsafe.Pointer(iface))
+	var h C.et_group
+	err := check("group_new", C.et_group_new(C.int(cfg.Backend), host, C.int(cfg.Port), cbool(cfg.ServeStore),
+		prefix, C.int(cfg.Rank), C.int(cfg.World), C.int64_t(cfg.Timeout.Milliseconds()), iface,
+		C.int(cfg.Device), &h))
+	if err != nil {
+		return nil, err
+	}
+	return &Group{h: h, rank: cfg.Rank, world: cfg.World}, nil
+}
+
+// Rank is this process's rank, 0 to Size()-1.
+func (g *Group) Rank() int { return g.rank }
+
+// Size is the number of ranks.
+func (g *Group) Size() int { return g.world }
+
+// Close leaves the group.
+func (g *Group) Close() {
+	if g != nil && g.h != nil {
+		C.et_group_free(g.h)
+		g.h = nil
+	}
+}
+
+func handles(op string, ts []*Tensor) ([]C.et_tensor, error) {
+	hs := make([]C.et_tensor, len(ts))
+	for i, t := range ts {
+		if t == nil || t.h == nil {
+			return nil, fmt.Errorf("torch: %s: tensor %d is nil or freed", op, i)
+		}
+		hs[i] = t.h
+	}
+	return hs, nil
+}
+
+// AllReduce sums ts across ranks in place. The tensors must share a dtype and device.
+func (g *Group) AllReduce(ts ...*Tensor) error {
+	hs, err := handles("all_reduce", ts)
+	if err != nil || len(hs) == 0 {
+		return err
+	}
+	return check("all_reduce", C.et_group_all_reduce(g.h, &hs[0], C.int(len(hs))))
+}
+
+// ReduceGrads sums the gradients of params across ranks and scales them, in place:
+// scale 1/Size() makes the gradient of the ranks' mean loss.
+func (g *Group) ReduceGrads(params []*Tensor, scale float64) error {
+	hs, err := handles("reduce_grads", params)
+	if err != nil || len(hs) == 0 {
+		return err
+	}
+	return check("reduce_grads", C.et_group_reduce_grads(g.h, &hs[0], C.int(len(hs)), C.double(scale)))
+}
+
+// Broadcast copies rank root's ts into every rank's, in place.
+func (g *Group) Broadcast(root int, ts ...*Tensor) error {
+	hs, err := handles("broadcast", ts)
+	if err != nil || len(hs) == 0 {
+		return err
+	}
+	return check("broadcast", C.et_group_broadcast(g.h, &hs[0], C.int(len(hs)), C.int(root)))
+}
+
+// Barrier returns when every rank has called it.
+func (g *Group) Barrier() error { return check("barrier", C.et_group_barrier(g.h)) }
+
+// Set stores value under key in the group's store.
+func (g *Group) Set(key, value string) error {
+	k, v := C.CString(key), C.CString(value)
+	defer C.free(unsafe.Pointer(k))
+	defer C.free(unsafe.Pointer(v))
+	return check("store_set", C.et_group_store_set(g.h, k, v))
+}
+
+// Get waits for key in the group's store, up to the group's timeout.
+func (g *Group) Get(key string) (string, error) {
+	k := C.CString(key)
+	defer C.free(unsafe.Pointer(k))
+	var v *C.char
+	if err := check("store_get", C.et_group_store_get(g.h, k, &v)); err != nil {
+		return "", err
+	}
+	defer C.et_free_error(v)
+	return C.GoString(v), nil
+}
+
+// AllReduceSum is the sum of x over the ranks of g, differentiable: its backward sums
+// the incoming gradients over the ranks too.
+func (s *Scope) AllReduceSum(g *Group, x *Tensor) *Tensor {
+	if !s.ok("all_reduce_sum", x) {
+		return nil
+	}
+	var h C.et_tensor
+	return s.done("all_reduce_sum", C.et_all_reduce_sum(s.flags(), g.h, x.h, &h), h)
+}
+
+// SyncBatchNorm is BatchNorm in training with the statistics of the batch of all
+// ranks together, each holding the same number of rows (torch.nn.SyncBatchNorm).
+func (s *Scope) SyncBatchNorm(g *Group, x, weight, bias, runningMean, runningVar *Tensor, momentum, eps float64) *Tensor {
+	if !s.ok("sync_batch_norm", x) {
+		return nil
+	}
+	var h C.et_tensor
+	e := C.et_sync_batch_norm(s.flags(), g.h, x.h, handle(weight), handle(bias), handle(runningMean), handle(runningVar),
+		C.double(momentum), C.double(eps), &h)
+	return s.done("sync_batch_norm", e, h)
+}

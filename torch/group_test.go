@@ -1,0 +1,259 @@
+package torch
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// freePort is a TCP port nothing listens on at the time of the call.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// onRanks runs f for every rank of a fresh Gloo group of world ranks in this process
+// and returns each rank's error.
+func onRanks(t *testing.T, world int, f func(g *Group) error) []error {
+	t.Helper()
+	if !HasBackend(Gloo) {
+		t.Fatal("the shim was built without Gloo (make lib builds it with)")
+	}
+	port := freePort(t)
+	errs := make([]error, world)
+	var wg sync.WaitGroup
+	for r := 0; r < world; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", Port: port, ServeStore: r == 0,
+				Prefix: t.Name(), Rank: r, World: world, Timeout: 20 * time.Second, Interface: "lo"})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer g.Close()
+			errs[r] = f(g)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+func noErrors(t *testing.T, errs []error) {
+	t.Helper()
+	for r, err := range errs {
+		if err != nil {
+			t.Errorf("rank %d: %v", r, err)
+		}
+	}
+}
+
+func TestGroupCollectives(t *testing.T) {
+	const world = 3
+	got := make([][]float32, world)
+	errs := onRanks(t, world, func(g *Group) error {
+		r := float64(g.Rank())
+		s := NoGrad()
+		defer s.Close()
+		a := s.Full([]int{2}, r+1, Float32, CPU)
+		b := s.Full([]int{3}, 10*(r+1), Float32, CPU)
+		c := s.Full([]int{2}, r, Float32, CPU)
+		if err := s.Err(); err != nil {
+			return err
+		}
+		if err := g.AllReduce(a, b); err != nil {
+			return err
+		}
+		if err := g.Broadcast(2, c); err != nil {
+			return err
+		}
+		if err := g.Set(fmt.Sprintf("hello/%d", g.Rank()), fmt.Sprint("from ", g.Rank())); err != nil {
+			return err
+		}
+		v, err := g.Get(fmt.Sprintf("hello/%d", (g.Rank()+1)%world))
+		if err != nil {
+			return err
+		}
+		if want := fmt.Sprint("from ", (g.Rank()+1)%world); v != want {
+			return fmt.Errorf("store: got %q, want %q", v, want)
+		}
+		if err := g.Barrier(); err != nil {
+			return err
+		}
+		got[g.Rank()] = append(append(s.Float32s(a), s.Float32s(b)...), s.Float32s(c)...)
+		return s.Err()
+	})
+	noErrors(t, errs)
+	want := []float32{6, 6, 60, 60, 60, 2, 2} // 1+2+3, 10+20+30, rank 2's c
+	for r, g := range got {
+		if fmt.Sprint(g) != fmt.Sprint(want) {
+			t.Errorf("rank %d: got %v, want %v", r, g, want)
+		}
+	}
+}
+
+// TestSyncBatchNormGradient checks that two ranks each holding half a batch get
+// the forward values, input gradients, affine gradients and running statistics of
+// one process holding the whole batch under the native batch norm.
+func TestSyncBatchNormGradient(t *testing.T) {
+	for _, shape := range [][]int{{8, 3}, {4, 3, 5, 5}} {
+		t.Run(fmt.Sprint(shape), func(t *testing.T) {
+			whole := batchNormReference(t, shape)
+			half := append([]int{shape[0] / 2}, shape[1:]...)
+			parts := make([]bnResult, 2)
+			errs := onRanks(t, 2, func(g *Group) error {
+				parts[g.Rank()] = runBatchNorm(t, shape, half, g)
+				return nil
+			})
+			noErrors(t, errs)
+			n := len(whole.y) / 2
+			for r, p := range parts {
+				closeTo(t, fmt.Sprintf("rank %d output", r), p.y, whole.y[r*n:(r+1)*n], 1e-5)
+				closeTo(t, fmt.Sprintf("rank %d input gradient", r), p.dx, whole.dx[r*n:(r+1)*n], 1e-4)
+				// Each rank holds its own loss's share of the affine gradient; their sum
+				// is the whole batch's.
+				closeTo(t, fmt.Sprintf("rank %d running stats", r), p.running, whole.running, 1e-5)
+			}
+			for _, f := range []struct {
+				name string
+				get  func(bnResult) []float32
+			}{{"weight gradient", func(b bnResult) []float32 { return b.dw }}, {"bias gradient", func(b bnResult) []float32 { return b.db }}} {
+				sum := make([]float32, len(f.get(whole)))
+				for _, p := range parts {
+					for i, v := range f.get(p) {
+						sum[i] += v
+					}
+				}
+				closeTo(t, f.name, sum, f.get(whole), 1e-4)
+			}
+		})
+	}
+}
+
+type bnResult struct{ y, dx, dw, db, running []float32 }
+
+func batchNormReference(t *testing.T, shape []int) bnResult {
+	return runBatchNorm(t, shape, shape, nil)
+}
+
+// runBatchNorm draws the whole batch x and loss weights c from a fixed seed, keeps
+// the rows of its rank (all rows without a group), and returns the batch norm's
+// output, gradients (of Σ c·y) and running statistics.
+func runBatchNorm(t *testing.T, whole, local []int, g *Group) bnResult {
+	s := NewScope()
+	defer s.Close()
+	numel := 1
+	for _, d := range whole {
+		numel *= d
+	}
+	xs, cs := make([]float32, numel), make([]float32, numel)
+	for i := range xs {
+		// Offset and scale so that the mean matters, as after a convolution.
+		xs[i] = float32(3 + 2*math.Sin(float64(i)*1.7))
+		cs[i] = float32(math.Cos(float64(i) * 0.61))
+	}
+	rows := local[0]
+	lo := 0
+	if g != nil {
+		lo = g.Rank() * rows
+	}
+	per := numel / whole[0]
+	x := s.FromFloat32(xs[lo*per:(lo+rows)*per], local, CPU)
+	c := s.FromFloat32(cs[lo*per:(lo+rows)*per], local, CPU)
+	ch := whole[1]
+	w := s.Keep(s.Full([]int{ch}, 1.5, Float32, CPU))
+	b := s.Keep(s.Full([]int{ch}, -0.5, Float32, CPU))
+	defer w.Free()
+	defer b.Free()
+	rm := s.Keep(s.Zeros([]int{ch}, Float32, CPU))
+	rv := s.Keep(s.Full([]int{ch}, 1, Float32, CPU))
+	defer rm.Free()
+	defer rv.Free()
+	for _, p := range []*Tensor{x, w, b} {
+		s.Fail(p.SetRequiresGrad(true))
+	}
+	var y *Tensor
+	if g == nil {
+		y = s.BatchNorm(x, w, b, rm, rv, true, 0.1, 1e-5)
+	} else {
+		y = s.SyncBatchNorm(g, x, w, b, rm, rv, 0.1, 1e-5)
+	}
+	s.Backward(s.Sum(s.Mul(y, c), false))
+	res := bnResult{y: s.Float32s(y), dx: s.Float32s(s.Grad(x)), dw: s.Float32s(s.Grad(w)), db: s.Float32s(s.Grad(b)),
+		running: append(s.Float32s(rm), s.Float32s(rv)...)}
+	if err := s.Err(); err != nil {
+		t.Error(err)
+	}
+	return res
+}
+
+func closeTo(t *testing.T, what string, got, want []float32, tol float64) {
+	t.Helper()
+	if len(got) != len(want) || len(got) == 0 {
+		t.Errorf("%s: %d values, want %d", what, len(got), len(want))
+		return
+	}
+	for i := range got {
+		if d := math.Abs(float64(got[i] - want[i])); d > tol*(1+math.Abs(float64(want[i]))) {
+			t.Errorf("%s[%d] = %v, want %v", what, i, got[i], want[i])
+			return
+		}
+	}
+}
+
+// TestAllReduceSumGradient: the gradient of rank r's loss w.r.t. its input x_r reaches
+// x_r through every rank's loss: d/dx_r Σ_q c_q·(Σ_p x_p) = Σ_q c_q.
+func TestAllReduceSumGradient(t *testing.T) {
+	grads := make([][]float32, 2)
+	errs := onRanks(t, 2, func(g *Group) error {
+		s := NewScope()
+		defer s.Close()
+		x := s.Full([]int{2}, float64(g.Rank()+1), Float32, CPU)
+		s.Fail(x.SetRequiresGrad(true))
+		c := s.Full([]int{2}, float64(10*(g.Rank()+1)), Float32, CPU)
+		sum := s.AllReduceSum(g, x)
+		s.Backward(s.Sum(s.Mul(sum, c), false))
+		if v := s.Float32s(sum); len(v) == 2 && v[0] != 3 {
+			return fmt.Errorf("sum %v, want 3", v)
+		}
+		grads[g.Rank()] = s.Float32s(s.Grad(x))
+		return s.Err()
+	})
+	noErrors(t, errs)
+	for r, gr := range grads {
+		if fmt.Sprint(gr) != "[30 30]" {
+			t.Errorf("rank %d: gradient %v, want [30 30]", r, gr)
+		}
+	}
+}
+
+func TestGroupErrors(t *testing.T) {
+	port := freePort(t)
+	cases := []struct {
+		name string
+		cfg  GroupConfig
+	}{
+		{"rank out of range", GroupConfig{Host: "127.0.0.1", Port: port, Rank: 2, World: 2, Timeout: time.Second}},
+		{"no store at the address", GroupConfig{Host: "127.0.0.1", Port: port, Rank: 1, World: 2, Timeout: time.Second}},
+		{"unknown interface", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 0, World: 1, Timeout: time.Second, Interface: "no-such-if0"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := NewGroup(c.cfg)
+			if err == nil {
+				g.Close()
+				t.Fatal("no error")
+			}
+			t.Log(err)
+		})
+	}
+}

@@ -1,0 +1,147 @@
+package train
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"emclust/torch"
+)
+
+// Data-parallel training. Every rank holds the same network and optimiser state and
+// trains on its slice of each global batch of Cfg.BatchSize rows:
+//
+//   - the epoch's shuffle is the same on every rank (it is seeded), and rank r takes
+//     rows r·b to (r+1)·b of each batch, b = BatchSize/world;
+//   - the random transformation draws its parameters for the whole global batch, and
+//     each rank uses its rows' (transform.Rows), so a rank transforms an image as a
+//     single process would;
+//   - batch statistics (every BatchNorm and the relevance normalisation, the learned
+//     prior's batch mean, IIC's joint) are those of the global batch, with the
+//     gradient of one process holding it (torch.SyncBatchNorm), unless
+//     Cfg.LocalStats;
+//   - the gradients are averaged over the ranks before each optimiser step.
+//
+// An N-rank run is then the algorithm of one process at the same global batch, up to
+// floating-point summation order. Rank 0 alone writes the run folder.
+
+// Join makes r rank g.Rank() of g.Size() ranks. Every rank calls it after New (and
+// Restore, when resuming) and before Train. It checks that all ranks were started
+// with the same config, then copies rank 0's network, optimiser state and prior to
+// the others, so they start identical whatever their seeds or checkpoints.
+func (r *Run) Join(g *torch.Group) error {
+	w := g.Size()
+	if r.Cfg.WorldSize != w {
+		return fmt.Errorf("config says world size %d, but the group has %d ranks", r.Cfg.WorldSize, w)
+	}
+	if r.Cfg.BatchSize%w != 0 {
+		return fmt.Errorf("batch size %d does not split over %d ranks: pass a --batch-size that %d divides (it is the global batch)", r.Cfg.BatchSize, w, w)
+	}
+	if r.Cfg.LocalStats && r.Cfg.BatchSize/w < 2 {
+		return fmt.Errorf("batch size %d over %d ranks leaves %d row per rank, and local statistics need at least 2", r.Cfg.BatchSize, w, r.Cfg.BatchSize/w)
+	}
+	if err := sameConfig(g, r.Cfg); err != nil {
+		return err
+	}
+	var state []*torch.Tensor
+	for _, nt := range append(r.Net.Params(), r.Net.Buffers()...) {
+		state = append(state, nt.Tensor)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	for _, opt := range []*torch.Adam{r.optA, r.optB} {
+		if opt == nil {
+			continue
+		}
+		for i := 0; i < opt.Len(); i++ {
+			m, v, _ := opt.State(s, i)
+			state = append(state, m, v)
+		}
+	}
+	if r.prior != nil {
+		state = append(state, r.prior)
+	}
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if err := g.Broadcast(0, state...); err != nil {
+		return fmt.Errorf("copy rank 0's model: %w", err)
+	}
+	r.group = g
+	b := r.Cfg.BatchSize / w
+	if is, ok := r.Src.(*ImageSource); ok {
+		is.ShareDraws(g.Rank()*b, r.Cfg.BatchSize)
+	}
+	if !r.Cfg.LocalStats {
+		r.Net.SyncStats(g)
+	}
+	return nil
+}
+
+// sameConfig compares a hash of the training config with every other rank's, so that
+// ranks started with different flags fail at once rather than train apart.
+func sameConfig(g *torch.Group, cfg Config) error {
+	// Where and how fast each rank computes may differ; what it computes may not.
+	cfg.Device, cfg.Threads, cfg.Deterministic = "", 0, false
+	b, _ := json.Marshal(cfg)
+	sum := sha256.Sum256(b)
+	mine := hex.EncodeToString(sum[:8])
+	if err := g.Set(fmt.Sprintf("config/%d", g.Rank()), mine); err != nil {
+		return fmt.Errorf("rank %d: publish config: %w", g.Rank(), err)
+	}
+	for q := 0; q < g.Size(); q++ {
+		theirs, err := g.Get(fmt.Sprintf("config/%d", q))
+		if err != nil {
+			return fmt.Errorf("rank %d: read rank %d's config: %w", g.Rank(), q, err)
+		}
+		if theirs != mine {
+			return fmt.Errorf("rank %d's config differs from rank %d's: start every rank with the same flags and data", q, g.Rank())
+		}
+	}
+	return nil
+}
+
+// syncGroup is the group whose batch statistics the losses use, or nil.
+func (r *Run) syncGroup() *torch.Group {
+	if r.group == nil || r.Cfg.LocalStats {
+		return nil
+	}
+	return r.group
+}
+
+// rankRows is the slice of each global batch this rank trains on.
+func (r *Run) rankRows() (offset, rows int) {
+	if r.group == nil {
+		return 0, r.Cfg.BatchSize
+	}
+	b := r.Cfg.BatchSize / r.group.Size()
+	return r.group.Rank() * b, b
+}
+
+// worldSize is the number of ranks training r, 1 when alone.
+func (r *Run) worldSize() int {
+	if r.group == nil {
+		return 1
+	}
+	return r.group.Size()
+}
+
+// Rank is r's rank among the data-parallel ranks, 0 when alone.
+func (r *Run) Rank() int {
+	if r.group == nil {
+		return 0
+	}
+	return r.group.Rank()
+}
+
+// globalMean is the mean of t over the ranks, t itself when alone. It carries no
+// gradient.
+func (r *Run) globalMean(s *torch.Scope, t *torch.Tensor) *torch.Tensor {
+	if r.group == nil || s.Err() != nil {
+		return t
+	}
+	sum := s.Clone(t)
+	s.Fail(r.group.AllReduce(sum))
+	return s.DivScalar(sum, float64(r.group.Size()))
+}
