@@ -40,6 +40,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			devicesCommand(),
 		},
 		EnableBashCompletion: true,
+		// train --nproc starts its ranks with the same command line.
+		Metadata: map[string]any{"args": args},
 		// With no command, show the help; an unknown command is a usage error (the
 		// default would print "No help topic" and exit 1).
 		Action: func(c *cli.Context) error {

@@ -17,6 +17,7 @@ import (
 
 	"emclust/baseline"
 	"emclust/eval"
+	"emclust/launch"
 	"emclust/torch"
 	"emclust/train"
 )
@@ -34,6 +35,7 @@ func trainCommand() *cli.Command {
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary line"},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
 	)
+	flags = append(flags, distFlags()...)
 	return &cli.Command{
 		Name:      "train",
 		Usage:     "cluster a data set and save the run",
@@ -51,6 +53,7 @@ type trainOptions struct {
 	Resume      string
 	Resumed     resumeOverrides
 	Quiet, JSON bool
+	Dist        distOptions
 }
 
 // resumeOverrides are the settings a resumed run may change: how to compute, like the
@@ -84,9 +87,13 @@ func (o resumeOverrides) apply(cfg *train.Config) {
 
 func trainOptionsFrom(c *cli.Context) (trainOptions, error) {
 	opts := trainOptions{Out: c.String("out"), Resume: c.String("resume"), Quiet: c.Bool("quiet"), JSON: c.Bool("json")}
+	var err error
+	if opts.Dist, err = distOptionsFrom(c); err != nil {
+		return opts, err
+	}
 	if opts.Resume == "" {
-		var err error
 		opts.New, err = newRunFrom(c)
+		opts.New.Config.LocalStats = !c.Bool("sync-stats")
 		return opts, err
 	}
 	if err := checkResumeFlags(c); err != nil {
@@ -157,6 +164,32 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		<-ctx.Done()
 		stop()
 	}()
+	role, err := launch.FromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if role == nil && opts.Dist.NProc > 1 {
+		return spawnRanks(ctx, opts.Dist, stdout, stderr)
+	}
+	if role != nil && role.World == 1 {
+		role = nil // a launcher's single process trains alone
+	}
+	if role != nil {
+		// Rank 0 speaks for the run; the others report only their errors.
+		if role.Rank != 0 {
+			stdout, stderr = io.Discard, io.Discard
+			opts.Quiet = true
+		}
+		if err := runRank(ctx, opts, role, stdout, stderr); err != nil {
+			return fmt.Errorf("rank %d: %w", role.Rank, err)
+		}
+		return nil
+	}
+	return runRank(ctx, opts, nil, stdout, stderr)
+}
+
+// runRank trains the run alone (role nil) or as one rank of several.
+func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, stderr io.Writer) error {
 	cfg, runDir := opts.New.Config, opts.Out
 	var ckpt *torch.SafeFile
 	if opts.Resume != "" {
@@ -165,7 +198,7 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 			return err
 		}
 		runDir = opts.Resume
-	} else {
+	} else if role == nil || role.Rank == 0 {
 		if runDir == "" {
 			runDir = filepath.Join("runs", fmt.Sprintf("%s-%s", train.DataName(cfg), time.Now().Format("20060102-150405")))
 		}
@@ -173,12 +206,25 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 			return fmt.Errorf("%s already holds a run; continue it with --resume %s or pick another --out", runDir, runDir)
 		}
 	}
-	dev, err := selectDevice(cfg.Device)
+	dev, err := rankDevice(cfg.Device, role)
 	if err != nil {
 		return err
 	}
 	if cfg.Threads > 0 {
 		torch.SetNumThreads(cfg.Threads)
+	}
+	var group *torch.Group
+	if role != nil {
+		if cfg.Restarts > 1 && ckpt == nil {
+			return usageError{fmt.Errorf("--restarts with %d processes: train restarts in one process, or one restart at a time", role.World)}
+		}
+		if group, err = joinGroup(role, dev, cfg.Threads, opts.Dist.Timeout); err != nil {
+			return err
+		}
+		defer group.Close()
+		cfg.WorldSize = role.World
+	} else {
+		cfg.WorldSize = 1
 	}
 	src, err := train.OpenSource(&cfg, dev)
 	if err != nil {
@@ -205,7 +251,11 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 	if ckpt == nil && cfg.Restarts > 1 {
 		return trainRestarts(ctx, cfg, src, dev, runDir, opts.JSON, stdout, log)
 	}
-	run, err := train.New(cfg, src, dev, runDir)
+	writeDir := runDir
+	if group != nil && group.Rank() != 0 {
+		writeDir = "" // rank 0 alone writes the run folder
+	}
+	run, err := train.New(cfg, src, dev, writeDir)
 	if err != nil {
 		return err
 	}
@@ -214,6 +264,17 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		if err := run.Restore(ckpt); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
+	}
+	if group != nil {
+		if err := run.Join(group); err != nil {
+			return err
+		}
+		stats := "global batch statistics"
+		if cfg.LocalStats {
+			stats = "each process's own batch statistics"
+		}
+		fmt.Fprintf(log, "emclust: %d processes (%s, %s), %d rows each per batch, %s\n",
+			role.World, role.Launcher, group.Backend(), run.Cfg.BatchSize/role.World, stats)
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads, %v)\n", src.Describe(), dev, torch.Version(), torch.NumThreads(), run.Net.Compute())
 	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %d epochs → %s\n",
@@ -227,6 +288,9 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 	if run.EpochsDone() >= run.Cfg.Epochs {
 		// Resumed only to write what the first sitting could not (see above).
 		fmt.Fprintf(log, "emclust: all %d epochs were done; writing the assignments\n", run.EpochsDone())
+		if group != nil && group.Rank() != 0 {
+			return nil
+		}
 		return finishRun(run, src, dev, 0, nil, opts.JSON, stdout, log)
 	}
 	if err := run.Train(ctx); err != nil {
@@ -237,7 +301,13 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 			return interruptedError{fmt.Errorf("interrupted after %s; checkpoint kept in %s: continue with emclust train --resume %s",
 				plural(run.EpochsDone(), "epoch"), runDir, runDir)}
 		}
+		if group != nil {
+			err = explainLost(group, role, err)
+		}
 		return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
+	}
+	if group != nil && group.Rank() != 0 {
+		return nil
 	}
 	return finishRun(run, src, dev, time.Since(start), nil, opts.JSON, stdout, log)
 }
@@ -380,7 +450,8 @@ func kmeansScores(src train.Source, cfg train.Config, labels []int, unstandardiz
 // resumeFlags are the train flags that apply to a resumed run; the rest of its
 // settings come from the checkpoint.
 var resumeFlags = map[string]bool{"resume": true, "epochs": true, "device": true, "threads": true,
-	"precision": true, "channels-last": true, "deterministic": true, "quiet": true, "json": true}
+	"precision": true, "channels-last": true, "deterministic": true, "quiet": true, "json": true,
+	"nproc": true, "dist-timeout": true}
 
 func checkResumeFlags(c *cli.Context) error {
 	for _, f := range c.Command.Flags {
@@ -389,7 +460,7 @@ func checkResumeFlags(c *cli.Context) error {
 			if name == "out" && c.String("out") == c.String("resume") {
 				continue
 			}
-			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved in %s; only --epochs, --device, --threads, --precision, --channels-last, --deterministic, --quiet and --json apply",
+			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved in %s; only --epochs, --device, --threads, --precision, --channels-last, --deterministic, --nproc, --dist-timeout, --quiet and --json apply",
 				name, filepath.Join(c.String("resume"), "config.json"))}
 		}
 	}

@@ -62,6 +62,7 @@ type GroupConfig struct {
 type Group struct {
 	h           C.et_group
 	rank, world int
+	backend     Backend
 }
 
 // NewGroup joins a process group; it returns when all World ranks have joined, or
@@ -81,8 +82,11 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Group{h: h, rank: cfg.Rank, world: cfg.World}, nil
+	return &Group{h: h, rank: cfg.Rank, world: cfg.World, backend: cfg.Backend}, nil
 }
+
+// Backend is the group's collective backend.
+func (g *Group) Backend() Backend { return g.backend }
 
 // Rank is this process's rank, 0 to Size()-1.
 func (g *Group) Rank() int { return g.rank }
@@ -158,6 +162,15 @@ func (g *Group) Get(key string) (string, error) {
 	}
 	defer C.et_free_error(v)
 	return C.GoString(v), nil
+}
+
+// Has reports whether key is in the group's store now, without waiting.
+func (g *Group) Has(key string) (bool, error) {
+	k := C.CString(key)
+	defer C.free(unsafe.Pointer(k))
+	var found C.int
+	err := check("store_check", C.et_group_store_check(g.h, k, &found))
+	return found != 0, err
 }
 
 // AllReduceSum is the sum of x over the ranks of g, differentiable: its backward sums

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -144,4 +145,36 @@ func (r *Run) globalMean(s *torch.Scope, t *torch.Tensor) *torch.Tensor {
 	sum := s.Clone(t)
 	s.Fail(r.group.AllReduce(sum))
 	return s.DivScalar(sum, float64(r.group.Size()))
+}
+
+// stopEvery is how many steps apart ranks agree on whether to stop.
+const stopEvery = 16
+
+// stopRequested returns ctx's error when training should stop before step. Ranks
+// must stop at the same step, or the others would wait in a collective for the one
+// that left: every stopEvery steps they agree, stopping if any rank was cancelled.
+func (r *Run) stopRequested(ctx context.Context, step int) error {
+	if r.group == nil {
+		return ctx.Err()
+	}
+	if step%stopEvery != 0 {
+		return nil
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	flag := 0.0
+	if ctx.Err() != nil {
+		flag = 1
+	}
+	t := s.Full([]int{1}, flag, torch.Float32, r.Dev)
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if err := r.group.AllReduce(t); err != nil {
+		return err
+	}
+	if s.Item(t) > 0 {
+		return context.Canceled
+	}
+	return s.Err()
 }

@@ -236,7 +236,7 @@ func epochSeed(seed uint64, epoch int) uint64 {
 // Cancelling ctx stops after the current step; the last checkpoint stays valid.
 func (r *Run) Train(ctx context.Context) error {
 	for r.epoch < r.Cfg.Epochs {
-		if err := ctx.Err(); err != nil {
+		if err := r.stopRequested(ctx, 0); err != nil {
 			return err
 		}
 		restore := r.oneThreadForSmallSteps()
@@ -318,7 +318,7 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 	}
 	start := time.Now()
 	for step := 0; step < steps; step++ {
-		if err := ctx.Err(); err != nil {
+		if err := r.stopRequested(ctx, step); err != nil {
 			return m, err
 		}
 		s := torch.NewScope()

@@ -36,6 +36,7 @@
 #include <malloc.h>
 #endif
 #if defined(__linux__)
+#include <dlfcn.h>
 #include <sys/mman.h>
 #endif
 
@@ -962,6 +963,16 @@ at::Tensor sync_batch_norm(et_group g, const at::Tensor &x, const at::Tensor &w,
   return low ? y.to(x.scalar_type()) : y;
 }
 
+// c10d reports a socket failure twice: in the exception its caller turns into one
+// line, and through glog on stderr. Where libtorch logs through glog (Debian's builds;
+// PyTorch's wheels do not), keep glog to fatal messages from the first group on.
+void quiet_glog() {
+#if defined(__linux__)
+  if (auto *level = static_cast<int *>(dlsym(RTLD_DEFAULT, "_ZN3fLI17FLAGS_minloglevelE")))
+    *level = 3;
+#endif
+}
+
 std::vector<at::Tensor> tensors(const et_tensor *ts, int n, const char *what) {
   std::vector<at::Tensor> v;
   for (int i = 0; i < n; i++) v.push_back(need(ts[i], what));
@@ -991,6 +1002,7 @@ et_error et_group_new(int backend, const char *host, int port, int serve_store,
                       const char *iface, int device_index, et_group *out) {
   ET_TRY
 #ifdef EMTORCH_DIST
+  quiet_glog();
   TORCH_CHECK(world >= 1 && rank >= 0 && rank < world, "rank ", rank, " of world size ", world);
   TORCH_CHECK(port > 0 && port < 65536, "port ", port, " out of range");
   auto g = std::make_unique<et_group_s>();
@@ -1128,6 +1140,16 @@ et_error et_group_store_get(et_group g, const char *key, char **value) {
   auto v = g->store->get(key);
   std::string s(v.begin(), v.end());
   *value = strdup(s.c_str());
+#else
+  ET_NEED_DIST;
+#endif
+  ET_CATCH
+}
+
+et_error et_group_store_check(et_group g, const char *key, int *found) {
+  ET_TRY
+#ifdef EMTORCH_DIST
+  *found = g->store->check({key}) ? 1 : 0;
 #else
   ET_NEED_DIST;
 #endif

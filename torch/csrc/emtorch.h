@@ -233,6 +233,8 @@ et_error et_group_barrier(et_group g);
  * *value is the caller's to free with et_free_error. */
 et_error et_group_store_set(et_group g, const char *key, const char *value);
 et_error et_group_store_get(et_group g, const char *key, char **value);
+/* *found is 1 when key is in the store now; it does not wait. */
+et_error et_group_store_check(et_group g, const char *key, int *found);
 /* A differentiable all-reduce: the sum of x over ranks, whose backward sums the
  * incoming gradients over ranks too. A statistic of the global batch built on it has
  * the gradient of one process holding that whole batch. */

@@ -1,0 +1,123 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"emclust/launch"
+	"emclust/torch"
+)
+
+// distFlags are train's multi-process flags. The launch forms are in README.
+func distFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "nproc", Usage: "train with N processes on this machine (data-parallel; one per GPU on GPUs, sharing the cores on CPUs); under torchrun, srun or a PyTorchJob the launcher decides", DefaultText: "1"},
+		&cli.BoolFlag{Name: "sync-stats", Value: true, Usage: "with several processes, batch statistics span the global batch, as in one process (--sync-stats=false: each process's own rows, cheaper but a different algorithm)"},
+		&cli.DurationFlag{Name: "dist-timeout", Value: 5 * time.Minute, Usage: "with several processes, how long one waits for the others before it gives up"},
+	}
+}
+
+// distOptions say how a train process takes part in a multi-process run.
+type distOptions struct {
+	NProc   int
+	Timeout time.Duration
+	// Args are the command line, for the processes --nproc starts.
+	Args []string
+}
+
+func distOptionsFrom(c *cli.Context) (distOptions, error) {
+	o := distOptions{NProc: c.Int("nproc"), Timeout: c.Duration("dist-timeout")}
+	if args, ok := c.App.Metadata["args"].([]string); ok {
+		o.Args = args
+	}
+	switch {
+	case o.NProc < 0 || o.NProc > 1024:
+		return o, usageError{fmt.Errorf("--nproc %d: want 1 to 1024 processes", o.NProc)}
+	case o.Timeout <= 0:
+		return o, usageError{fmt.Errorf("--dist-timeout %v: want a positive duration such as 60s", o.Timeout)}
+	}
+	return o, nil
+}
+
+// spawnRanks starts --nproc copies of this program as the ranks of one run and waits.
+func spawnRanks(ctx context.Context, o distOptions, stdout, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("--nproc: find this program: %w", err)
+	}
+	if len(o.Args) == 0 {
+		return fmt.Errorf("--nproc: no command line to start the ranks with")
+	}
+	return launch.Spawn(ctx, exe, o.Args[1:], o.NProc, stdout, stderr)
+}
+
+// rankDevice is the device a rank trains on: on GPUs, the one of its local rank.
+func rankDevice(device string, role *launch.Role) (torch.Device, error) {
+	dev, err := selectDevice(device)
+	if err != nil || role == nil || !dev.CUDA {
+		return dev, err
+	}
+	if device == "auto" || device == "cuda" || device == "" {
+		if role.LocalRank >= torch.CUDADeviceCount() {
+			return dev, fmt.Errorf("%s: local rank %d, but this machine has %d CUDA devices: start one process per GPU", role.Launcher, role.LocalRank, torch.CUDADeviceCount())
+		}
+		return selectDevice(fmt.Sprintf("cuda:%d", role.LocalRank))
+	}
+	return dev, nil
+}
+
+// joinGroup joins the run's process group: NCCL for CUDA tensors where the shim has
+// it, else Gloo. On CPUs the ranks of a machine share its cores.
+func joinGroup(role *launch.Role, dev torch.Device, threads int, timeout time.Duration) (*torch.Group, error) {
+	if !dev.CUDA && threads == 0 {
+		torch.SetNumThreads(max(1, runtime.NumCPU()/role.LocalWorld))
+	}
+	backend := torch.Gloo
+	if dev.CUDA && torch.HasBackend(torch.NCCL) {
+		backend = torch.NCCL
+	}
+	if !torch.HasBackend(backend) {
+		return nil, fmt.Errorf("%s: this build of the emtorch shim has no %v (rebuild it with libgloo-dev installed)", role.Launcher, backend)
+	}
+	iface, _, _ := strings.Cut(os.Getenv("GLOO_SOCKET_IFNAME"), ",")
+	g, err := torch.NewGroup(torch.GroupConfig{
+		Backend: backend, Host: role.MasterAddr, Port: role.MasterPort, ServeStore: role.ServeStore(),
+		Prefix: role.Prefix, Rank: role.Rank, World: role.World, Timeout: timeout,
+		Interface: iface, Device: dev.Index,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("join %d ranks at %s:%d as rank %d (%s, %v): %w", role.World, role.MasterAddr, role.MasterPort, role.Rank, role.Launcher, backend, err)
+	}
+	return g, nil
+}
+
+// explainLost adds to a training error which ranks were lost. A rank that fails
+// with an error of its own says so in the store; after a grace period the ranks that
+// have not are the ones that died (killed, or their machine or network failed). If the
+// store itself is gone, rank 0, which serves it, is.
+func explainLost(g *torch.Group, role *launch.Role, err error) error {
+	if g.Set(fmt.Sprintf("failed/%d", g.Rank()), "1") != nil {
+		if role.ServeStore() || role.AgentStore {
+			return err
+		}
+		return fmt.Errorf("lost rank 0, which served the store at %s:%d: %w", role.MasterAddr, role.MasterPort, err)
+	}
+	time.Sleep(time.Second)
+	var lost []string
+	for q := 0; q < g.Size(); q++ {
+		if ok, herr := g.Has(fmt.Sprintf("failed/%d", q)); herr == nil && !ok {
+			lost = append(lost, fmt.Sprint(q))
+		}
+	}
+	if len(lost) == 0 {
+		return err
+	}
+	return fmt.Errorf("lost rank %s, which stopped without an error of its own: %w", strings.Join(lost, ", "), err)
+}

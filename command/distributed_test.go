@@ -1,0 +1,361 @@
+package command
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"emclust/data"
+	"emclust/data/datatest"
+	"emclust/torch"
+)
+
+// rankEnv is the environment torchrun gives rank r of world ranks.
+func rankEnv(r, world, port int) []string {
+	return append(os.Environ(), "RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(world),
+		"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(world),
+		"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+}
+
+func unusedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// runRanks runs one emclust process per environment, as a launcher would, and waits
+// for all of them.
+func runRanks(t *testing.T, dir string, timeout time.Duration, envs [][]string, args ...[]string) []result {
+	t.Helper()
+	res := make([]result, len(envs))
+	var wg sync.WaitGroup
+	for r, env := range envs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a := args[0]
+			if len(args) > 1 {
+				a = args[r]
+			}
+			cmd := exec.Command(bin, a...)
+			cmd.Dir, cmd.Env = dir, env
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			cmd.Start()
+			timer := time.AfterFunc(timeout, func() { cmd.Process.Kill() })
+			err := cmd.Wait()
+			timer.Stop()
+			res[r] = result{stdout: out.String(), stderr: errb.String()}
+			if ee, ok := err.(*exec.ExitError); ok {
+				res[r].code = ee.ExitCode()
+			} else if err != nil {
+				res[r].code = -2
+			}
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+// checkpointState reads a run's model tensors, less the two that training cannot
+// pin down (the bias before the relevance normalisation and its running mean; see
+// train's TestDataParallelMatchesOneProcess).
+func checkpointState(t *testing.T, run string) map[string][]float32 {
+	t.Helper()
+	f, err := torch.ReadSafetensors(filepath.Join(run, "checkpoint.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	out := map[string][]float32{}
+	for _, name := range f.Names() {
+		if !strings.HasPrefix(name, "model.") || name == "model.out.bias" || name == "model.relevance_norm.running_mean" {
+			continue
+		}
+		out[name] = s.Float32s(s.LoadTensor(f, name, torch.CPU))
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// stateDiff is the largest relative distance ‖a−b‖/‖b‖ between the runs' tensors.
+// Per tensor, not per element: Adam moves a weight whose gradient is rounding noise by
+// a full step either way, so single elements may part while the tensor does not.
+func stateDiff(t *testing.T, a, b map[string][]float32) float64 {
+	t.Helper()
+	if len(a) != len(b) || len(a) == 0 {
+		t.Fatalf("%d tensors against %d", len(a), len(b))
+	}
+	d := 0.0
+	for name, x := range a {
+		y := b[name]
+		if len(x) != len(y) {
+			t.Fatalf("%s: %d values against %d", name, len(x), len(y))
+		}
+		var diff, norm float64
+		for i := range x {
+			diff += float64(x[i]-y[i]) * float64(x[i]-y[i])
+			norm += float64(y[i]) * float64(y[i])
+		}
+		d = math.Max(d, math.Sqrt(diff/math.Max(norm, 1e-30)))
+	}
+	return d
+}
+
+// writeFashionSubset writes the first n Fashion-MNIST training images (from Debian's
+// dataset-fashion-mnist, which make deps installs) as an MNIST-like set: real images,
+// whose gradients are not the rounding noise of random pixels'.
+func writeFashionSubset(t *testing.T, dir string, n int) {
+	t.Helper()
+	im, err := data.LoadMNISTLike(data.DefaultImageDir("fashion-mnist"), "fashion-mnist")
+	if err != nil {
+		t.Fatalf("%v (make deps installs dataset-fashion-mnist)", err)
+	}
+	sub := datatest.Images{N: n, C: 1, H: 28, W: 28, Pix: im.Pix[:n*28*28], Labels: im.Labels[:n]}
+	if err := datatest.WriteMNISTLike(dir, sub, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two ranks at global batch B train what one process at batch B trains, whether
+// --nproc starts them or a launcher's variables place them: for em on the digits MLP
+// (28 steps) and for twofold on 512 Fashion-MNIST images (24 steps).
+func TestDataParallelEquivalence(t *testing.T) {
+	dir := t.TempDir()
+	writeFashionSubset(t, dir, 512)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"em mlp", []string{"--epochs", "2"}},
+		{"twofold cnn", []string{"--dataset", "mnist", "--data-dir", ".", "--batch-size", "64", "--epochs", "3", "--eval-every", "0", "--channels-last=false"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := append([]string{"train", "--quiet", "--kmeans=false"}, tc.args...)
+			out := func(name string) []string { return append(append([]string(nil), base...), "--out", name) }
+			r := runIn(dir, 5*time.Minute, out(tc.name+"-1")...)
+			wantScoreLine(t, r)
+			r = runIn(dir, 5*time.Minute, append(out(tc.name+"-nproc"), "--nproc", "2")...)
+			wantScoreLine(t, r)
+			port := unusedPort(t)
+			rs := runRanks(t, dir, 5*time.Minute, [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)}, out(tc.name+"-env"))
+			wantScoreLine(t, rs[0])
+			if rs[1].code != 0 || rs[1].stdout != "" || rs[1].stderr != "" {
+				t.Errorf("rank 1: exit %d, stdout %q, stderr %q; want 0 and silence", rs[1].code, rs[1].stdout, rs[1].stderr)
+			}
+			// The yardstick: how far one process drifts on one thread instead of all,
+			// from summation order alone (0.009 for twofold here). With
+			// --sync-stats=false the ranks part from one process by 0.07–0.39.
+			wantScoreLine(t, runIn(dir, 5*time.Minute, append(out(tc.name+"-threads1"), "--threads", "1")...))
+			one := checkpointState(t, filepath.Join(dir, tc.name+"-1"))
+			tol := math.Max(1e-2, 2*stateDiff(t, checkpointState(t, filepath.Join(dir, tc.name+"-threads1")), one))
+			for _, run := range []string{"-nproc", "-env"} {
+				d := stateDiff(t, checkpointState(t, filepath.Join(dir, tc.name+run)), one)
+				t.Logf("%s: 2 ranks against 1 process: max relative difference %.3g (tolerance %.3g)", run, d, tol)
+				if d > tol {
+					t.Errorf("%s: 2 ranks differ from 1 process by %.3g, more than %.3g", run, d, tol)
+				}
+				var cfg struct {
+					WorldSize int `json:"world_size"`
+				}
+				readJSON(t, filepath.Join(dir, tc.name+run, "config.json"), &cfg)
+				if cfg.WorldSize != 2 {
+					t.Errorf("%s: config.json world_size %d, want 2", run, cfg.WorldSize)
+				}
+				got, want := epochLosses(t, filepath.Join(dir, tc.name+run)), epochLosses(t, filepath.Join(dir, tc.name+"-1"))
+				for i := range want {
+					if i >= len(got) || math.Abs(got[i]-want[i]) > tol*math.Abs(want[i]) {
+						t.Errorf("%s: epoch losses %v, one process %v", run, got, want)
+						break
+					}
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, tc.name+"-env", "assignments.csv")); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// A run resumes with another world size: 2 ranks then 1, and 1 then 2, each ending
+// where 3 epochs in one process end.
+func TestResumeAcrossWorldSizes(t *testing.T) {
+	dir := t.TempDir()
+	base := []string{"train", "--quiet", "--kmeans=false"}
+	wantScoreLine(t, runProc(t, dir, append(base, "--epochs", "3", "--out", "straight")...))
+	straight := checkpointState(t, filepath.Join(dir, "straight"))
+	for _, tc := range []struct{ name, first, then string }{{"2 then 1", "2", "1"}, {"1 then 2", "1", "2"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := strings.ReplaceAll(tc.name, " ", "-")
+			wantScoreLine(t, runProc(t, dir, append(base, "--epochs", "2", "--out", run, "--nproc", tc.first)...))
+			wantScoreLine(t, runProc(t, dir, "train", "--quiet", "--resume", run, "--epochs", "3", "--nproc", tc.then))
+			if d := stateDiff(t, checkpointState(t, filepath.Join(dir, run)), straight); d > 1e-2 {
+				t.Errorf("resumed across world sizes, differs from a straight run by %.3g", d)
+			}
+			var cfg struct {
+				WorldSize int `json:"world_size"`
+			}
+			readJSON(t, filepath.Join(dir, run, "config.json"), &cfg)
+			if strconv.Itoa(cfg.WorldSize) != tc.then {
+				t.Errorf("config.json world_size %d after resuming with %s", cfg.WorldSize, tc.then)
+			}
+		})
+	}
+}
+
+// Launch mistakes end every rank with one line, inside the timeout, never a hang.
+func TestDistributedErrors(t *testing.T) {
+	dir := t.TempDir()
+	train := []string{"train", "--quiet", "--kmeans=false", "--epochs", "2", "--dist-timeout", "3s"}
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := busy.Addr().(*net.TCPAddr).Port
+	port := unusedPort(t)
+	for _, tc := range []struct {
+		name string
+		envs [][]string
+		args [][]string
+		want string
+	}{
+		{"no master", [][]string{rankEnv(1, 2, port)}, [][]string{append(train, "--out", "a")}, "rank 1: join 2 ranks at 127.0.0.1"},
+		{"port in use", [][]string{rankEnv(0, 2, busyPort)}, [][]string{append(train, "--out", "b")}, "rank 0: join 2 ranks"},
+		{"different flags", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
+			[][]string{append(train, "--out", "c"), append(train, "--out", "c", "--lr", "0.01")}, "config differs"},
+		{"batch does not split", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
+			[][]string{append(train, "--out", "d", "--batch-size", "127")}, "does not split over 2 ranks"},
+		{"bad variable", [][]string{append(os.Environ(), "RANK=x", "WORLD_SIZE=2")}, [][]string{append(train, "--out", "e")}, `RANK="x"`},
+		{"rank beyond world", [][]string{rankEnv(2, 2, port)}, [][]string{append(train, "--out", "f")}, "rank 2 of a world of 2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			rs := runRanks(t, dir, time.Minute, tc.envs, tc.args...)
+			for r, res := range rs {
+				noCrash(t, res)
+				lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+				if res.code == 0 || len(lines) != 1 || !strings.Contains(res.stderr, tc.want) {
+					t.Errorf("process %d: exit %d, stderr %q; want one line with %q", r, res.code, res.stderr, tc.want)
+				}
+			}
+			t.Logf("%.1fs: %s", time.Since(start).Seconds(), rs[0].stderr)
+		})
+	}
+}
+
+// A rank killed mid-run stops the run: --nproc names the lost rank, and the last
+// checkpoint stays loadable and resumable.
+func TestLostRank(t *testing.T) {
+	dir := t.TempDir()
+	bigCSV(t, dir)
+	var stderr bytes.Buffer
+	cmd, done := startTrain(t, dir, &stderr, "--quiet", "--batch-size", "32", "--nproc", "2", "--dist-timeout", "20s")
+	waitFor(t, filepath.Join(dir, "run", "checkpoint.safetensors"), 60*time.Second, done)
+	ranks := childPIDs(t, cmd.Process.Pid)
+	if len(ranks) != 2 {
+		t.Fatalf("%d ranks running, want 2", len(ranks))
+	}
+	start := time.Now()
+	syscall.Kill(ranks[len(ranks)-1], syscall.SIGKILL) // the later-started: rank 1
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run went on 60 s after a rank was killed")
+	}
+	t.Logf("stopped %.1fs after the kill: %s", time.Since(start).Seconds(), stderr.String())
+	if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(stderr.String(), "rank 1 of 2 was killed") {
+		t.Errorf("exit %d, stderr %q; want a failure naming rank 1", cmd.ProcessState.ExitCode(), stderr.String())
+	}
+	checkRunUsable(t, dir)
+}
+
+// Under a launcher that restarts nothing, the rank that survives a lost one stops
+// with one line naming it, whichever rank was lost.
+func TestLostRankNamed(t *testing.T) {
+	for _, victim := range []int{1, 0} {
+		t.Run(fmt.Sprint("rank ", victim, " killed"), func(t *testing.T) {
+			dir := t.TempDir()
+			bigCSV(t, dir)
+			port := unusedPort(t)
+			cmds := make([]*exec.Cmd, 2)
+			errs := make([]bytes.Buffer, 2)
+			dones := make([]chan struct{}, 2)
+			for r := range cmds {
+				cmd := exec.Command(bin, "train", "--data", "big.csv", "--label-col", "label", "--epochs", "1000",
+					"--kmeans=false", "--out", "run", "--quiet", "--batch-size", "32", "--dist-timeout", "20s")
+				cmd.Dir, cmd.Env, cmd.Stderr = dir, rankEnv(r, 2, port), &errs[r]
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				cmds[r], dones[r] = cmd, make(chan struct{})
+				go func() { cmd.Wait(); close(dones[r]) }()
+				t.Cleanup(func() { cmd.Process.Kill(); <-dones[r] })
+			}
+			waitFor(t, filepath.Join(dir, "run", "checkpoint.safetensors"), 60*time.Second, dones[0])
+			cmds[victim].Process.Kill()
+			survivor := 1 - victim
+			select {
+			case <-dones[survivor]:
+			case <-time.After(60 * time.Second):
+				t.Fatalf("rank %d went on 60 s after rank %d was killed", survivor, victim)
+			}
+			msg := strings.TrimSpace(errs[survivor].String())
+			t.Log(msg)
+			want := fmt.Sprintf("emclust: rank %d: lost rank %d", survivor, victim)
+			if cmds[survivor].ProcessState.ExitCode() == 0 || strings.Count(msg, "\n") != 0 || !strings.HasPrefix(msg, want) {
+				t.Errorf("rank %d: exit %d, stderr %q; want one line starting %q", survivor, cmds[survivor].ProcessState.ExitCode(), msg, want)
+			}
+			checkRunUsable(t, dir)
+		})
+	}
+}
+
+// epochLosses reads the mean loss of each epoch from a run's metrics.jsonl.
+func epochLosses(t *testing.T, run string) []float64 {
+	t.Helper()
+	var out []float64
+	for _, line := range readLines(t, filepath.Join(run, "metrics.jsonl")) {
+		var m struct {
+			Loss float64 `json:"loss"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m.Loss)
+	}
+	return out
+}
+
+// childPIDs lists the processes whose parent is pid, in order of start.
+func childPIDs(t *testing.T, pid int) []int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		p, _ := strconv.Atoi(f)
+		pids = append(pids, p)
+	}
+	return pids
+}

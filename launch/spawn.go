@@ -1,0 +1,113 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+)
+
+// Spawn runs n copies of exe with args as ranks 0 to n-1 of one run on this machine,
+// with the variables torchrun would set, and waits for them all. It restarts none:
+// the first rank to fail stops the others, and the error names it. Cancelling ctx
+// interrupts every rank (SIGINT), as Ctrl-C in a terminal would.
+func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr io.Writer) error {
+	port, err := freePort()
+	if err != nil {
+		return fmt.Errorf("--nproc: find a free port for the ranks' store: %w", err)
+	}
+	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
+	type exit struct {
+		rank int
+		err  error
+	}
+	exits := make(chan exit, n)
+	cmds := make([]*exec.Cmd, n)
+	for r := range cmds {
+		cmd := exec.Command(exe, args...)
+		cmd.Env = append(os.Environ(),
+			"RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
+			"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(n),
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
+			"EMCLUST_LAUNCHER=--nproc")
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		// A rank outlives nothing: if this process dies, so do they.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			for _, c := range cmds[:r] {
+				c.Process.Kill()
+				c.Wait()
+			}
+			return fmt.Errorf("--nproc: start rank %d: %w", r, err)
+		}
+		cmds[r] = cmd
+		go func() { exits <- exit{r, cmd.Wait()} }()
+	}
+	var first *exit
+	running := n
+	for running > 0 {
+		select {
+		case e := <-exits:
+			running--
+			if e.err != nil && first == nil {
+				first = &e
+				// The others would only wait for the lost rank until their timeout.
+				for q, c := range cmds {
+					if q != e.rank {
+						c.Process.Kill()
+					}
+				}
+			}
+		case <-ctx.Done():
+			for _, c := range cmds {
+				c.Process.Signal(os.Interrupt)
+			}
+			ctx = context.Background() // signal once, then wait
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if errors.As(first.err, &ee) {
+		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			return fmt.Errorf("rank %d of %d was killed (%v); stopped the other ranks", first.rank, n, st.Signal())
+		}
+		return &RankError{Rank: first.rank, World: n, Code: ee.ExitCode()}
+	}
+	return fmt.Errorf("rank %d of %d: %w", first.rank, n, first.err)
+}
+
+// RankError is a rank that exited with a failure code; it has said why on stderr.
+type RankError struct{ Rank, World, Code int }
+
+func (e *RankError) Error() string {
+	return fmt.Sprintf("rank %d of %d failed (exit code %d); stopped the other ranks", e.Rank, e.World, e.Code)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// lockedWriter lets the ranks share one writer that is not safe for concurrent use.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
