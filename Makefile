@@ -59,7 +59,8 @@ fmt-check:
 vet: lib
 	$(GO) vet ./...
 
-test: deps lib fmt-check vet
+# bench-deps: Debian's python3-torch, for torchrun in the launch tests and the Python peers.
+test: deps bench-deps lib fmt-check vet
 	$(GO) test -count=1 -timeout 40m ./...
 
 run: build

@@ -328,6 +328,10 @@ func TestErrors(t *testing.T) {
 		{name: "gamma abc", args: append(ten, "--gamma", "abc"), code: 2, want: []string{"gamma", `"abc"`}},
 		{name: "epochs 0", args: []string{"train", "--data", "ten.csv", "--epochs", "0"}, code: 2, want: []string{"epochs"}},
 		{name: "bad hidden", args: append(ten, "--hidden", "32,x"), code: 2, want: []string{"--hidden", `"x"`}},
+		{name: "nproc -1", args: append(ten, "--nproc", "-1"), code: 2, want: []string{"--nproc -1", "1 to 1024"}},
+		{name: "dist-timeout 0", args: append(ten, "--dist-timeout", "0s"), code: 2, want: []string{"--dist-timeout", "positive"}},
+		{name: "unknown dist-backend", args: append(ten, "--dist-backend", "mpi"), code: 2, want: []string{"--dist-backend", `"mpi"`, "gloo"}},
+		{name: "sync-stats on resume", args: []string{"train", "--resume", "nonexistent-run", "--sync-stats=false"}, code: 2, want: []string{"--sync-stats with --resume"}},
 		{name: "hidden width 0", args: append(ten, "--hidden", "0"), code: 2, want: []string{"--hidden", `"0"`}},
 		{name: "negative cluster index", args: []string{"report", "r4", "--clusters", "1,-2"}, code: 2, want: []string{"--clusters", `"1,-2"`}},
 		// Were exit 1: usage mistakes found only when the data were read.

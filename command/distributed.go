@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ func distFlags() []cli.Flag {
 		&cli.IntFlag{Name: "nproc", Usage: "train with N processes on this machine (data-parallel; one per GPU on GPUs, sharing the cores on CPUs); under torchrun, srun or a PyTorchJob the launcher decides", DefaultText: "1"},
 		&cli.BoolFlag{Name: "sync-stats", Value: true, Usage: "with several processes, batch statistics span the global batch, as in one process (--sync-stats=false: each process's own rows, cheaper but a different algorithm)"},
 		&cli.DurationFlag{Name: "dist-timeout", Value: 5 * time.Minute, Usage: "with several processes, how long one waits for the others before it gives up"},
+		&cli.StringFlag{Name: "dist-backend", Value: "auto", Usage: "collectives between processes: gloo, nccl (CUDA), or auto (nccl on GPUs where the shim has it, else gloo)"},
 	}
 }
 
@@ -28,12 +30,13 @@ func distFlags() []cli.Flag {
 type distOptions struct {
 	NProc   int
 	Timeout time.Duration
+	Backend string // auto, gloo, nccl
 	// Args are the command line, for the processes --nproc starts.
 	Args []string
 }
 
 func distOptionsFrom(c *cli.Context) (distOptions, error) {
-	o := distOptions{NProc: c.Int("nproc"), Timeout: c.Duration("dist-timeout")}
+	o := distOptions{NProc: c.Int("nproc"), Timeout: c.Duration("dist-timeout"), Backend: c.String("dist-backend")}
 	if args, ok := c.App.Metadata["args"].([]string); ok {
 		o.Args = args
 	}
@@ -42,6 +45,8 @@ func distOptionsFrom(c *cli.Context) (distOptions, error) {
 		return o, usageError{fmt.Errorf("--nproc %d: want 1 to 1024 processes", o.NProc)}
 	case o.Timeout <= 0:
 		return o, usageError{fmt.Errorf("--dist-timeout %v: want a positive duration such as 60s", o.Timeout)}
+	case o.Backend != "auto" && o.Backend != "gloo" && o.Backend != "nccl":
+		return o, usageError{fmt.Errorf("--dist-backend %q: want auto, gloo or nccl", o.Backend)}
 	}
 	return o, nil
 }
@@ -75,12 +80,19 @@ func rankDevice(device string, role *launch.Role) (torch.Device, error) {
 
 // joinGroup joins the run's process group: NCCL for CUDA tensors where the shim has
 // it, else Gloo. On CPUs the ranks of a machine share its cores.
-func joinGroup(role *launch.Role, dev torch.Device, threads int, timeout time.Duration) (*torch.Group, error) {
+func joinGroup(role *launch.Role, dev torch.Device, threads int, o distOptions) (*torch.Group, error) {
 	if !dev.CUDA && threads == 0 {
-		torch.SetNumThreads(max(1, runtime.NumCPU()/role.LocalWorld))
+		n := max(1, runtime.NumCPU()/role.LocalWorld)
+		if v, err := strconv.Atoi(os.Getenv("OMP_NUM_THREADS")); err == nil && v > 0 {
+			n = v // torchrun sets 1 unless told otherwise
+		}
+		torch.SetNumThreads(n)
 	}
 	backend := torch.Gloo
-	if dev.CUDA && torch.HasBackend(torch.NCCL) {
+	switch {
+	case o.Backend == "nccl" && !dev.CUDA:
+		return nil, usageError{fmt.Errorf("--dist-backend nccl moves CUDA tensors; this process trains on the CPU")}
+	case o.Backend == "nccl" || (o.Backend == "auto" && dev.CUDA && torch.HasBackend(torch.NCCL)):
 		backend = torch.NCCL
 	}
 	if !torch.HasBackend(backend) {
@@ -89,7 +101,7 @@ func joinGroup(role *launch.Role, dev torch.Device, threads int, timeout time.Du
 	iface, _, _ := strings.Cut(os.Getenv("GLOO_SOCKET_IFNAME"), ",")
 	g, err := torch.NewGroup(torch.GroupConfig{
 		Backend: backend, Host: role.MasterAddr, Port: role.MasterPort, ServeStore: role.ServeStore(),
-		Prefix: role.Prefix, Rank: role.Rank, World: role.World, Timeout: timeout,
+		Prefix: role.Prefix, Rank: role.Rank, World: role.World, Timeout: o.Timeout,
 		Interface: iface, Device: dev.Index,
 	})
 	if err != nil {

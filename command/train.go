@@ -171,9 +171,6 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 	if role == nil && opts.Dist.NProc > 1 {
 		return spawnRanks(ctx, opts.Dist, stdout, stderr)
 	}
-	if role != nil && role.World == 1 {
-		role = nil // a launcher's single process trains alone
-	}
 	if role != nil {
 		// Rank 0 speaks for the run; the others report only their errors.
 		if role.Rank != 0 {
@@ -218,7 +215,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		if cfg.Restarts > 1 && ckpt == nil {
 			return usageError{fmt.Errorf("--restarts with %d processes: train restarts in one process, or one restart at a time", role.World)}
 		}
-		if group, err = joinGroup(role, dev, cfg.Threads, opts.Dist.Timeout); err != nil {
+		if group, err = joinGroup(role, dev, cfg.Threads, opts.Dist); err != nil {
 			return err
 		}
 		defer group.Close()
@@ -273,8 +270,8 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		if cfg.LocalStats {
 			stats = "each process's own batch statistics"
 		}
-		fmt.Fprintf(log, "emclust: %d processes (%s, %s), %d rows each per batch, %s\n",
-			role.World, role.Launcher, group.Backend(), run.Cfg.BatchSize/role.World, stats)
+		fmt.Fprintf(log, "emclust: %s (%s, %s), %d rows each per batch, %s\n",
+			plural(role.World, "process"), role.Launcher, group.Backend(), run.Cfg.BatchSize/role.World, stats)
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads, %v)\n", src.Describe(), dev, torch.Version(), torch.NumThreads(), run.Net.Compute())
 	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %d epochs → %s\n",
@@ -451,7 +448,7 @@ func kmeansScores(src train.Source, cfg train.Config, labels []int, unstandardiz
 // settings come from the checkpoint.
 var resumeFlags = map[string]bool{"resume": true, "epochs": true, "device": true, "threads": true,
 	"precision": true, "channels-last": true, "deterministic": true, "quiet": true, "json": true,
-	"nproc": true, "dist-timeout": true}
+	"nproc": true, "dist-timeout": true, "dist-backend": true}
 
 func checkResumeFlags(c *cli.Context) error {
 	for _, f := range c.Command.Flags {
@@ -460,7 +457,7 @@ func checkResumeFlags(c *cli.Context) error {
 			if name == "out" && c.String("out") == c.String("resume") {
 				continue
 			}
-			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved in %s; only --epochs, --device, --threads, --precision, --channels-last, --deterministic, --nproc, --dist-timeout, --quiet and --json apply",
+			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved in %s; only --epochs, --device, --threads, --precision, --channels-last, --deterministic, --nproc, --dist-timeout, --dist-backend, --quiet and --json apply",
 				name, filepath.Join(c.String("resume"), "config.json"))}
 		}
 	}

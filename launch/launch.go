@@ -77,12 +77,12 @@ func torchrunRole(getenv func(string) string) (*Role, error) {
 	r.LocalRank = rd.int("LOCAL_RANK", 0, 0)
 	r.LocalWorld = rd.int("LOCAL_WORLD_SIZE", 1, 1)
 	r.MasterAddr = getenv("MASTER_ADDR")
-	r.MasterPort = rd.int("MASTER_PORT", 1, -1)
+	r.MasterPort = rd.int("MASTER_PORT", 1, 29500) // torch.distributed's default
 	switch {
 	case getenv("EMCLUST_LAUNCHER") != "":
 		r.Launcher = getenv("EMCLUST_LAUNCHER")
 	case getenv("TORCHELASTIC_RUN_ID") == "" && getenv("LOCAL_RANK") == "":
-		r.Launcher = "RANK/WORLD_SIZE (Kubeflow or by hand)"
+		r.Launcher = "RANK/WORLD_SIZE variables"
 	}
 	r.AgentStore = strings.EqualFold(getenv("TORCHELASTIC_USE_AGENT_STORE"), "true")
 	r.Prefix = "emclust/" + getenv("TORCHELASTIC_RUN_ID") + "/" + getenv("TORCHELASTIC_RESTART_COUNT")

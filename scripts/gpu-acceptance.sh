@@ -11,6 +11,7 @@
 # is 1 if any failed):
 #   shim      build libemtorch.so against this machine's PyTorch (scripts/gpu-setup.sh)
 #   devices   emclust devices
+#   dist      a run at world size 1 (NCCL on CUDA), and 2 ranks over Gloo on one device
 #   tests     the Go test binaries with EMCLUST_TEST_DEVICE=DEVICE
 #   speed     scripts/bench/compare.sh: mlp and mnist, cifar, stl10 twofold, fp32 and
 #             bf16, NCHW and NHWC, against both Python peers
@@ -120,6 +121,22 @@ if ./emclust devices >"$out/devices.txt" 2>&1 && { [ $device = cpu ] || grep -q 
 	record devices ok $((SECONDS - t0)) "$(tr '\n' ';' <"$out/devices.txt")"
 else
 	record devices fail $((SECONDS - t0)) "$(tr '\n' ';' <"$out/devices.txt")"
+fi
+
+# --- data-parallel ranks on this device -----------------------------------------------
+# One machine with one GPU: NCCL (the default on CUDA where the shim has it) at world
+# size 1, then two ranks over Gloo sharing the device, which moves CUDA tensors through
+# Gloo. Several GPUs or machines are not measured here.
+t0=$SECONDS
+dist_dev=$device; [ $device = cuda ] && dist_dev=cuda:0
+port=$(( 29500 + RANDOM % 1000 ))
+if RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+	./emclust train --device "$dist_dev" --epochs 2 --kmeans=false --out "$out/dist-world1" >"$out/dist.log" 2>&1 &&
+	./emclust train --nproc 2 --dist-backend gloo --device "$dist_dev" --epochs 2 --kmeans=false \
+		--out "$out/dist-gloo2" >>"$out/dist.log" 2>&1; then
+	record dist ok $((SECONDS - t0)) "$(grep -h 'processes (' "$out/dist.log" | tr '\n' ';')"
+else
+	record dist fail $((SECONDS - t0)) "$(tail -3 "$out/dist.log" | tr '\n' ' ')"
 fi
 
 # --- Go tests on the device -----------------------------------------------------------

@@ -50,8 +50,8 @@ in_root() {
   ' sh "$ROOT" "$REPO" "$@"
 }
 
-# --- the trixie root, with libtorch 2.6 (CPU) and g++ ---------------------------------
-ROOT_PKGS=libtorch-dev,g++,binutils,python3
+# --- the trixie root, with libtorch 2.6 (CPU), Gloo's headers, g++, torchrun, Fashion-MNIST
+ROOT_PKGS=libtorch-dev,libgloo-dev,g++,binutils,python3,python3-torch,dataset-fashion-mnist
 if [ ! -e "$ROOT/.emclust-root" ]; then
   command -v debootstrap >/dev/null || {
     say "installing debootstrap"
@@ -69,6 +69,12 @@ if [ ! -e "$ROOT/.emclust-root" ]; then
   ln -s /usr/lib/x86_64-linux-gnu "$ROOT.tmp/opt/libtorch-cpu/lib"
   echo "$ROOT_PKGS" >"$ROOT.tmp/.emclust-root"
   rm -rf "$ROOT" && mv "$ROOT.tmp" "$ROOT"
+fi
+if [ "$(cat "$ROOT/.emclust-root")" != "$ROOT_PKGS" ]; then
+  # A root cached by an older version of this script: add what it lacks.
+  say "adding ${ROOT_PKGS//,/ } to the cached root"
+  in_root /bin/sh -c "apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends ${ROOT_PKGS//,/ } >/dev/null"
+  echo "$ROOT_PKGS" >"$ROOT/.emclust-root"
 fi
 say "root: $(in_root dpkg-query -W -f '${Package} ${Version}' libtorch-dev)"
 

@@ -74,7 +74,7 @@ func (r *Run) Join(g *torch.Group) error {
 	if is, ok := r.Src.(*ImageSource); ok {
 		is.ShareDraws(g.Rank()*b, r.Cfg.BatchSize)
 	}
-	if !r.Cfg.LocalStats {
+	if !r.Cfg.LocalStats && w > 1 {
 		r.Net.SyncStats(g)
 	}
 	return nil
@@ -105,7 +105,7 @@ func sameConfig(g *torch.Group, cfg Config) error {
 
 // syncGroup is the group whose batch statistics the losses use, or nil.
 func (r *Run) syncGroup() *torch.Group {
-	if r.group == nil || r.Cfg.LocalStats {
+	if r.group == nil || r.Cfg.LocalStats || r.group.Size() == 1 {
 		return nil
 	}
 	return r.group

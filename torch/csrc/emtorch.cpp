@@ -964,9 +964,11 @@ at::Tensor sync_batch_norm(et_group g, const at::Tensor &x, const at::Tensor &w,
 }
 
 // c10d reports a socket failure twice: in the exception its caller turns into one
-// line, and through glog on stderr. Where libtorch logs through glog (Debian's builds;
-// PyTorch's wheels do not), keep glog to fatal messages from the first group on.
-void quiet_glog() {
+// line, and in log lines on stderr (with backtraces, in 2.x). From the first group on,
+// keep libtorch's log to fatal messages: c10's own level, and glog's where libtorch
+// logs through glog (Debian's 1.13), which c10's level does not reach once set up.
+void quiet_logs() {
+  FLAGS_caffe2_log_level = 3; // c10 declares its flags in the global namespace
 #if defined(__linux__)
   if (auto *level = static_cast<int *>(dlsym(RTLD_DEFAULT, "_ZN3fLI17FLAGS_minloglevelE")))
     *level = 3;
@@ -1002,7 +1004,7 @@ et_error et_group_new(int backend, const char *host, int port, int serve_store,
                       const char *iface, int device_index, et_group *out) {
   ET_TRY
 #ifdef EMTORCH_DIST
-  quiet_glog();
+  quiet_logs();
   TORCH_CHECK(world >= 1 && rank >= 0 && rank < world, "rank ", rank, " of world size ", world);
   TORCH_CHECK(port > 0 && port < 65536, "port ", port, " out of range");
   auto g = std::make_unique<et_group_s>();
