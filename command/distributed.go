@@ -115,20 +115,25 @@ func joinGroup(role *launch.Role, dev torch.Device, threads int, o distOptions) 
 // have not are the ones that died (killed, or their machine or network failed). If the
 // store itself is gone, rank 0, which serves it, is.
 func explainLost(g *torch.Group, role *launch.Role, err error) error {
-	if g.Set(fmt.Sprintf("failed/%d", g.Rank()), "1") != nil {
-		if role.ServeStore() || role.AgentStore {
-			return err
-		}
-		return fmt.Errorf("lost rank 0, which served the store at %s:%d: %w", role.MasterAddr, role.MasterPort, err)
-	}
-	time.Sleep(time.Second)
+	storeGone := g.Set(fmt.Sprintf("failed/%d", g.Rank()), "1") != nil
 	var lost []string
-	for q := 0; q < g.Size(); q++ {
-		if ok, herr := g.Has(fmt.Sprintf("failed/%d", q)); herr == nil && !ok {
-			lost = append(lost, fmt.Sprint(q))
+	if !storeGone {
+		time.Sleep(time.Second)
+		for q := 0; q < g.Size(); q++ {
+			ok, herr := g.Has(fmt.Sprintf("failed/%d", q))
+			if herr != nil {
+				storeGone = true
+				break
+			}
+			if !ok {
+				lost = append(lost, fmt.Sprint(q))
+			}
 		}
 	}
-	if len(lost) == 0 {
+	switch {
+	case storeGone && !role.ServeStore() && !role.AgentStore:
+		return fmt.Errorf("lost rank 0, which served the store at %s:%d: %w", role.MasterAddr, role.MasterPort, err)
+	case storeGone || len(lost) == 0:
 		return err
 	}
 	return fmt.Errorf("lost rank %s, which stopped without an error of its own: %w", strings.Join(lost, ", "), err)

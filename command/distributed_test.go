@@ -198,7 +198,8 @@ func TestDataParallelEquivalence(t *testing.T) {
 				cmd := exec.Command(torchrun, "--nproc_per_node", "2", "--redirects", "1", "--tee", "1",
 					"--master_port", strconv.Itoa(unusedPort(t)), "--no_python", bin)
 				cmd.Args = append(cmd.Args, out(tc.name+"-torchrun")...)
-				cmd.Dir = dir
+				// Debian trixie's torchrun 2.6 asks for a libuv store its libtorch lacks.
+				cmd.Dir, cmd.Env = dir, append(os.Environ(), "USE_LIBUV=0")
 				if b, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("torchrun: %v\n%s", err, b)
 				}
