@@ -195,11 +195,20 @@ func TestDataParallelEquivalence(t *testing.T) {
 				if err != nil {
 					t.Fatal("torchrun is needed (make test installs Debian's python3-torch)")
 				}
+				// torchrun's Python must not see a LD_LIBRARY_PATH meant for emclust (the
+				// libtorch 2.x suites point it at a CUDA libtorch): the ranks get it back.
 				cmd := exec.Command(torchrun, "--nproc_per_node", "2", "--redirects", "1", "--tee", "1",
-					"--master_port", strconv.Itoa(unusedPort(t)), "--no_python", bin)
+					"--master_port", strconv.Itoa(unusedPort(t)), "--no_python",
+					"/usr/bin/env", "LD_LIBRARY_PATH="+os.Getenv("LD_LIBRARY_PATH"), bin)
 				cmd.Args = append(cmd.Args, out(tc.name+"-torchrun")...)
 				// Debian trixie's torchrun 2.6 asks for a libuv store its libtorch lacks.
-				cmd.Dir, cmd.Env = dir, append(os.Environ(), "USE_LIBUV=0")
+				cmd.Dir = dir
+				for _, kv := range os.Environ() {
+					if !strings.HasPrefix(kv, "LD_LIBRARY_PATH=") {
+						cmd.Env = append(cmd.Env, kv)
+					}
+				}
+				cmd.Env = append(cmd.Env, "USE_LIBUV=0")
 				if b, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("torchrun: %v\n%s", err, b)
 				}
@@ -330,7 +339,8 @@ func TestLostRankNamed(t *testing.T) {
 				go func() { cmd.Wait(); close(dones[r]) }()
 				t.Cleanup(func() { cmd.Process.Kill(); <-dones[r] })
 			}
-			waitFor(t, filepath.Join(dir, "run", "checkpoint.safetensors"), 60*time.Second, dones[0])
+			// metrics.jsonl follows the first checkpoint: kill after both.
+			waitFor(t, filepath.Join(dir, "run", "metrics.jsonl"), 60*time.Second, dones[0])
 			cmds[victim].Process.Kill()
 			survivor := 1 - victim
 			select {

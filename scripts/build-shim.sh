@@ -79,13 +79,14 @@ build() {
 echo "build-shim: $LIBTORCH (cxx11 abi $CXX11_ABI${dist[*]:+, ${dist[*]}}) -> $OUT/libemtorch.so"
 if ! build "${dist[@]}" 2>"$OUT/build.log"; then
   if [ ${#dist[@]} = 0 ]; then cat "$OUT/build.log" >&2; exit 1; fi
+  mv "$OUT/build.log" "$OUT/build-dist.log"
   # The NCCL flags alone, then none: say what was left out.
   gloo=(); [[ " ${dist[*]} " == *" -DEMTORCH_GLOO "* ]] && gloo=(-DUSE_C10D_GLOO -DEMTORCH_GLOO)
   if [ ${#gloo[@]} != 0 ] && build "${gloo[@]}" 2>"$OUT/build.log"; then
-    echo "build-shim: built without NCCL (its c10d headers did not compile here: $OUT/build.log has why)" >&2
+    echo "build-shim: built without NCCL (its c10d headers did not compile here: $OUT/build-dist.log has why)" >&2
   else
     build
-    echo "build-shim: built without Gloo or NCCL: multi-process training is off (see $OUT/build.log)" >&2
+    echo "build-shim: built without Gloo or NCCL: multi-process training is off (see $OUT/build-dist.log)" >&2
   fi
 fi
 echo "build-shim: run with LD_LIBRARY_PATH=$OUT:\$LD_LIBRARY_PATH ./emclust devices"

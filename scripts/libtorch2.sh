@@ -118,16 +118,9 @@ if [ "$MODE" = cuda ] && [ ! -e "$ROOT/opt/libtorch-cuda/.complete" ]; then
   touch "$p/.complete"
 fi
 
-# NCCL's header, so that the shim's NCCL backend compiles here as on a GPU machine
-# (libnccl2 is among CUDA_PKGS; of libnccl-dev only nccl.h is kept).
-if [ "$MODE" = cuda ] && [ ! -e "$ROOT/opt/cuda/include/nccl.h" ]; then
-  say "downloading libnccl-dev for nccl.h"
-  debs=/var/cache/emclust-debs
-  mkdir -p "$ROOT$debs" && chmod 777 "$ROOT$debs"
-  in_root /bin/sh -c "apt-get update -q >/dev/null && cd $debs && apt-get download -q libnccl-dev >/dev/null"
-  dpkg-deb --fsys-tarfile "$ROOT$debs"/libnccl-dev_*.deb | tar -x -C "$ROOT/opt/cuda" --strip-components=2 ./usr/include/nccl.h
-  rm -rf "$ROOT$debs"
-fi
+# The NCCL backend is not compiled here: ProcessGroupNCCL needs the whole CUDA runtime
+# headers, of which the root keeps ten. It is first compiled on a GPU machine, where
+# build-shim.sh leaves it out, with a warning, if it does not compile.
 
 # --- binaries: Go here, the shim in the root through build-shim.sh ---------------------
 rm -rf "$OUT" && mkdir -p "$OUT/tests"

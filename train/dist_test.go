@@ -13,8 +13,18 @@ import (
 )
 
 // joinRanks makes a Gloo group of len(runs) ranks in this process and joins runs[r]
-// as rank r.
-func joinRanks(t *testing.T, runs []*Run) []*torch.Group {
+// as rank r, failing the test if any rank cannot.
+func joinRanks(t *testing.T, runs []*Run) {
+	t.Helper()
+	for r, err := range tryJoin(t, runs) {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+}
+
+// tryJoin is joinRanks returning each rank's error. The groups close with the test.
+func tryJoin(t *testing.T, runs []*Run) []error {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -22,7 +32,6 @@ func joinRanks(t *testing.T, runs []*Run) []*torch.Group {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	groups := make([]*torch.Group, len(runs))
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
 	for r := range runs {
@@ -30,25 +39,17 @@ func joinRanks(t *testing.T, runs []*Run) []*torch.Group {
 		go func() {
 			defer wg.Done()
 			g, err := torch.NewGroup(torch.GroupConfig{Backend: torch.Gloo, Host: "127.0.0.1", Port: port, ServeStore: r == 0,
-				Prefix: t.Name(), Rank: r, World: len(runs), Timeout: 30 * time.Second, Interface: "lo"})
+				Prefix: t.Name(), Rank: r, World: len(runs), Timeout: 20 * time.Second, Interface: "lo"})
 			if err != nil {
 				errs[r] = err
 				return
 			}
-			groups[r] = g
+			t.Cleanup(g.Close)
 			errs[r] = runs[r].Join(g)
 		}()
 	}
 	wg.Wait()
-	for r, err := range errs {
-		if groups[r] != nil {
-			t.Cleanup(groups[r].Close)
-		}
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
-	}
-	return groups
+	return errs
 }
 
 // trainRanks trains every run concurrently, one goroutine a rank.
@@ -196,26 +197,7 @@ func TestJoinRefuses(t *testing.T) {
 				c.edit(r, &cc)
 				runs[r] = newRun(t, cc, src, "")
 			}
-			l, _ := net.Listen("tcp", "127.0.0.1:0")
-			port := l.Addr().(*net.TCPAddr).Port
-			l.Close()
-			errs := make([]error, 2)
-			var wg sync.WaitGroup
-			for r := range runs {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					g, err := torch.NewGroup(torch.GroupConfig{Backend: torch.Gloo, Host: "127.0.0.1", Port: port, ServeStore: r == 0,
-						Prefix: t.Name(), Rank: r, World: 2, Timeout: 10 * time.Second, Interface: "lo"})
-					if err != nil {
-						errs[r] = err
-						return
-					}
-					defer g.Close()
-					errs[r] = runs[r].Join(g)
-				}()
-			}
-			wg.Wait()
+			errs := tryJoin(t, runs)
 			for r, err := range errs {
 				if err == nil {
 					t.Errorf("rank %d joined", r)
