@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"emclust/data"
 	"emclust/data/datatest"
 	"emclust/torch"
 )
@@ -498,9 +499,19 @@ func TestTrainDigits(t *testing.T) {
 		KMeansRaw *struct{ ACC float64 } `json:"kmeans_raw"`
 	}
 	readJSON(t, filepath.Join(runDir, "summary.json"), &sum)
-	// The digits are standardized by default: k-means runs on both feature sets.
-	if sum.KMeans == nil || sum.KMeansRaw == nil || !(sum.KMeansRaw.ACC > 0.1 && sum.KMeansRaw.ACC <= 1) {
-		t.Errorf("summary.json k-means %+v, on the raw features %+v; want both, ACC in (0.1, 1]", sum.KMeans, sum.KMeansRaw)
+	// The digits' 64 pixels share a unit, so they stay raw by default, and k-means runs
+	// on the same raw features only.
+	if sum.KMeans == nil || sum.KMeansRaw != nil || !(sum.KMeans.ACC > 0.1 && sum.KMeans.ACC <= 1) {
+		t.Errorf("summary.json k-means %+v, on the raw features %+v; want the first alone, ACC in (0.1, 1]", sum.KMeans, sum.KMeansRaw)
+	}
+	var saved struct {
+		Standardize     bool    `json:"standardize"`
+		StandardizeAuto bool    `json:"standardize_auto"`
+		FeatureSpread   float64 `json:"feature_spread"`
+	}
+	readJSON(t, filepath.Join(runDir, "config.json"), &saved)
+	if saved.Standardize || !saved.StandardizeAuto || !(saved.FeatureSpread > 1 && saved.FeatureSpread < data.SpreadToStandardize) {
+		t.Errorf("config.json %+v: want the digits kept raw by the automatic choice, spread in (1, %d)", saved, data.SpreadToStandardize)
 	}
 	total := 0
 	for _, n := range sum.Sizes {
@@ -1332,5 +1343,38 @@ func TestCompareModelFlags(t *testing.T) {
 	if cfg.Norm || cfg.Precision != "bf16" || len(cfg.Hidden) != 1 || cfg.Hidden[0] != 8 || cfg.KMeans {
 		t.Errorf("compare's em run trained with norm %v, precision %q, hidden %v, kmeans %v; want false, bf16, [8], false",
 			cfg.Norm, cfg.Precision, cfg.Hidden, cfg.KMeans)
+	}
+}
+
+// Columns in different units are standardized unless --standardize says otherwise; the
+// choice and its measure are in config.json.
+func TestStandardizeAuto(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("a,b,c,label\n")
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range 200 {
+		c := i % 2
+		fmt.Fprintf(&b, "%.4f,%.2f,%.4f,%d\n", float64(c)+rng.NormFloat64(), 1000*(float64(c)+rng.NormFloat64()), rng.NormFloat64(), c)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "units.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		flag       []string
+		want, auto bool
+	}{{nil, true, true}, {[]string{"--standardize=false"}, false, false}} {
+		out := fmt.Sprint("run-", len(tc.flag))
+		wantScoreLine(t, run(t, dir, append([]string{"train", "--quiet", "--epochs", "1", "--kmeans=false", "--data", "units.csv",
+			"--label-col", "label", "--out", out}, tc.flag...)...))
+		var saved struct {
+			Standardize     bool    `json:"standardize"`
+			StandardizeAuto bool    `json:"standardize_auto"`
+			FeatureSpread   float64 `json:"feature_spread"`
+		}
+		readJSON(t, filepath.Join(dir, out, "config.json"), &saved)
+		if saved.Standardize != tc.want || saved.StandardizeAuto != tc.auto || (tc.auto && !(saved.FeatureSpread > data.SpreadToStandardize)) {
+			t.Errorf("flags %v: config.json %+v, want standardize %v, auto %v", tc.flag, saved, tc.want, tc.auto)
+		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 )
 
 func compareCommand() *cli.Command {
-	flags := append(dataFlags("the embedded digits", "on for the embedded digits, else off"), modelFlags()...)
+	flags := append(dataFlags("the embedded digits", autoStandardizeHelp), modelFlags()...)
 	flags = append(flags,
 		&cli.StringFlag{Name: "methods", Usage: "methods to compare, comma-separated: " + strings.Join(compare.Methods(), ", "),
 			DefaultText: strings.Join(compare.DefaultMethods(false), ",") + " for vectors, " + strings.Join(compare.DefaultMethods(true), ",") + " for images"},

@@ -38,10 +38,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	}
 	if cfg.DataFile == "" && (cfg.Dataset == "" || cfg.Dataset == "digits") {
 		cfg.Dataset = "digits"
-		if !c.IsSet("standardize") {
-			cfg.Standardize = true
-		}
 	}
+	// Vectors unless told: the data decide (train.OpenSource).
+	cfg.StandardizeAuto = !images && !c.IsSet("standardize")
 	// Only what the user set: every default is the library's.
 	setInt := func(dst *int, name string) {
 		if c.IsSet(name) {

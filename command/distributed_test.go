@@ -188,6 +188,9 @@ func TestDataParallelEquivalence(t *testing.T) {
 					}
 				}
 			}
+			if _, err := os.Stat(filepath.Join(dir, tc.name+"-env", "assignments.csv")); err != nil {
+				t.Error(err)
+			}
 			if tc.name == "em mlp" {
 				// And under Debian's torchrun 1.13, whose default --redirects 0 its own
 				// parser rejects under Python 3.11.
@@ -201,24 +204,24 @@ func TestDataParallelEquivalence(t *testing.T) {
 					"--master_port", strconv.Itoa(unusedPort(t)), "--no_python",
 					"/usr/bin/env", "LD_LIBRARY_PATH="+os.Getenv("LD_LIBRARY_PATH"), bin)
 				cmd.Args = append(cmd.Args, out(tc.name+"-torchrun")...)
-				// Debian trixie's torchrun 2.6 asks for a libuv store its libtorch lacks.
 				cmd.Dir = dir
 				for _, kv := range os.Environ() {
 					if !strings.HasPrefix(kv, "LD_LIBRARY_PATH=") {
 						cmd.Env = append(cmd.Env, kv)
 					}
 				}
-				cmd.Env = append(cmd.Env, "USE_LIBUV=0")
 				if b, err := cmd.CombinedOutput(); err != nil {
+					if strings.Contains(string(b), "use_libuv was requested but PyTorch was build without libuv support") {
+						// Debian trixie's torchrun 2.6: its static rendezvous asks for a libuv
+						// TCPStore, which Debian's libtorch 2.6 lacks, whatever USE_LIBUV says.
+						t.Skip("this torchrun cannot start any job (Debian trixie's 2.6 without libuv); `make test` runs this with Debian 12's torchrun 1.13")
+					}
 					t.Fatalf("torchrun: %v\n%s", err, b)
 				}
 				d := stateDiff(t, checkpointState(t, filepath.Join(dir, tc.name+"-torchrun")), checkpointState(t, filepath.Join(dir, tc.name+"-1")))
 				if d > 1e-2 {
 					t.Errorf("torchrun: 2 ranks differ from 1 process by %.3g", d)
 				}
-			}
-			if _, err := os.Stat(filepath.Join(dir, tc.name+"-env", "assignments.csv")); err != nil {
-				t.Error(err)
 			}
 		})
 	}

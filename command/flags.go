@@ -71,6 +71,9 @@ func threadsFlag() cli.Flag {
 
 // dataFlags select what to cluster; train, predict and eval share them. dflt says
 // what is read when none is given, standardize what --standardize defaults to.
+// autoStandardizeHelp says what train and compare do when --standardize is not given.
+var autoStandardizeHelp = fmt.Sprintf("auto: on when the columns' standard deviations differ as units do (the largest over the median above %d)", data.SpreadToStandardize)
+
 func dataFlags(dflt, standardize string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "dataset", Usage: "digits (embedded), mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt},

@@ -23,7 +23,7 @@ import (
 )
 
 func trainCommand() *cli.Command {
-	flags := append(dataFlags("the embedded digits", "on for the embedded digits, else off"), modelFlags()...)
+	flags := append(dataFlags("the embedded digits", autoStandardizeHelp), modelFlags()...)
 	flags = append(flags,
 		&cli.StringFlag{Name: "objective", Usage: objectiveHelp(), DefaultText: "em for vectors, twofold for images"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},

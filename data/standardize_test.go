@@ -127,3 +127,30 @@ func TestValidateStandard(t *testing.T) {
 		}
 	}
 }
+
+func TestFeatureSpread(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    *Vectors
+		want float64
+	}{
+		// Columns of population std 1, 2 and 3 (values ±s): max 3 over median 2.
+		{"one unit", &Vectors{N: 2, D: 3, X: []float32{1, 2, 3, -1, -2, -3}}, 1.5},
+		// Std 1, 1000, 0.5, 1: max 1000 over the median of four, (1+1)/2.
+		{"two units", &Vectors{N: 2, D: 4, X: []float32{1, 1000, 0.5, 1, -1, -1000, -0.5, -1}}, 1000},
+		// A constant column does not count towards the median.
+		{"constant column", &Vectors{N: 2, D: 3, X: []float32{5, 2, 4, 5, -2, -4}}, 4.0 / 3},
+		{"all constant", &Vectors{N: 2, D: 2, X: []float32{5, 6, 5, 6}}, 0},
+	} {
+		if got := tc.v.FeatureSpread(); math.Abs(got-tc.want) > 1e-9*tc.want {
+			t.Errorf("%s: FeatureSpread = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	d, err := Digits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := d.FeatureSpread(); !(s > 1 && s < SpreadToStandardize) {
+		t.Errorf("digits: FeatureSpread %v, want in (1, %d): 64 pixels of one unit", s, SpreadToStandardize)
+	}
+}

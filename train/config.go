@@ -25,6 +25,10 @@ type Config struct {
 	LabelCol    string `json:"label_col,omitempty"`
 	Header      string `json:"header,omitempty"`
 	Standardize bool   `json:"standardize"`
+	// StandardizeAuto leaves Standardize to the data: OpenSource sets it when the
+	// FeatureSpread of the vectors exceeds data.SpreadToStandardize, and records it.
+	StandardizeAuto bool    `json:"standardize_auto,omitempty"`
+	FeatureSpread   float64 `json:"feature_spread,omitempty"`
 	// InputMean and InputStd are the training data's column statistics when
 	// Standardize is set; predict applies them to new data.
 	InputMean  []float32 `json:"input_mean,omitempty"`

@@ -3,6 +3,7 @@ package train
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -48,7 +49,8 @@ func DataName(cfg Config) string {
 
 // OpenSource loads the data cfg names onto dev. With Standardize set it z-scores
 // vectors by cfg's saved statistics (a trained model sees new data as it saw its
-// training data), or computes them and saves them in cfg.
+// training data), or computes them and saves them in cfg. With StandardizeAuto it
+// first decides Standardize from the vectors' FeatureSpread.
 func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 	if err := CheckData(cfg); err != nil {
 		return nil, err
@@ -91,6 +93,11 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 }
 
 func standardize(cfg *Config, v *data.Vectors) error {
+	if cfg.StandardizeAuto && cfg.FeatureSpread == 0 {
+		spread := v.FeatureSpread()
+		cfg.FeatureSpread = math.Round(spread*1000) / 1000
+		cfg.Standardize = spread > data.SpreadToStandardize
+	}
 	if !cfg.Standardize {
 		return nil
 	}
