@@ -63,7 +63,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		}
 	}
 	setInt(&cfg.K, "k")
-	setInt(&cfg.Epochs, "epochs")
+	if c.IsSet("epochs") {
+		cfg.Epochs, cfg.MinSteps = c.Int("epochs"), 0 // as many as asked
+	}
 	setInt(&cfg.BatchSize, "batch-size")
 	setString(&cfg.Gamma, "gamma")
 	setFloat(&cfg.LR, "lr")

@@ -66,7 +66,7 @@ type resumeOverrides struct {
 
 func (o resumeOverrides) apply(cfg *train.Config) {
 	if o.Epochs != nil {
-		cfg.Epochs = *o.Epochs
+		cfg.Epochs, cfg.MinSteps = *o.Epochs, 0
 	}
 	if o.Threads != nil {
 		cfg.Threads = *o.Threads

@@ -85,7 +85,7 @@ func NewReport(data string, n int, opt Options, device string, results []Result)
 		Methods: Summarize(results, opt.Methods)}
 	for _, m := range opt.Methods {
 		if Neural(m) {
-			r.Epochs = opt.Train.Epochs
+			r.Epochs = opt.Train.EpochsFor(n)
 		}
 	}
 	return r

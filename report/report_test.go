@@ -109,6 +109,7 @@ func TestReportDigits(t *testing.T) {
 	}
 	defer src.Close()
 	cfg := train.VectorDefaults()
+	cfg.MinSteps = 0 // the epochs as set
 	cfg.Epochs = 2
 	cfg.KMeans = false
 	run := trainRun(t, cfg, src)
@@ -158,6 +159,7 @@ func TestReportPlaneCompare(t *testing.T) {
 	}
 	defer src.Close()
 	cfg := train.VectorDefaults()
+	cfg.MinSteps = 0 // the epochs as set
 	cfg.K, cfg.Epochs, cfg.Hidden, cfg.KMeans = 3, 2, []int{16, 16}, false
 	run := trainRun(t, cfg, src)
 	cfg.Norm = false
@@ -188,6 +190,7 @@ func TestReportPlaneCompare(t *testing.T) {
 	}
 	defer dsrc.Close()
 	dcfg := train.VectorDefaults()
+	dcfg.MinSteps = 0 // the epochs as set
 	dcfg.Epochs, dcfg.KMeans = 1, false
 	drun := trainRun(t, dcfg, dsrc)
 	if _, err := Write(drun, dsrc, Options{Out: t.TempDir(), Compare: drun}); err == nil {

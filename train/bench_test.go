@@ -15,6 +15,7 @@ func BenchmarkStepMLPDigits(b *testing.B) {
 	defer runtime.UnlockOSThread()
 	src := digitsSource(b)
 	cfg := VectorDefaults()
+	cfg.MinSteps = 0 // the epochs as set
 	r, err := New(cfg, src, testDevice, "")
 	if err != nil {
 		b.Fatal(err)

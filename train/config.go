@@ -50,8 +50,12 @@ type Config struct {
 	Deterministic bool `json:"deterministic,omitempty"`
 
 	// Optimisation.
-	Objective string  `json:"objective"` // em, em-aug, twofold, iic
-	Epochs    int     `json:"epochs"`
+	Objective string `json:"objective"` // em, em-aug, twofold, iic
+	Epochs    int    `json:"epochs"`
+	// MinSteps raises Epochs, in New, until training takes at least this many steps:
+	// on a table of a few hundred rows 30 epochs are 30 steps (docs/RESULTS.md
+	// section 17). 0 trains Epochs as given.
+	MinSteps  int     `json:"min_steps,omitempty"`
 	BatchSize int     `json:"batch_size"`
 	Gamma     string  `json:"gamma"`       // a number or "auto"
 	GammaVal  float64 `json:"gamma_value"` // the γ in use
@@ -81,7 +85,7 @@ type Config struct {
 func VectorDefaults() Config {
 	return Config{
 		Arch: "mlp", Hidden: []int{32, 32}, K: 10, Norm: true,
-		Objective: "em", Epochs: 30, BatchSize: 128, Gamma: "5", LR: 1e-3, LRKL: 1e-4,
+		Objective: "em", Epochs: 30, MinSteps: 1000, BatchSize: 128, Gamma: "5", LR: 1e-3, LRKL: 1e-4,
 		Prior: "uniform", Seed: 1, Device: "auto", EvalEvery: 1, KMeans: true, LogEvery: 20, Precision: "fp32",
 	}
 }
@@ -95,6 +99,16 @@ func ImageDefaults() Config {
 		Prior: "uniform", Seed: 1, Device: "auto", EvalEvery: 1, KMeans: false, LogEvery: 20, Precision: "fp32",
 		Augment: &aug,
 	}
+}
+
+// EpochsFor is the number of epochs the run trains on rows rows: Epochs, raised to
+// make MinSteps steps of min(BatchSize, rows) rows.
+func (c *Config) EpochsFor(rows int) int {
+	perEpoch := rows / max(min(c.BatchSize, rows), 1)
+	if c.MinSteps <= 0 || perEpoch <= 0 {
+		return c.Epochs
+	}
+	return max(c.Epochs, (c.MinSteps+perEpoch-1)/perEpoch)
 }
 
 // Compute is the arithmetic the run trains (and predict infers) with.
@@ -116,6 +130,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("k = %d: want at least 1 cluster", c.K)
 	case c.Epochs < 1:
 		return fmt.Errorf("epochs = %d: want at least 1", c.Epochs)
+	case c.MinSteps < 0:
+		return fmt.Errorf("min steps %d: want ≥ 0", c.MinSteps)
 	case c.BatchSize < 2:
 		return fmt.Errorf("batch size %d: the relevance normalisation needs at least 2 rows a batch", c.BatchSize)
 	case !(c.LR > 0) || math.IsInf(c.LR, 1):

@@ -133,6 +133,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			src := digitsSourceOn(t, torch.CPU)
 			cfg := VectorDefaults()
+			cfg.MinSteps = 0 // the epochs as set
 			cfg.Epochs, cfg.EvalEvery, cfg.KMeans = 2, 1, false
 			c.edit(&cfg)
 			one := newRun(t, cfg, src, "")
@@ -180,6 +181,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 func TestJoinRefuses(t *testing.T) {
 	src := digitsSourceOn(t, torch.CPU)
 	cfg := VectorDefaults()
+	cfg.MinSteps = 0 // the epochs as set
 	cfg.Epochs = 1
 	for _, c := range []struct {
 		name string

@@ -10,6 +10,7 @@ import (
 func TestTrainRestarts(t *testing.T) {
 	src := digitsSource(t)
 	cfg := VectorDefaults()
+	cfg.MinSteps = 0 // the epochs as set
 	cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts = 2, 1, 7, 3
 	var heard []uint64
 	r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, func(i int, rs Restart) {

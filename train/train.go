@@ -81,6 +81,7 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 	if cfg.BatchSize > src.Len() {
 		cfg.BatchSize = src.Len() - src.Len()%cfg.WorldSize
 	}
+	cfg.Epochs = cfg.EpochsFor(src.Len())
 	if cfg.needsAugment() {
 		if _, vectors := src.(*VectorSource); vectors {
 			return nil, fmt.Errorf("objective %s trains on transformed images and needs images; use --objective em for vectors", cfg.Objective)

@@ -46,6 +46,7 @@ func newRun(t *testing.T, cfg Config, src Source, dir string) *Run {
 // and the clustering agrees with the labels far beyond chance (ACC 0.1).
 func TestTrainDigitsLearns(t *testing.T) {
 	cfg := VectorDefaults()
+	cfg.MinSteps = 0 // the epochs as set
 	cfg.Epochs = 8
 	r := newRun(t, cfg, digitsSource(t), t.TempDir())
 	if err := r.Train(context.Background()); err != nil {
@@ -80,6 +81,7 @@ func TestTrainDigitsLearns(t *testing.T) {
 // Without the normalisation one cluster takes (nearly) everything: the paper's ablation.
 func TestNoNormCollapses(t *testing.T) {
 	cfg := VectorDefaults()
+	cfg.MinSteps = 0 // the epochs as set
 	cfg.Epochs = 8
 	cfg.Norm = false
 	r := newRun(t, cfg, digitsSource(t), "")
@@ -101,6 +103,7 @@ func TestNoNormCollapses(t *testing.T) {
 func TestResumeIsExact(t *testing.T) {
 	src := digitsSource(t)
 	cfg := VectorDefaults()
+	cfg.MinSteps = 0 // the epochs as set
 	cfg.Epochs = 4
 	cfg.Prior = "learned"
 	straight, resumed := straightAndResumed(t, cfg, src, 2)
@@ -201,7 +204,8 @@ func TestMemoryStaysFlat(t *testing.T) {
 	}
 	defer src.Close()
 	cfg := VectorDefaults()
-	cfg.Epochs = 30 // 3000 steps
+	cfg.MinSteps = 0 // the epochs as set
+	cfg.Epochs = 30  // 3000 steps
 	cfg.EvalEvery = 5
 	cfg.Prior = "learned"
 	r := newRun(t, cfg, src, "")
@@ -240,6 +244,7 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.Prior = "zipf" }, "prior"},
 	} {
 		cfg := VectorDefaults()
+		cfg.MinSteps = 0 // the epochs as set
 		tc.mod(&cfg)
 		_, err := New(cfg, src, testDevice, "")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -248,6 +253,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 	// Objectives that augment need images.
 	cfg := VectorDefaults()
+	cfg.MinSteps = 0 // the epochs as set
 	cfg.Objective = "twofold"
 	if _, err := New(cfg, src, testDevice, ""); err == nil || !strings.Contains(err.Error(), "needs images") {
 		t.Errorf("twofold on vectors: %v", err)
@@ -258,6 +264,7 @@ func TestRestoreRejectsOtherModel(t *testing.T) {
 	src := digitsSource(t)
 	dir := t.TempDir()
 	cfg := VectorDefaults()
+	cfg.MinSteps = 0 // the epochs as set
 	cfg.Epochs = 1
 	r := newRun(t, cfg, src, dir)
 	if err := r.Train(context.Background()); err != nil {
@@ -373,6 +380,7 @@ func TestOneThreadForSmallSteps(t *testing.T) {
 	}
 	defer images.Close()
 	explicit := VectorDefaults()
+	explicit.MinSteps = 0 // the epochs as set
 	explicit.Threads = 2
 	for _, tc := range []struct {
 		name   string
@@ -403,6 +411,7 @@ func TestOneThreadForSmallSteps(t *testing.T) {
 func TestPredictCriteria(t *testing.T) {
 	src := digitsSource(t)
 	cfg := VectorDefaults()
+	cfg.MinSteps = 0 // the epochs as set
 	cfg.Epochs, cfg.EvalEvery = 1, 0
 	r := newRun(t, cfg, src, "")
 	if err := r.Train(context.Background()); err != nil {
@@ -462,5 +471,20 @@ func TestPredictCriteria(t *testing.T) {
 	}
 	if _, err := PredictWithCriteria(r.Net, src, r.Dev, r.Prior(), 0); err == nil {
 		t.Error("γ = 0 was accepted")
+	}
+}
+
+func TestEpochsFor(t *testing.T) {
+	for _, tc := range []struct{ rows, batch, epochs, minSteps, want int }{
+		{1797, 128, 30, 1000, 72},  // 14 steps an epoch: ⌈1000/14⌉
+		{150, 128, 30, 1000, 1000}, // the batch is clamped to the 150 rows: 1 step
+		{1797, 128, 30, 0, 30},
+		{70000, 128, 30, 1000, 30}, // 546 steps an epoch already
+		{569, 128, 300, 1000, 300}, // --epochs above the minimum stays
+	} {
+		cfg := Config{Epochs: tc.epochs, MinSteps: tc.minSteps, BatchSize: tc.batch}
+		if got := cfg.EpochsFor(tc.rows); got != tc.want {
+			t.Errorf("%d rows, batch %d, %d epochs, min %d steps: %d epochs, want %d", tc.rows, tc.batch, tc.epochs, tc.minSteps, got, tc.want)
+		}
 	}
 }
