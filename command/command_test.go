@@ -330,6 +330,7 @@ func TestErrors(t *testing.T) {
 		{name: "epochs 0", args: []string{"train", "--data", "ten.csv", "--epochs", "0"}, code: 2, want: []string{"epochs"}},
 		{name: "bad hidden", args: append(ten, "--hidden", "32,x"), code: 2, want: []string{"--hidden", `"x"`}},
 		{name: "nproc -1", args: append(ten, "--nproc", "-1"), code: 2, want: []string{"--nproc -1", "1 to 1024"}},
+		{name: "suite with data", args: []string{"compare", "--suite", "--data", "ten.csv"}, code: 2, want: []string{"--data with --suite"}},
 		{name: "dist-timeout 0", args: append(ten, "--dist-timeout", "0s"), code: 2, want: []string{"--dist-timeout", "positive"}},
 		{name: "unknown dist-backend", args: append(ten, "--dist-backend", "mpi"), code: 2, want: []string{"--dist-backend", `"mpi"`, "gloo"}},
 		{name: "sync-stats on resume", args: []string{"train", "--resume", "nonexistent-run", "--sync-stats=false"}, code: 2, want: []string{"--sync-stats with --resume"}},
@@ -1376,5 +1377,25 @@ func TestStandardizeAuto(t *testing.T) {
 		if saved.Standardize != tc.want || saved.StandardizeAuto != tc.auto || (tc.auto && !(saved.FeatureSpread > data.SpreadToStandardize)) {
 			t.Errorf("flags %v: config.json %+v, want standardize %v, auto %v", tc.flag, saved, tc.want, tc.auto)
 		}
+	}
+}
+
+// compare --suite runs on every embedded table and prints one table, a row each.
+func TestCompareSuite(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, dir, "compare", "--suite", "--methods", "kmeans,gmm-diag", "--seeds", "1", "--quiet", "--markdown", "suite.md")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, name := range data.TableNames() {
+		if !strings.Contains(r.stdout, "| "+name) {
+			t.Errorf("no row for %s:\n%s", name, r.stdout)
+		}
+	}
+	if n := strings.Count(r.stdout, "**"); n < 2*len(data.TableNames()) {
+		t.Errorf("%d bold marks, want a best method in each of %d rows:\n%s", n, len(data.TableNames()), r.stdout)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "suite.md")); err != nil || string(b) != r.stdout {
+		t.Errorf("suite.md differs from what was printed (%v)", err)
 	}
 }

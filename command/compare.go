@@ -17,6 +17,7 @@ import (
 
 	"emclust/atomicfile"
 	"emclust/compare"
+	"emclust/data"
 	"emclust/torch"
 	"emclust/train"
 )
@@ -33,6 +34,7 @@ func compareCommand() *cli.Command {
 		&cli.StringFlag{Name: "out", Usage: "keep each neural run's folder as DIR/<method>-s<seed>, and the JSON report as DIR/compare.json", DefaultText: "keep nothing"},
 		&cli.BoolFlag{Name: "force", Usage: "replace an earlier comparison's files in --out and --markdown"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
+		&cli.BoolFlag{Name: "suite", Usage: "compare on every embedded table (" + strings.Join(data.TableNames(), ", ") + ") with the defaults, and print one table of ACC"},
 	)
 	return &cli.Command{
 		Name:  "compare",
@@ -56,13 +58,21 @@ type compareOptions struct {
 	Out, Markdown string
 	Force         bool
 	JSON, Quiet   bool
+	Suite         bool // every embedded table in turn
 }
 
 // compareOptionsFrom reads and checks everything the command line alone decides,
 // before any data are read.
 func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 	opts := compareOptions{Out: c.String("out"), Markdown: c.String("markdown"), Force: c.Bool("force"),
-		JSON: c.Bool("json"), Quiet: c.Bool("quiet")}
+		JSON: c.Bool("json"), Quiet: c.Bool("quiet"), Suite: c.Bool("suite")}
+	if opts.Suite {
+		for _, f := range []string{"data", "dataset", "data-dir", "label-col", "out"} {
+			if c.IsSet(f) {
+				return opts, usageError{fmt.Errorf("--%s with --suite: the suite runs on the embedded tables and keeps no run folders", f)}
+			}
+		}
+	}
 	var err error
 	if opts.Run, err = newRunFrom(c); err != nil {
 		return opts, err
@@ -91,32 +101,64 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 		<-ctx.Done()
 		stop()
 	}()
-	cfg, methods, seeds := opts.Run.Config, opts.Methods, opts.Seeds
-	dev, err := selectDevice(cfg.Device)
+	dev, err := selectDevice(opts.Run.Config.Device)
 	if err != nil {
 		return err
 	}
-	if cfg.Threads > 0 {
-		if err := torch.SetNumThreads(cfg.Threads); err != nil {
+	if opts.Run.Config.Threads > 0 {
+		if err := torch.SetNumThreads(opts.Run.Config.Threads); err != nil {
 			return err
 		}
 	}
-
-	src, err := train.OpenSource(&cfg, dev)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	labels := src.Labels()
-	if labels == nil {
-		return fmt.Errorf("%s has no labels, and compare scores every run against them (give --label-col for a CSV)", src.Describe())
-	}
-	opts.Run.resolve(&cfg, dev, src)
-
 	log := stderr
 	if opts.Quiet {
 		log = io.Discard
 	}
+	if opts.Suite {
+		var reps []*compare.Report
+		for _, name := range data.TableNames() {
+			cfg := opts.Run.Config
+			cfg.Dataset = name
+			rep, err := compareOn(ctx, opts, cfg, dev, log)
+			if err != nil {
+				return err // an interrupted suite prints nothing: its table would be partial
+			}
+			reps = append(reps, rep)
+		}
+		return writeSuite(reps, opts, stdout)
+	}
+	rep, err := compareOn(ctx, opts, opts.Run.Config, dev, log)
+	var ie interruptedError
+	if errors.As(err, &ie) && rep != nil && len(rep.Runs) > 0 {
+		// Print what finished, but write no files: a partial table saved under the
+		// name asked for could later pass for the whole comparison.
+		if perr := printCompare(rep, opts.JSON, stdout); perr != nil {
+			return perr
+		}
+		return interruptedError{fmt.Errorf("interrupted after %d of %d runs; the table above covers those, and no files were written",
+			len(rep.Runs), len(opts.Methods)*len(opts.Seeds))}
+	}
+	if err != nil {
+		return err
+	}
+	return writeCompare(rep, opts, stdout)
+}
+
+// compareOn runs every method and seed of opts on the data cfg names. Interrupted, it
+// returns the report of the runs that finished and an interruptedError.
+func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev torch.Device, log io.Writer) (*compare.Report, error) {
+	methods, seeds := opts.Methods, opts.Seeds
+	src, err := train.OpenSource(&cfg, dev)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	labels := src.Labels()
+	if labels == nil {
+		return nil, fmt.Errorf("%s has no labels, and compare scores every run against them (give --label-col for a CSV)", src.Describe())
+	}
+	opts.Run.resolve(&cfg, dev, src)
+
 	deviceName := dev.String()
 	if !dev.CUDA {
 		deviceName += fmt.Sprintf(" (%d threads)", torch.NumThreads())
@@ -130,26 +172,41 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 	results, err := compare.Run(ctx, src, opt)
 	interrupted := errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
-		return err
+		return nil, err
 	}
-	data := train.DataName(cfg)
+	name := train.DataName(cfg)
 	if cfg.Standardize {
-		data += " (standardized)"
+		name += " (standardized)"
 	}
-	rep := compare.NewReport(data, src.Len(), opt, deviceName, results)
+	rep := compare.NewReport(name, src.Len(), opt, deviceName, results)
 	if interrupted {
-		// Print what finished, but write no files: a partial table saved under the
-		// name asked for could later pass for the whole comparison.
-		total := len(methods) * len(seeds)
-		if len(results) > 0 {
-			if err := printCompare(rep, opts.JSON, stdout); err != nil {
-				return err
-			}
-			return interruptedError{fmt.Errorf("interrupted after %d of %d runs; the table above covers those, and no files were written", len(results), total)}
+		if len(results) == 0 {
+			return nil, interruptedError{fmt.Errorf("interrupted before the first of %d runs finished", len(methods)*len(seeds))}
 		}
-		return interruptedError{fmt.Errorf("interrupted before the first of %d runs finished", total)}
+		return rep, interruptedError{context.Canceled}
 	}
-	return writeCompare(rep, opts, stdout)
+	return rep, nil
+}
+
+// writeSuite writes --markdown and prints the suite: one table of ACC over the
+// embedded tables, or every report as JSON.
+func writeSuite(reps []*compare.Report, opts compareOptions, stdout io.Writer) error {
+	md := compare.SuiteMarkdown(reps)
+	if path := opts.Markdown; path != "" {
+		if err := atomicfile.WriteBytes(path, []byte(md)); err != nil {
+			return err
+		}
+	}
+	if opts.JSON {
+		js, err := json.Marshal(reps)
+		if err != nil {
+			return fmt.Errorf("compare: %w", err)
+		}
+		fmt.Fprintln(stdout, string(js))
+		return nil
+	}
+	fmt.Fprint(stdout, md)
+	return nil
 }
 
 // printCompare prints the report: the table, or the JSON with --json.

@@ -76,7 +76,7 @@ var autoStandardizeHelp = fmt.Sprintf("auto: on when the columns' standard devia
 
 func dataFlags(dflt, standardize string) []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "dataset", Usage: "digits (embedded), mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt},
+		&cli.StringFlag{Name: "dataset", Usage: "digits, wine, iris, breast-cancer (embedded tables), mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt},
 		&cli.StringFlag{Name: "data-dir", Usage: "folder with the data set's official files", DefaultText: "none; for fashion-mnist, Debian's " + data.DefaultImageDir("fashion-mnist")},
 		&cli.StringFlag{Name: "data", Usage: "vectors to cluster: a .csv/.tsv/.txt (optionally .gz) or .npy file", DefaultText: dflt},
 		&cli.StringFlag{Name: "label-col", Usage: "CSV column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring", DefaultText: "none"},

@@ -114,6 +114,55 @@ func (r *Report) Markdown() string {
 	for _, s := range r.Methods {
 		rows = append(rows, []string{s.Method, s.ACC.String(), s.NMI.String(), s.ARI.String(), formatSeconds(s.Seconds)})
 	}
+	writeTable(&b, rows)
+	for _, n := range r.regNotes() {
+		b.WriteString("\n" + n + "\n")
+	}
+	return b.String()
+}
+
+// SuiteMarkdown renders several reports of the same methods and seeds as one table:
+// a row per data set, its ACC per method as mean ± margin, the best mean in bold.
+func SuiteMarkdown(reps []*Report) string {
+	var b strings.Builder
+	if len(reps) == 0 {
+		return ""
+	}
+	first := reps[0]
+	fmt.Fprintf(&b, "suite: ACC, %s, device %s; mean ± 95%% confidence half-width (Student's t over seeds)\n\n",
+		plural(len(first.Seeds), "seed"), first.Device)
+	head := []string{"data", "N", "K"}
+	for _, m := range first.Methods {
+		head = append(head, m.Method)
+	}
+	rows := [][]string{head}
+	for _, r := range reps {
+		row := []string{r.Data, fmt.Sprint(r.N), fmt.Sprint(r.K)}
+		best := 0.0
+		for _, m := range r.Methods {
+			best = max(best, m.ACC.Mean)
+		}
+		for _, name := range head[3:] {
+			cell := "—"
+			for _, m := range r.Methods {
+				if m.Method == name {
+					cell = m.ACC.String()
+					if m.ACC.Mean == best {
+						cell = "**" + cell + "**"
+					}
+				}
+			}
+			row = append(row, cell)
+		}
+		rows = append(rows, row)
+	}
+	writeTable(&b, rows)
+	return b.String()
+}
+
+// writeTable writes rows (the first is the header) as a markdown table padded to read
+// as plain text: the first column left-aligned, the others right.
+func writeTable(b *strings.Builder, rows [][]string) {
 	width := make([]int, len(rows[0]))
 	for _, row := range rows {
 		for j, c := range row {
@@ -125,9 +174,9 @@ func (r *Report) Markdown() string {
 		for j, c := range cells {
 			pad := strings.Repeat(" ", width[j]-utf8.RuneCountInString(c))
 			if j == 0 {
-				fmt.Fprintf(&b, " %s%s |", c, pad) // names left, numbers right
+				fmt.Fprintf(b, " %s%s |", c, pad) // names left, numbers right
 			} else {
-				fmt.Fprintf(&b, " %s%s |", pad, c)
+				fmt.Fprintf(b, " %s%s |", pad, c)
 			}
 		}
 		b.WriteString("\n")
@@ -145,10 +194,6 @@ func (r *Report) Markdown() string {
 	for _, row := range rows[1:] {
 		line(row)
 	}
-	for _, n := range r.regNotes() {
-		b.WriteString("\n" + n + "\n")
-	}
-	return b.String()
 }
 
 // regNotes lists the GMM runs that needed more than the usual covariance

@@ -67,3 +67,21 @@ func TestDigits(t *testing.T) {
 		t.Error("Digits shares its result between calls")
 	}
 }
+
+func TestTables(t *testing.T) {
+	for _, name := range TableNames() {
+		v, err := Table(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := v.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if v.Labels == nil || len(v.Features) != v.D {
+			t.Errorf("%s: labels %v, %d feature names for %d features", name, v.Labels != nil, len(v.Features), v.D)
+		}
+	}
+	if _, err := Table("nope"); err == nil {
+		t.Error("an unknown table loaded")
+	}
+}

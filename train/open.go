@@ -14,7 +14,8 @@ import (
 )
 
 // IsImageSet reports whether a Config's Dataset holds images: one of data's image
-// sets, or "folder". The embedded "digits" and a --data file are vectors.
+// sets, or "folder". The embedded tables (data.TableNames) and a --data file are
+// vectors.
 func IsImageSet(name string) bool {
 	return name == "folder" || slices.Contains(data.ImageSetNames(), name)
 }
@@ -24,12 +25,12 @@ func CheckData(cfg *Config) error {
 	switch {
 	case cfg.DataFile != "" && cfg.Dataset != "":
 		return errors.New("give either --data FILE or --dataset NAME, not both")
-	case cfg.DataFile != "" || cfg.Dataset == "" || cfg.Dataset == "digits":
+	case cfg.DataFile != "" || cfg.Dataset == "" || slices.Contains(data.TableNames(), cfg.Dataset):
 		return nil
 	case cfg.Dataset == "folder" && cfg.DataDir == "":
 		return errors.New("--dataset folder needs --data-dir with the images")
 	case !IsImageSet(cfg.Dataset):
-		return fmt.Errorf("unknown dataset %q: want digits, %s or folder", cfg.Dataset, strings.Join(data.ImageSetNames(), ", "))
+		return fmt.Errorf("unknown dataset %q: want %s, %s or folder", cfg.Dataset, strings.Join(data.TableNames(), ", "), strings.Join(data.ImageSetNames(), ", "))
 	}
 	return nil
 }
@@ -61,7 +62,11 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 		if cfg.DataFile != "" {
 			v, err = data.LoadVectors(cfg.DataFile, data.CSVOptions{Header: cfg.Header, LabelCol: cfg.LabelCol})
 		} else {
-			v, err = data.Digits()
+			name := cfg.Dataset
+			if name == "" {
+				name = "digits"
+			}
+			v, err = data.Table(name)
 		}
 		if err != nil {
 			return nil, err
