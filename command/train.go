@@ -271,7 +271,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 			stats = "each process's own batch statistics"
 		}
 		fmt.Fprintf(log, "emclust: %s (%s, %s), %d rows each per batch, %s\n",
-			plural(role.World, "process"), role.Launcher, group.Backend(), run.Cfg.BatchSize/role.World, stats)
+			plural(role.World, "rank"), role.Launcher, group.Backend(), run.Cfg.BatchSize/role.World, stats)
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads, %v)\n", src.Describe(), dev, torch.Version(), torch.NumThreads(), run.Net.Compute())
 	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %d epochs → %s\n",

@@ -134,7 +134,7 @@ if RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MAS
 	./emclust train --device "$dist_dev" --epochs 2 --kmeans=false --out "$out/dist-world1" >"$out/dist.log" 2>&1 &&
 	./emclust train --nproc 2 --dist-backend gloo --device "$dist_dev" --epochs 2 --kmeans=false \
 		--out "$out/dist-gloo2" >>"$out/dist.log" 2>&1; then
-	record dist ok $((SECONDS - t0)) "$(grep -h 'processes (' "$out/dist.log" | tr '\n' ';')"
+	record dist ok $((SECONDS - t0)) "$(grep -hE '^emclust: [0-9]+ ranks? \(' "$out/dist.log" | tr '\n' ';')"
 else
 	record dist fail $((SECONDS - t0)) "$(tail -3 "$out/dist.log" | tr '\n' ' ')"
 fi
