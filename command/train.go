@@ -292,11 +292,11 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	}
 	if err := run.Train(ctx); err != nil {
 		if errors.Is(err, context.Canceled) {
-			if run.EpochsDone() == 0 {
+			if run.EpochsSaved() == 0 {
 				return interruptedError{fmt.Errorf("interrupted before the first epoch ended, so %s holds no checkpoint to resume: start the run again", runDir)}
 			}
-			return interruptedError{fmt.Errorf("interrupted after %s; checkpoint kept in %s: continue with emclust train --resume %s",
-				plural(run.EpochsDone(), "epoch"), runDir, runDir)}
+			return interruptedError{fmt.Errorf("interrupted after %s; the checkpoint in %s holds %s: continue with emclust train --resume %s",
+				plural(run.EpochsDone(), "epoch"), runDir, plural(run.EpochsSaved(), "epoch"), runDir)}
 		}
 		if group != nil {
 			err = explainLost(group, role, err)
