@@ -60,7 +60,7 @@ type Run struct {
 	epoch      int           // epochs completed
 	savedEpoch int           // epochs the checkpoint in Dir holds
 	lastSave   time.Time
-	lock       *os.File      // held on Dir/.lock while the run may write there
+	lock       *os.File // held on Dir/.lock while the run may write there
 }
 
 // New builds the network and optimisers for cfg on src's device and writes
