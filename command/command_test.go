@@ -199,10 +199,16 @@ type result struct {
 
 // runIn runs emclust in dir and waits at most timeout.
 func runIn(dir string, timeout time.Duration, args ...string) result {
+	return runProgram(bin, dir, nil, timeout, args...)
+}
+
+// runProgram runs prog in dir with env (nil: this process's) and waits at most
+// timeout; the exit code is -1 when a signal killed it and -2 when it could not run.
+func runProgram(prog, dir string, env []string, timeout time.Duration, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Dir = dir
+	cmd := exec.CommandContext(ctx, prog, args...)
+	cmd.Dir, cmd.Env = dir, env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

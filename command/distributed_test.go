@@ -18,6 +18,7 @@ import (
 
 	"emclust/data"
 	"emclust/data/datatest"
+	"emclust/launch"
 	"emclust/torch"
 )
 
@@ -30,12 +31,11 @@ func rankEnv(r, world, port int) []string {
 
 func unusedPort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := launch.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // runRanks runs one emclust process per environment, as a launcher would, and waits
@@ -52,20 +52,7 @@ func runRanks(t *testing.T, dir string, timeout time.Duration, envs [][]string, 
 			if len(args) > 1 {
 				a = args[r]
 			}
-			cmd := exec.Command(bin, a...)
-			cmd.Dir, cmd.Env = dir, env
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			cmd.Start()
-			timer := time.AfterFunc(timeout, func() { cmd.Process.Kill() })
-			err := cmd.Wait()
-			timer.Stop()
-			res[r] = result{stdout: out.String(), stderr: errb.String()}
-			if ee, ok := err.(*exec.ExitError); ok {
-				res[r].code = ee.ExitCode()
-			} else if err != nil {
-				res[r].code = -2
-			}
+			res[r] = runProgram(bin, dir, env, timeout, a...)
 		}()
 	}
 	wg.Wait()
@@ -446,15 +433,7 @@ func TestTwoHosts(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command("ip", argv[r]...)
-			cmd.Dir, cmd.Env = dir, envs[r]
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			err := cmd.Run()
-			res[r] = result{stdout: out.String(), stderr: errb.String()}
-			if err != nil {
-				res[r].code = -1
-			}
+			res[r] = runProgram("ip", dir, envs[r], time.Minute, argv[r]...)
 		}()
 	}
 	wg.Wait()

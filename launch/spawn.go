@@ -18,7 +18,7 @@ import (
 // the first rank to fail stops the others, and the error names it. Cancelling ctx
 // interrupts every rank (SIGINT), as Ctrl-C in a terminal would.
 func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr io.Writer) error {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return fmt.Errorf("--nproc: find a free port for the ranks' store: %w", err)
 	}
@@ -91,7 +91,9 @@ func (e *RankError) Error() string {
 	return fmt.Sprintf("rank %d of %d failed (exit code %d); stopped the other ranks", e.Rank, e.World, e.Code)
 }
 
-func freePort() (int, error) {
+// FreePort is a TCP port of 127.0.0.1 that nothing listened on at the time of the
+// call: where a single-machine run's store can listen.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -3,21 +3,21 @@ package torch
 import (
 	"fmt"
 	"math"
-	"net"
 	"sync"
 	"testing"
 	"time"
+
+	"emclust/launch"
 )
 
 // freePort is a TCP port nothing listens on at the time of the call.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := launch.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // onRanks runs f for every rank of a fresh Gloo group of world ranks in this process
@@ -261,8 +261,7 @@ func TestGroupErrors(t *testing.T) {
 // BenchmarkAllReduce times one all-reduce of 4 KiB (a BatchNorm's sums, a small MLP's
 // gradients) between two ranks in this process.
 func BenchmarkAllReduce(b *testing.B) {
-	t := &testing.T{}
-	port := freePort(t)
+	port := freePort(b)
 	var wg sync.WaitGroup
 	for r := 0; r < 2; r++ {
 		wg.Add(1)

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"emclust/launch"
 	"emclust/torch"
 )
 
@@ -26,12 +26,10 @@ func joinRanks(t *testing.T, runs []*Run) {
 // tryJoin is joinRanks returning each rank's error. The groups close with the test.
 func tryJoin(t *testing.T, runs []*Run) []error {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := launch.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
 	for r := range runs {
