@@ -128,14 +128,6 @@ func (r *Run) worldSize() int {
 	return r.group.Size()
 }
 
-// Rank is r's rank among the data-parallel ranks, 0 when alone.
-func (r *Run) Rank() int {
-	if r.group == nil {
-		return 0
-	}
-	return r.group.Rank()
-}
-
 // globalMean is the mean of t over the ranks, t itself when alone. It carries no
 // gradient.
 func (r *Run) globalMean(s *torch.Scope, t *torch.Tensor) *torch.Tensor {

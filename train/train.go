@@ -256,7 +256,9 @@ func epochSeed(seed uint64, epoch int) uint64 {
 // Cancelling ctx stops after the current step; the last checkpoint stays valid.
 func (r *Run) Train(ctx context.Context) error {
 	for r.epoch < r.Cfg.Epochs {
-		if err := r.stopRequested(ctx, 0); err != nil {
+		// Ranks agree on stopping at the epoch's first step instead (stopRequested):
+		// one of them leaving here would leave the others in that collective.
+		if err := ctx.Err(); err != nil && r.group == nil {
 			return err
 		}
 		restore := r.oneThreadForSmallSteps()

@@ -1115,7 +1115,7 @@ et_error et_group_broadcast(et_group g, const et_tensor *ts, int n, int root) {
 et_error et_group_barrier(et_group g) {
   ET_TRY
 #ifdef EMTORCH_DIST
-  // A one-element all-reduce: Gloo's barrier waits without the group's timeout.
+  // A one-element all-reduce, bounded by the group's timeout as every collective here.
   at::Tensor one = at::ones({1});
   all_reduce(g, one);
 #else
