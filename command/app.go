@@ -76,7 +76,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	prepareCommands(app.Commands, "")
 	if err := app.Run(args); err != nil {
-		fmt.Fprintln(stderr, "emclust: "+oneLine(err.Error()))
+		var se silentError
+		if !errors.As(err, &se) {
+			fmt.Fprintln(stderr, "emclust: "+oneLine(err.Error()))
+		}
 		return exitCode(err)
 	}
 	return 0
@@ -104,6 +107,13 @@ type usageError struct{ error }
 type interruptedError struct{ error }
 
 func (e interruptedError) Unwrap() error { return e.error }
+
+// silentError is a failure another process has already reported: a rank other than
+// 0 interrupted with the run, or --nproc after its ranks. It sets the exit status and
+// prints nothing.
+type silentError struct{ error }
+
+func (e silentError) Unwrap() error { return e.error }
 
 // Where urfave/cli v2 falls short, three helpers stand in, and no verb works around it
 // otherwise: prepareCommands (a parse error would print the whole help to stdout and

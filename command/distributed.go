@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -60,7 +61,13 @@ func spawnRanks(ctx context.Context, o distOptions, stdout, stderr io.Writer) er
 	if len(o.Args) == 0 {
 		return fmt.Errorf("--nproc: no command line to start the ranks with")
 	}
-	return launch.Spawn(ctx, exe, o.Args[1:], o.NProc, stdout, stderr)
+	err = launch.Spawn(ctx, exe, o.Args[1:], o.NProc, stdout, stderr)
+	var re *launch.RankError
+	if errors.As(err, &re) && re.Code == 130 {
+		// Rank 0 has said where the checkpoint is and how to resume.
+		return silentError{interruptedError{err}}
+	}
+	return err
 }
 
 // rankDevice is the device a rank trains on: on GPUs, the one of its local rank.

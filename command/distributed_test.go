@@ -307,6 +307,31 @@ func TestLostRank(t *testing.T) {
 	checkRunUsable(t, dir)
 }
 
+// Ctrl-C on --nproc reaches the ranks once: they agree to stop, rank 0 says how to
+// resume, the exit status is 130, and the checkpoint resumes.
+func TestInterruptRanks(t *testing.T) {
+	dir := t.TempDir()
+	bigCSV(t, dir)
+	var stderr bytes.Buffer
+	cmd, done := startTrain(t, dir, &stderr, "--quiet", "--batch-size", "32", "--nproc", "2")
+	waitFor(t, filepath.Join(dir, "run", "metrics.jsonl"), 60*time.Second, done)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the ranks did not stop within 30 s of SIGINT")
+	}
+	r := result{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
+	t.Log(r.stderr)
+	wantError(t, r, 130, "interrupted", "--resume run")
+	if strings.Contains(r.stderr, "lost rank") || strings.Contains(r.stderr, "killed") {
+		t.Errorf("an interrupt reported as a lost or killed rank: %q", r.stderr)
+	}
+	checkRunUsable(t, dir)
+}
+
 // Under a launcher that restarts nothing, the rank that survives a lost one stops
 // with one line naming it, whichever rank was lost.
 func TestLostRankNamed(t *testing.T) {

@@ -177,7 +177,12 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 			stdout, stderr = io.Discard, io.Discard
 			opts.Quiet = true
 		}
-		if err := runRank(ctx, opts, role, stdout, stderr); err != nil {
+		err := runRank(ctx, opts, role, stdout, stderr)
+		var ie interruptedError
+		if role.Rank != 0 && errors.As(err, &ie) {
+			return silentError{err} // rank 0 says where the checkpoint is
+		}
+		if err != nil {
 			return fmt.Errorf("rank %d: %w", role.Rank, err)
 		}
 		return nil

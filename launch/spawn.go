@@ -16,7 +16,7 @@ import (
 // Spawn runs n copies of exe with args as ranks 0 to n-1 of one run on this machine,
 // with the variables torchrun would set, and waits for them all. It restarts none:
 // the first rank to fail stops the others, and the error names it. Cancelling ctx
-// interrupts every rank (SIGINT), as Ctrl-C in a terminal would.
+// interrupts every rank (SIGINT) once and waits for them to stop by themselves.
 func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr io.Writer) error {
 	port, err := FreePort()
 	if err != nil {
@@ -37,8 +37,10 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
 			"EMCLUST_LAUNCHER=--nproc")
 		cmd.Stdout, cmd.Stderr = stdout, stderr
-		// A rank outlives nothing: if this process dies, so do they.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		// A rank outlives nothing: if this process dies, so do they. A process group
+		// of their own keeps a terminal's Ctrl-C for this process, which passes it on
+		// once: a second SIGINT would kill a rank that is stopping cleanly.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			for _, c := range cmds[:r] {
 				c.Process.Kill()
@@ -50,6 +52,7 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 		go func() { exits <- exit{r, cmd.Wait()} }()
 	}
 	var first *exit
+	interrupted := false
 	running := n
 	for running > 0 {
 		select {
@@ -57,10 +60,12 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			running--
 			if e.err != nil && first == nil {
 				first = &e
-				// The others would only wait for the lost rank until their timeout.
-				for q, c := range cmds {
-					if q != e.rank {
-						c.Process.Kill()
+				if !interrupted {
+					// The others would only wait for the lost rank until their timeout.
+					for q, c := range cmds {
+						if q != e.rank {
+							c.Process.Kill()
+						}
 					}
 				}
 			}
@@ -68,6 +73,7 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			for _, c := range cmds {
 				c.Process.Signal(os.Interrupt)
 			}
+			interrupted = true
 			ctx = context.Background() // signal once, then wait
 		}
 	}
