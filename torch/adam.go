@@ -41,12 +41,9 @@ func NewAdam(params []*Tensor, lrs []float64, cfg AdamConfig) (*Adam, error) {
 	if cfg.Eps == 0 {
 		cfg.Eps = 1e-8
 	}
-	hs := make([]C.et_tensor, len(params))
-	for i, p := range params {
-		if p == nil || p.h == nil {
-			return nil, fmt.Errorf("torch: adam: parameter %d is nil or freed", i)
-		}
-		hs[i] = p.h
+	hs, err := handles("adam", params)
+	if err != nil {
+		return nil, err
 	}
 	var h C.et_adam
 	if err := check("adam_new", C.et_adam_new(&hs[0], (*C.double)(&lrs[0]), C.int(len(params)),

@@ -102,17 +102,6 @@ func (g *Group) Close() {
 	}
 }
 
-func handles(op string, ts []*Tensor) ([]C.et_tensor, error) {
-	hs := make([]C.et_tensor, len(ts))
-	for i, t := range ts {
-		if t == nil || t.h == nil {
-			return nil, fmt.Errorf("torch: %s: tensor %d is nil or freed", op, i)
-		}
-		hs[i] = t.h
-	}
-	return hs, nil
-}
-
 // AllReduce sums ts across ranks in place. The tensors must share a dtype and device.
 func (g *Group) AllReduce(ts ...*Tensor) error {
 	hs, err := handles("all_reduce", ts)

@@ -131,6 +131,19 @@ func (s *Scope) done(op string, e C.et_error, h C.et_tensor) *Tensor {
 
 // Neural-network functions.
 
+// handles are ts's C handles, for a call that takes an array; an error names the
+// first nil or freed one. A Go slice of C handles holds no Go pointers, so C may read it.
+func handles(op string, ts []*Tensor) ([]C.et_tensor, error) {
+	hs := make([]C.et_tensor, len(ts))
+	for i, t := range ts {
+		if t == nil || t.h == nil {
+			return nil, fmt.Errorf("torch: %s: tensor %d is nil or freed", op, i)
+		}
+		hs[i] = t.h
+	}
+	return hs, nil
+}
+
 func handle(t *Tensor) C.et_tensor {
 	if t == nil {
 		return nil
