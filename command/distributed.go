@@ -103,7 +103,11 @@ func joinGroup(role *launch.Role, dev torch.Device, threads int, o distOptions) 
 		backend = torch.NCCL
 	}
 	if !torch.HasBackend(backend) {
-		return nil, fmt.Errorf("%s: this build of the emtorch shim has no %v (rebuild it with libgloo-dev installed)", role.Launcher, backend)
+		need := "Debian's libgloo-dev"
+		if backend == torch.NCCL {
+			need = "nccl.h (PyTorch's nvidia-nccl wheel or the CUDA toolkit's)"
+		}
+		return nil, fmt.Errorf("%s: this build of the emtorch shim has no %v (rebuild it with %s installed)", role.Launcher, backend, need)
 	}
 	iface, _, _ := strings.Cut(os.Getenv("GLOO_SOCKET_IFNAME"), ",")
 	g, err := torch.NewGroup(torch.GroupConfig{

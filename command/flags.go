@@ -69,11 +69,11 @@ func threadsFlag() cli.Flag {
 	return &cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: one per CPU, and one for a training step too small to share)"}
 }
 
-// dataFlags select what to cluster; train, predict and eval share them. dflt says
-// what is read when none is given, standardize what --standardize defaults to.
 // autoStandardizeHelp says what train and compare do when --standardize is not given.
 var autoStandardizeHelp = fmt.Sprintf("auto: on when the columns' standard deviations differ as units do (the largest over the median above %d)", data.SpreadToStandardize)
 
+// dataFlags select what to cluster; train, predict and eval share them. dflt says
+// what is read when none is given, standardize what --standardize defaults to.
 func dataFlags(dflt, standardize string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "dataset", Usage: "digits, wine, iris, breast-cancer (embedded tables), mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt},

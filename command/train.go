@@ -193,6 +193,7 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 // runRank trains the run alone (role nil) or as one rank of several.
 func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, stderr io.Writer) error {
 	cfg, runDir := opts.New.Config, opts.Out
+	speaks := role == nil || role.Rank == 0 // writes the run folder and the summary
 	var ckpt *torch.SafeFile
 	if opts.Resume != "" {
 		var err error
@@ -200,7 +201,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 			return err
 		}
 		runDir = opts.Resume
-	} else if role == nil || role.Rank == 0 {
+	} else if speaks {
 		if runDir == "" {
 			runDir = filepath.Join("runs", fmt.Sprintf("%s-%s", train.DataName(cfg), time.Now().Format("20060102-150405")))
 		}
@@ -254,8 +255,8 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		return trainRestarts(ctx, cfg, src, dev, runDir, opts.JSON, stdout, log)
 	}
 	writeDir := runDir
-	if group != nil && group.Rank() != 0 {
-		writeDir = "" // rank 0 alone writes the run folder
+	if !speaks {
+		writeDir = ""
 	}
 	run, err := train.New(cfg, src, dev, writeDir)
 	if err != nil {
@@ -290,7 +291,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	if run.EpochsDone() >= run.Cfg.Epochs {
 		// Resumed only to write what the first sitting could not (see above).
 		fmt.Fprintf(log, "emclust: all %d epochs were done; writing the assignments\n", run.EpochsDone())
-		if group != nil && group.Rank() != 0 {
+		if !speaks {
 			return nil
 		}
 		return finishRun(run, src, dev, 0, nil, opts.JSON, stdout, log)
@@ -308,7 +309,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		}
 		return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
 	}
-	if group != nil && group.Rank() != 0 {
+	if !speaks {
 		return nil
 	}
 	return finishRun(run, src, dev, time.Since(start), nil, opts.JSON, stdout, log)
