@@ -949,9 +949,13 @@ at::Tensor sync_batch_norm(et_group g, const at::Tensor &x, const at::Tensor &w,
   TORCH_CHECK(count > 1, "sync_batch_norm: ", count, " values per channel over all ranks");
   at::Tensor mean = total.narrow(0, 0, c) / count;
   at::Tensor var = (total.narrow(0, c, c) / count - mean.square()).clamp_min(0);
-  at::Tensor y = (xf - mean.view(shape)) * (var + eps).rsqrt().view(shape);
-  if (w.defined()) y = y * w.view(shape);
-  if (b.defined()) y = y + b.view(shape);
+  // y = x·scale + shift per channel, in one elementwise pass that saves only x and
+  // scale for backward, as libtorch's CPU batch norm folds it.
+  at::Tensor scale = (var + eps).rsqrt();
+  if (w.defined()) scale = scale * w;
+  at::Tensor shift = -mean * scale;
+  if (b.defined()) shift = shift + b;
+  at::Tensor y = at::addcmul(shift.view(shape), xf, scale.view(shape));
   {
     c10::NoGradGuard ng;
     if (running_mean.defined())
