@@ -5,7 +5,7 @@ GO          ?= go
 CXX         ?= g++
 BUILD       := build
 SHIM        := $(BUILD)/libemtorch.so
-SHIM_SRC    := torch/csrc/emtorch.cpp torch/csrc/emtorch.h
+SHIM_SRC    := torch/csrc/emtorch.cpp torch/csrc/emtorch.h torch/csrc/emtorch.map
 # Debian's libtorch-dev puts the C++ API headers here.
 TORCH_INC   ?= /usr/include/torch/csrc/api/include
 CXXFLAGS    ?= -O2
@@ -47,7 +47,7 @@ lib: $(SHIM)
 $(SHIM): $(SHIM_SRC) | deps
 	@mkdir -p $(BUILD)
 	$(CXX) $(SHIM_FLAGS) $(CXXFLAGS) -I$(TORCH_INC) torch/csrc/emtorch.cpp -o $@ \
-		-Wl,--no-as-needed -ltorch -ltorch_cpu -lc10
+		-Wl,--version-script=torch/csrc/emtorch.map -Wl,--no-as-needed -ltorch -ltorch_cpu -lc10
 
 build: lib
 	$(GO) build -o emclust ./cmd/emclust

@@ -1206,6 +1206,24 @@ func TestBuildShimScript(t *testing.T) {
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build-shim.sh: %v\n%s", err, b)
 	}
+	// The shim exports its C API alone (torch/csrc/emtorch.map): a C++ symbol it
+	// exported could stand in for libtorch's own copy.
+	nm, err := exec.Command("nm", "-D", "--defined-only", filepath.Join(out, "libemtorch.so")).Output()
+	if err != nil {
+		t.Fatalf("nm: %v", err)
+	}
+	exported := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(nm)), "\n") {
+		f := strings.Fields(line)
+		if name := f[len(f)-1]; !strings.HasPrefix(name, "et_") {
+			t.Errorf("the shim exports %s", name)
+		} else {
+			exported++
+		}
+	}
+	if exported < 50 {
+		t.Errorf("the shim exports %d et_ functions; want its whole C API", exported)
+	}
 	devices := exec.Command(bin, "devices")
 	devices.Env = append(os.Environ(), "LD_LIBRARY_PATH="+out, "LD_DEBUG=libs")
 	var stdout, stderr bytes.Buffer

@@ -103,11 +103,11 @@ func joinGroup(role *launch.Role, dev torch.Device, threads int, o distOptions) 
 		backend = torch.NCCL
 	}
 	if !torch.HasBackend(backend) {
-		need := "Debian's libgloo-dev"
+		need := "Gloo's headers (Debian's libgloo-dev; a pip PyTorch has none: GLOO_INCLUDE=DIR scripts/build-shim.sh)"
 		if backend == torch.NCCL {
 			need = "nccl.h (PyTorch's nvidia-nccl wheel or the CUDA toolkit's)"
 		}
-		return nil, fmt.Errorf("%s: this build of the emtorch shim has no %v (rebuild it with %s installed)", role.Launcher, backend, need)
+		return nil, fmt.Errorf("%s: this build of the emtorch shim has no %v (rebuild it with %s)", role.Launcher, backend, need)
 	}
 	iface, _, _ := strings.Cut(os.Getenv("GLOO_SOCKET_IFNAME"), ",")
 	g, err := torch.NewGroup(torch.GroupConfig{

@@ -53,12 +53,17 @@ if [ -e "$LIBTORCH/lib/libtorch_cuda.so" ]; then
 fi
 
 # Multi-process training: c10d's Gloo backend needs Gloo's headers (Debian's
-# libgloo-dev, or a libtorch folder that ships include/gloo), NCCL's needs nccl.h
-# (PyTorch's nvidia/nccl wheel, or the system's). Each is tried, and left out with a
-# warning if this libtorch cannot build it.
+# libgloo-dev, a libtorch folder that ships include/gloo, or GLOO_INCLUDE=DIR with
+# DIR/gloo/config.h: a pip PyTorch ships none, though its libtorch has Gloo inside),
+# NCCL's needs nccl.h (PyTorch's nvidia/nccl wheel, or the system's). Each is tried,
+# and left out with a warning if this libtorch cannot build it.
 dist=()
-for d in "$LIBTORCH/include" /usr/include; do
-  if [ -e "$d/gloo/config.h" ]; then dist+=(-DUSE_C10D_GLOO -DEMTORCH_GLOO); break; fi
+for d in "${GLOO_INCLUDE:-/nonexistent}" "$LIBTORCH/include" /usr/include; do
+  if [ -e "$d/gloo/config.h" ]; then
+    dist+=(-DUSE_C10D_GLOO -DEMTORCH_GLOO)
+    case $(realpath "$d") in /usr/include | "$(realpath "$LIBTORCH/include")") ;; *) incs+=(-isystem "$d") ;; esac
+    break
+  fi
 done
 if [ -e "$LIBTORCH/lib/libtorch_cuda.so" ]; then
   for d in "$LIBTORCH"/../nvidia/nccl/include "${CUDA_HOME:-/nonexistent}/include" /usr/include; do
@@ -73,17 +78,20 @@ fi
 mkdir -p "$OUT"
 build() {
   "$CXX" -std=c++17 -O2 -fPIC -shared -Wall -Wno-unused-parameter "${defs[@]}" "$@" "${incs[@]}" \
-    "$HERE/torch/csrc/emtorch.cpp" -o "$OUT/libemtorch.so" \
+    "$HERE/torch/csrc/emtorch.cpp" -o "$OUT/libemtorch.so" -Wl,--version-script="$HERE/torch/csrc/emtorch.map" \
     -L"$LIBTORCH/lib" -Wl,--no-as-needed "${libs[@]}" -Wl,--as-needed -Wl,-rpath,"$LIBTORCH/lib"
 }
 echo "build-shim: $LIBTORCH (cxx11 abi $CXX11_ABI${dist[*]:+, ${dist[*]}}) -> $OUT/libemtorch.so"
 if ! build "${dist[@]}" 2>"$OUT/build.log"; then
   if [ ${#dist[@]} = 0 ]; then cat "$OUT/build.log" >&2; exit 1; fi
   mv "$OUT/build.log" "$OUT/build-dist.log"
-  # The NCCL flags alone, then none: say what was left out.
+  # Each backend alone, then none: say what was left out.
   gloo=(); [[ " ${dist[*]} " == *" -DEMTORCH_GLOO "* ]] && gloo=(-DUSE_C10D_GLOO -DEMTORCH_GLOO)
-  if [ ${#gloo[@]} != 0 ] && build "${gloo[@]}" 2>"$OUT/build.log"; then
+  nccl=(); [[ " ${dist[*]} " == *" -DEMTORCH_NCCL "* ]] && nccl=(-DUSE_C10D_NCCL -DEMTORCH_NCCL)
+  if [ ${#gloo[@]} != 0 ] && [ ${#nccl[@]} != 0 ] && build "${gloo[@]}" 2>"$OUT/build.log"; then
     echo "build-shim: built without NCCL (its c10d headers did not compile here: $OUT/build-dist.log has why)" >&2
+  elif [ ${#gloo[@]} != 0 ] && [ ${#nccl[@]} != 0 ] && build "${nccl[@]}" 2>"$OUT/build.log"; then
+    echo "build-shim: built without Gloo (its c10d headers did not compile here: $OUT/build-dist.log has why)" >&2
   else
     build
     echo "build-shim: built without Gloo or NCCL: multi-process training is off (see $OUT/build-dist.log)" >&2
