@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +21,19 @@ import (
 	"emclust/data/datatest"
 	"emclust/launch"
 	"emclust/torch"
+	"emclust/torch/torchtest"
 )
+
+// distDevice places the ranks of these tests: on a CUDA test device they share GPU 0
+// over Gloo (one GPU cannot hold two NCCL ranks, and a machine with one GPU is what
+// scripts/gpu-acceptance.sh has); otherwise the CPU, also where a GPU is present, since
+// --device auto would give each rank a GPU of its own.
+func distDevice() []string {
+	if torchtest.Device().CUDA {
+		return []string{"--device", "cuda:0", "--dist-backend", "gloo"}
+	}
+	return []string{"--device", "cpu"}
+}
 
 // rankEnv is the environment torchrun gives rank r of world ranks.
 func rankEnv(r, world, port int) []string {
@@ -108,13 +121,18 @@ func stateDiff(t *testing.T, a, b map[string][]float32) float64 {
 }
 
 // writeFashionSubset writes the first n Fashion-MNIST training images (from Debian's
-// dataset-fashion-mnist, which make deps installs) as an MNIST-like set: real images,
-// whose gradients are not the rounding noise of random pixels'.
+// dataset-fashion-mnist, which make deps installs, or the folder EMCLUST_TEST_FMNIST
+// names on machines without it) as an MNIST-like set: real images, whose gradients are
+// not the rounding noise of random pixels'.
 func writeFashionSubset(t *testing.T, dir string, n int) {
 	t.Helper()
-	im, err := data.LoadMNISTLike(data.DefaultImageDir("fashion-mnist"), "fashion-mnist")
+	src := os.Getenv("EMCLUST_TEST_FMNIST")
+	if src == "" {
+		src = data.DefaultImageDir("fashion-mnist")
+	}
+	im, err := data.LoadMNISTLike(src, "fashion-mnist")
 	if err != nil {
-		t.Fatalf("%v (make deps installs dataset-fashion-mnist)", err)
+		t.Fatalf("%v (make deps installs dataset-fashion-mnist; EMCLUST_TEST_FMNIST names another folder)", err)
 	}
 	sub := datatest.Images{N: n, C: 1, H: 28, W: 28, Pix: im.Pix[:n*28*28], Labels: im.Labels[:n]}
 	if err := datatest.WriteMNISTLike(dir, sub, n); err != nil {
@@ -136,7 +154,7 @@ func TestDataParallelEquivalence(t *testing.T) {
 		{"twofold cnn", []string{"--dataset", "mnist", "--data-dir", ".", "--batch-size", "64", "--epochs", "3", "--eval-every", "0", "--channels-last=false"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			base := append([]string{"train", "--quiet", "--kmeans=false"}, tc.args...)
+			base := append(append([]string{"train", "--quiet", "--kmeans=false"}, distDevice()...), tc.args...)
 			out := func(name string) []string { return append(append([]string(nil), base...), "--out", name) }
 			r := runIn(dir, 5*time.Minute, out(tc.name+"-1")...)
 			wantScoreLine(t, r)
@@ -218,14 +236,14 @@ func TestDataParallelEquivalence(t *testing.T) {
 // where 3 epochs in one process end.
 func TestResumeAcrossWorldSizes(t *testing.T) {
 	dir := t.TempDir()
-	base := []string{"train", "--quiet", "--kmeans=false"}
+	base := slices.Clip(append([]string{"train", "--quiet", "--kmeans=false"}, distDevice()...))
 	wantScoreLine(t, runProc(t, dir, append(base, "--epochs", "3", "--out", "straight")...))
 	straight := checkpointState(t, filepath.Join(dir, "straight"))
 	for _, tc := range []struct{ name, first, then string }{{"2 then 1", "2", "1"}, {"1 then 2", "1", "2"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := strings.ReplaceAll(tc.name, " ", "-")
 			wantScoreLine(t, runProc(t, dir, append(base, "--epochs", "2", "--out", run, "--nproc", tc.first)...))
-			wantScoreLine(t, runProc(t, dir, "train", "--quiet", "--resume", run, "--epochs", "3", "--nproc", tc.then))
+			wantScoreLine(t, runProc(t, dir, append([]string{"train", "--quiet", "--resume", run, "--epochs", "3", "--nproc", tc.then}, distDevice()...)...))
 			if d := stateDiff(t, checkpointState(t, filepath.Join(dir, run)), straight); d > 1e-2 {
 				t.Errorf("resumed across world sizes, differs from a straight run by %.3g", d)
 			}
@@ -243,7 +261,8 @@ func TestResumeAcrossWorldSizes(t *testing.T) {
 // Launch mistakes end every rank with one line, inside the timeout, never a hang.
 func TestDistributedErrors(t *testing.T) {
 	dir := t.TempDir()
-	train := []string{"train", "--quiet", "--kmeans=false", "--epochs", "2", "--dist-timeout", "3s"}
+	// Clipped: each case appends its own flags to it.
+	train := slices.Clip(append([]string{"train", "--quiet", "--kmeans=false", "--epochs", "2", "--dist-timeout", "3s"}, distDevice()...))
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +306,7 @@ func TestLostRank(t *testing.T) {
 	dir := t.TempDir()
 	bigCSV(t, dir)
 	var stderr bytes.Buffer
-	cmd, done := startTrain(t, dir, &stderr, "--quiet", "--batch-size", "32", "--nproc", "2", "--dist-timeout", "20s")
+	cmd, done := startTrain(t, dir, &stderr, append(distDevice(), "--quiet", "--batch-size", "32", "--nproc", "2", "--dist-timeout", "20s")...)
 	waitFor(t, filepath.Join(dir, "run", "checkpoint.safetensors"), 60*time.Second, done)
 	ranks := childPIDs(t, cmd.Process.Pid)
 	if len(ranks) != 2 {
@@ -313,7 +332,7 @@ func TestInterruptRanks(t *testing.T) {
 	dir := t.TempDir()
 	bigCSV(t, dir)
 	var stderr bytes.Buffer
-	cmd, done := startTrain(t, dir, &stderr, "--quiet", "--batch-size", "32", "--nproc", "2")
+	cmd, done := startTrain(t, dir, &stderr, append(distDevice(), "--quiet", "--batch-size", "32", "--nproc", "2")...)
 	waitFor(t, filepath.Join(dir, "run", "metrics.jsonl"), 60*time.Second, done)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
@@ -344,8 +363,8 @@ func TestLostRankNamed(t *testing.T) {
 			errs := make([]bytes.Buffer, 2)
 			dones := make([]chan struct{}, 2)
 			for r := range cmds {
-				cmd := exec.Command(bin, "train", "--data", "big.csv", "--label-col", "label", "--epochs", "1000",
-					"--kmeans=false", "--out", "run", "--quiet", "--batch-size", "32", "--dist-timeout", "20s")
+				cmd := exec.Command(bin, append([]string{"train", "--data", "big.csv", "--label-col", "label", "--epochs", "1000",
+					"--kmeans=false", "--out", "run", "--quiet", "--batch-size", "32", "--dist-timeout", "20s"}, distDevice()...)...)
 				cmd.Dir, cmd.Env, cmd.Stderr = dir, rankEnv(r, 2, port), &errs[r]
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
@@ -444,7 +463,7 @@ func TestTwoHosts(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	args := []string{"train", "--quiet", "--kmeans=false", "--epochs", "2", "--dist-timeout", "30s", "--out", "run"}
+	args := append(append([]string{"train", "--quiet", "--kmeans=false", "--epochs", "2", "--dist-timeout", "30s"}, distDevice()...), "--out", "run")
 	envs := make([][]string, 2)
 	argv := make([][]string, 2)
 	for r := range ns {

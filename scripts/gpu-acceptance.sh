@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# gpu-acceptance.sh [--device cuda|cpu] [--quick] [--skip-tests] [--minutes M] [--fmnist DIR] OUTDIR
+# gpu-acceptance.sh [--device cuda|cpu] [--quick] [--skip-tests] [--only STEPS]
+#                   [--tests PKGS] [--speed-modes MODES] [--minutes M] [--fmnist DIR] OUTDIR
 #
 # Everything that needs an NVIDIA GPU, in one command, on a machine that has PyTorch
 # (CUDA), g++ and python3 but no Go and no network. Carry over the repository with the
@@ -19,6 +20,11 @@
 #   train     Fashion-MNIST twofold for the minutes left, with epoch times and the
 #             fraction of the GPU's dense peak
 #
+# --only dist,tests (say) runs those steps and records the others as skipped (the shim
+# is always built). --tests torch,train (say) runs those packages' tests alone.
+# --speed-modes picks the speed step's configurations, each
+# WHAT:PRECISION:CHANNELS_LAST with WHAT cnn or mlp (default: all six, fp32 first).
+#
 # --device cpu --quick runs the same steps on a CPU in under 5 minutes, on small
 # sizes (the shim the binary was built with, a 600-image Fashion-MNIST, few steps),
 # so that CI tests the script itself. --skip-tests leaves out the tests step, to measure
@@ -30,6 +36,9 @@ set -uo pipefail
 device=cuda
 quick=0
 skip_tests=0
+only=""
+test_pkgs=""
+speed_modes=cnn:fp32:false,cnn:bf16:false,mlp:fp32:false,mlp:bf16:false,cnn:fp32:true,cnn:bf16:true
 minutes=""
 fmnist=/usr/share/datasets/fashion-mnist
 out=""
@@ -39,6 +48,9 @@ while [ $# -gt 0 ]; do
 	--device) device=$2; shift 2 ;;
 	--quick) quick=1; shift ;;
 	--skip-tests) skip_tests=1; shift ;;
+	--only) only=$2; shift 2 ;;
+	--speed-modes) speed_modes=$2; shift 2 ;;
+	--tests) test_pkgs=$2; shift 2 ;;
 	--minutes) minutes=$2; shift 2 ;;
 	--fmnist) fmnist=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
@@ -48,8 +60,18 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$out" ] || { echo "gpu-acceptance.sh: give OUTDIR" >&2; usage >&2; exit 2; }
 case $device in cuda | cpu) ;; *) echo "gpu-acceptance.sh: --device $device: want cuda or cpu" >&2; exit 2 ;; esac
+for s in ${only//,/ }; do
+	case $s in devices | dist | tests | speed | parity | train) ;;
+	*) echo "gpu-acceptance.sh: --only $only: unknown step $s (want devices, dist, tests, speed, parity, train)" >&2; exit 2 ;;
+	esac
+done
+for m in ${speed_modes//,/ }; do
+	[[ $m =~ ^(cnn|mlp):(fp32|bf16):(true|false)$ ]] ||
+		{ echo "gpu-acceptance.sh: --speed-modes: $m: want cnn|mlp:fp32|bf16:true|false" >&2; exit 2; }
+done
 [ -n "$minutes" ] || { [ $quick = 1 ] && minutes=4 || minutes=8.5; }
 
+fmnist=$(realpath -m "$fmnist") # the tests look for it from their package folders
 cd "$(dirname "$0")/.."
 repo=$PWD
 # A run's figures must be its own: a folder left by an earlier run would lend them.
@@ -78,6 +100,12 @@ record() {
 	say "$1: $2 ($3 s) $4"
 }
 left() { echo $((deadline - SECONDS)); }
+# wanted STEP: whether --only leaves STEP in; a step left out is recorded as skipped.
+wanted() {
+	[ -z "$only" ] || [[ ",$only," == *",$1,"* ]] && return 0
+	record "$1" skipped 0 "--only $only"
+	return 1
+}
 
 # The Python with PyTorch: $PYTHON, python3, or Debian's (make bench-deps installs
 # python3-torch for /usr/bin/python3, which a pyenv python3 on PATH does not see).
@@ -117,7 +145,8 @@ fi
 
 # --- devices --------------------------------------------------------------------------
 t0=$SECONDS
-if ./emclust devices >"$out/devices.txt" 2>&1 && { [ $device = cpu ] || grep -q '^cuda' "$out/devices.txt"; }; then
+if ! wanted devices; then :
+elif ./emclust devices >"$out/devices.txt" 2>&1 && { [ $device = cpu ] || grep -q '^cuda' "$out/devices.txt"; }; then
 	record devices ok $((SECONDS - t0)) "$(tr '\n' ';' <"$out/devices.txt")"
 else
 	record devices fail $((SECONDS - t0)) "$(tr '\n' ';' <"$out/devices.txt")"
@@ -130,7 +159,8 @@ fi
 t0=$SECONDS
 dist_dev=$device; [ $device = cuda ] && dist_dev=cuda:0
 port=$(( 29500 + RANDOM % 1000 ))
-if RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+if ! wanted dist; then :
+elif RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
 	./emclust train --device "$dist_dev" --epochs 2 --kmeans=false --out "$out/dist-world1" >"$out/dist.log" 2>&1 &&
 	./emclust train --nproc 2 --dist-backend gloo --device "$dist_dev" --epochs 2 --kmeans=false \
 		--out "$out/dist-gloo2" >>"$out/dist.log" 2>&1; then
@@ -146,7 +176,8 @@ for tb in build/tests/*.test; do
 	name=$(basename "$tb" .test)
 	# quick: the packages whose tests run ops on the device, not the CLI's end-to-end suite
 	if [ $quick = 1 ]; then case $name in torch | loss | model | transform) ;; *) continue ;; esac; fi
-	[ $skip_tests = 0 ] || continue
+	[ $skip_tests = 0 ] && { [ -z "$only" ] || [[ ",$only," == *,tests,* ]]; } || continue
+	[ -z "$test_pkgs" ] || [[ ",$test_pkgs," == *",$name,"* ]] || continue
 	pkgs+=("$name")
 done
 : >"$out/tests.tsv"
@@ -154,7 +185,7 @@ test_failed=0
 for name in "${pkgs[@]}"; do
 	dir=$name # each package with tests is a top-level folder named as its package
 	t1=$SECONDS
-	if (cd "$dir" && EMCLUST_TEST_DEVICE=$device EMCLUST_TEST_BIN=$repo/emclust "$repo/build/tests/$name.test" \
+	if (cd "$dir" && EMCLUST_TEST_DEVICE=$device EMCLUST_TEST_BIN=$repo/emclust EMCLUST_TEST_FMNIST=$fmnist "$repo/build/tests/$name.test" \
 		-test.count=1 -test.timeout=4m >"$out/test-$name.log" 2>&1); then
 		printf '%s\tok\t%d\n' "$name" $((SECONDS - t1)) >>"$out/tests.tsv"
 	else
@@ -165,6 +196,7 @@ for name in "${pkgs[@]}"; do
 done
 if [ $skip_tests = 1 ]; then
 	record tests skipped 0 "--skip-tests"
+elif ! wanted tests; then :
 elif [ $test_failed = 0 ]; then
 	record tests ok $((SECONDS - t0)) "${#pkgs[@]} packages on $device"
 else
@@ -182,13 +214,18 @@ else
 	speed=(--steps 30 --warmup 5 --mlp-steps 300 --mlp-warmup 20 --repeats 1)
 	speed_share=$(((deadline - SECONDS) * 35 / 100))
 fi
-if [ -z "$python" ]; then
+# Without the parity and train steps after it, the speed step may use all the time left.
+if [ -n "$only" ] && [[ ",$only," != *,parity,* && ",$only," != *,train,* ]]; then
+	speed_share=$((deadline - SECONDS - 30))
+fi
+if ! wanted speed; then :
+elif [ -z "$python" ]; then
 	record speed fail 0 "no python3 here imports torch (Debian/Ubuntu: make bench-deps)"
 else
 	done_modes="" skipped=""
 	speed_ok=1
 	# The CNNs twofold in each precision and layout; the MLP (em; no layout) per precision.
-	for mode in cnn:fp32:false cnn:bf16:false mlp:fp32:false mlp:bf16:false cnn:fp32:true cnn:bf16:true; do
+	for mode in ${speed_modes//,/ }; do
 		IFS=: read -r what p cl <<<"$mode"
 		name=$what-$p-cl$cl
 		if [ $((SECONDS - t0)) -ge $speed_share ]; then skipped="$skipped $name"; continue; fi
@@ -230,21 +267,23 @@ EOF
 fi
 fm=(--dataset fashion-mnist --data-dir "$data" --device "$device")
 if [ -z "$data" ] || [ ! -d "$data" ]; then
-	record parity fail 0 "no Fashion-MNIST at $fmnist (--fmnist DIR: the four IDX files)"
-	record train fail 0 "no Fashion-MNIST at $fmnist"
+	! wanted parity || record parity fail 0 "no Fashion-MNIST at $fmnist (--fmnist DIR: the four IDX files)"
+	! wanted train || record train fail 0 "no Fashion-MNIST at $fmnist"
 else
 	if [ $quick = 1 ]; then par=(--seeds 1 -- --epochs 1 --batch-size 100); else par=(--seeds 2 -- --epochs 2); fi
-	if scripts/parity.sh --modes fp32,bf16 --tol 0.05 --emclust ./emclust --out "$out/parity" "${par[@]:0:2}" \
+	if ! wanted parity; then :
+	elif scripts/parity.sh --modes fp32,bf16 --tol 0.05 --emclust ./emclust --out "$out/parity" "${par[@]:0:2}" \
 		"${par[@]:2}" "${fm[@]}" >"$out/parity.md" 2>"$out/parity.log"; then
 		record parity ok $((SECONDS - t0)) "$(grep -E '^\| (fp32|bf16) ' "$out/parity.md" | tr '\n' ' ')"
 	else
 		record parity fail $((SECONDS - t0)) "$(tail -3 "$out/parity.md" "$out/parity.log" | tr '\n' ' ')"
 	fi
-	cat "$out/parity.md"
+	[ ! -e "$out/parity.md" ] || cat "$out/parity.md"
 
 	t0=$SECONDS
 	budget=$(($(left) - 20))
-	if [ $budget -lt 20 ]; then
+	if ! wanted train; then :
+	elif [ $budget -lt 20 ]; then
 		record train fail 0 "no time left for the long run ($budget s)"
 	else
 		say "train: Fashion-MNIST twofold for ${budget} s"

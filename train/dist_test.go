@@ -129,12 +129,17 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 		{"em local stats", func(c *Config) { c.LocalStats = true }, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// On the CPU whatever the test device: ranks in one process on one CUDA
+			// device deadlock, since autograd runs every backward pass on that device
+			// on one worker thread, and rank 0's collective inside backward waits
+			// for rank 1's, queued behind it. One process a rank on a GPU is
+			// command's TestDataParallelEquivalence and gpu-acceptance.sh's dist step.
 			src := digitsSourceOn(t, torch.CPU)
 			cfg := VectorDefaults()
 			cfg.MinSteps = 0 // the epochs as set
 			cfg.Epochs, cfg.EvalEvery, cfg.KMeans = 2, 1, false
 			c.edit(&cfg)
-			one := newRun(t, cfg, src, "")
+			one := newRunOn(t, cfg, src, "", torch.CPU)
 			if err := one.Train(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +148,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 			// Different seeds for rank 1: Join must still start it from rank 0's model.
 			other := cfg
 			other.Seed++
-			runs := []*Run{newRun(t, cfg, src, ""), newRun(t, other, src, "")}
+			runs := []*Run{newRunOn(t, cfg, src, "", torch.CPU), newRunOn(t, other, src, "", torch.CPU)}
 			runs[1].Cfg.Seed = cfg.Seed // its network stays that of seed+1
 			joinRanks(t, runs)
 			trainRanks(t, runs)
@@ -177,7 +182,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 }
 
 func TestJoinRefuses(t *testing.T) {
-	src := digitsSourceOn(t, torch.CPU)
+	src := digitsSource(t)
 	cfg := VectorDefaults()
 	cfg.MinSteps = 0 // the epochs as set
 	cfg.Epochs = 1

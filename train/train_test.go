@@ -34,7 +34,12 @@ func digitsSourceOn(t testing.TB, dev torch.Device) *VectorSource {
 
 func newRun(t *testing.T, cfg Config, src Source, dir string) *Run {
 	t.Helper()
-	r, err := New(cfg, src, testDevice, dir)
+	return newRunOn(t, cfg, src, dir, testDevice)
+}
+
+func newRunOn(t *testing.T, cfg Config, src Source, dir string, dev torch.Device) *Run {
+	t.Helper()
+	r, err := New(cfg, src, dev, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
