@@ -42,7 +42,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "warmup", Value: 3, Usage: "untimed steps first (allocator, cuDNN autotuning)"},
 			threadsFlag(),
 			&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "comma-separated: fp32, bf16 (each is timed)"},
-			&cli.StringFlag{Name: "channels-last", Value: "auto", Usage: "comma-separated: false, true, auto (train's default: true for CNNs on the CPU); each is timed on the CNNs"},
+			&cli.StringFlag{Name: "channels-last", Value: "auto", Usage: "comma-separated: false, true, auto (train's default: true for CNNs); each is timed on the CNNs"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON lines instead of a table"},
 		},
 		Action: action(benchOptionsFrom, runBench),
@@ -115,7 +115,7 @@ func runBench(_ context.Context, opts benchOptions, stdout, _ io.Writer) error {
 				for _, layout := range opts.Layouts {
 					cl, _ := strconv.ParseBool(layout)
 					if layout == "auto" {
-						cl = defaultChannelsLast(m != "mlp", dev)
+						cl = defaultChannelsLast(m != "mlp")
 					}
 					if cl && m == "mlp" {
 						continue // no convolutions to lay out

@@ -1240,19 +1240,12 @@ func TestBuildShimScript(t *testing.T) {
 }
 
 func TestDefaultChannelsLast(t *testing.T) {
-	gpu := torch.Device{CUDA: true}
-	for _, tc := range []struct {
-		cnn  bool
-		dev  torch.Device
-		want bool
-	}{
-		{true, torch.CPU, true},   // measured: a fifth off the epoch
-		{true, gpu, false},        // not measured on a GPU yet
-		{false, torch.CPU, false}, // an MLP has no convolutions
-		{false, gpu, false},
+	for _, tc := range []struct{ cnn, want bool }{
+		{true, true},   // measured on the CPU and an H100: faster or within noise
+		{false, false}, // an MLP has no convolutions
 	} {
-		if got := defaultChannelsLast(tc.cnn, tc.dev); got != tc.want {
-			t.Errorf("defaultChannelsLast(cnn %v, %v) = %v, want %v", tc.cnn, tc.dev, got, tc.want)
+		if got := defaultChannelsLast(tc.cnn); got != tc.want {
+			t.Errorf("defaultChannelsLast(cnn %v) = %v, want %v", tc.cnn, got, tc.want)
 		}
 	}
 }
