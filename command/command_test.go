@@ -337,6 +337,11 @@ func TestErrors(t *testing.T) {
 		{name: "bad hidden", args: append(ten, "--hidden", "32,x"), code: 2, want: []string{"--hidden", `"x"`}},
 		{name: "nproc -1", args: append(ten, "--nproc", "-1"), code: 2, want: []string{"--nproc -1", "1 to 1024"}},
 		{name: "suite with data", args: []string{"compare", "--suite", "--data", "ten.csv"}, code: 2, want: []string{"--data with --suite"}},
+		{name: "k sweep with a repeat", args: []string{"compare", "--data", "ten.csv", "--k", "2,3,2"}, code: 2, want: []string{"--k", "K = 2 given twice"}},
+		{name: "k not a number", args: []string{"compare", "--data", "ten.csv", "--k", "2,x"}, code: 2, want: []string{"--k", `"2,x"`}},
+		{name: "k sweep of a baseline", args: []string{"compare", "--data", "ten.csv", "--k", "2,3", "--methods", "kmeans"}, code: 2, want: []string{"--methods kmeans", "one neural method"}},
+		{name: "k sweep with suite", args: []string{"compare", "--suite", "--k", "2,3"}, code: 2, want: []string{"--suite with several --k"}},
+		{name: "k list in train", args: append(ten, "--k", "2,3"), code: 2, want: []string{"k", `"2,3"`}},
 		{name: "dist-timeout 0", args: append(ten, "--dist-timeout", "0s"), code: 2, want: []string{"--dist-timeout", "positive"}},
 		{name: "unknown dist-backend", args: append(ten, "--dist-backend", "mpi"), code: 2, want: []string{"--dist-backend", `"mpi"`, "gloo"}},
 		{name: "sync-stats on resume", args: []string{"train", "--resume", "nonexistent-run", "--sync-stats=false"}, code: 2, want: []string{"--sync-stats with --resume"}},
@@ -1394,6 +1399,30 @@ func TestStandardizeAuto(t *testing.T) {
 		if saved.Standardize != tc.want || saved.StandardizeAuto != tc.auto || (tc.auto && !(saved.FeatureSpread > data.SpreadToStandardize)) {
 			t.Errorf("flags %v: config.json %+v, want standardize %v, auto %v", tc.flag, saved, tc.want, tc.auto)
 		}
+	}
+}
+
+// compare --k with several values sweeps K without labels: a row per K, no NMI
+// column, and --markdown holds what was printed.
+func TestCompareSweepK(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "blobs.csv"), []byte(randomCSV(120, 4, 3, 5, false)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := run(t, dir, "compare", "--data", "blobs.csv", "--k", "2,3,4", "--seeds", "2", "--epochs", "3", "--quiet", "--markdown", "k.md")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, k := range []string{"| 2 ", "| 3 ", "| 4 "} {
+		if !strings.Contains(r.stdout, k) {
+			t.Errorf("no row %q:\n%s", k, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "NMI") || !strings.Contains(r.stdout, "agreement") {
+		t.Errorf("want the label-free columns alone:\n%s", r.stdout)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "k.md")); err != nil || string(b) != r.stdout {
+		t.Errorf("k.md differs from what was printed (%v)", err)
 	}
 }
 

@@ -24,6 +24,13 @@ import (
 
 func compareCommand() *cli.Command {
 	flags := append(dataFlags("the embedded digits", autoStandardizeHelp), modelFlags()...)
+	for i, f := range flags {
+		if f.Names()[0] == "k" {
+			// One K as in train, or several: a sweep that prints the label-free criteria per K.
+			flags[i] = &cli.StringFlag{Name: "k", Usage: "number of clusters, or several (6,8,10,12) to train one neural method at each and print the label-free criteria per K, an aid for choosing K",
+				DefaultText: "the number of classes when labels are known, else 10"}
+		}
+	}
 	flags = append(flags,
 		&cli.StringFlag{Name: "methods", Usage: "methods to compare, comma-separated: " + strings.Join(compare.Methods(), ", "),
 			DefaultText: strings.Join(compare.DefaultMethods(false), ",") + " for vectors, " + strings.Join(compare.DefaultMethods(true), ",") + " for images"},
@@ -45,7 +52,11 @@ func compareCommand() *cli.Command {
 			"method: ACC, NMI and ARI as mean ± the half-width of their 95% confidence interval (Student's t\n" +
 			"over seeds), and the mean seconds a run took. The data need labels. Neural methods train like\n" +
 			"emclust train and are scored on their final eval-mode clustering; the baselines cluster the same\n" +
-			"features as train's k-means. The same seeds give the same numbers on the CPU.",
+			"features as train's k-means. The same seeds give the same numbers on the CPU.\n\n" +
+			"With several values of --k (say --k 6,8,10,12) it trains one neural method (--methods, default em\n" +
+			"for vectors, twofold for images) at each K over the seeds instead, and prints per K the criteria\n" +
+			"that need no labels: log-likelihood, mean max posterior, size balance, empty clusters and the\n" +
+			"agreement between seeds. Labels are not needed then; where there are some, NMI is shown beside.",
 		Flags:  flags,
 		Action: action(compareOptionsFrom, runCompare),
 	}
@@ -58,7 +69,8 @@ type compareOptions struct {
 	Out, Markdown string
 	Force         bool
 	JSON, Quiet   bool
-	Suite         bool // every embedded table in turn
+	Suite         bool  // every embedded table in turn
+	Ks            []int // several: a K sweep of Methods[0] instead of a comparison
 }
 
 // compareOptionsFrom reads and checks everything the command line alone decides,
@@ -74,6 +86,22 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 		}
 	}
 	var err error
+	if c.IsSet("k") {
+		if opts.Ks, err = parseInts(c.String("k"), 1); err != nil || len(opts.Ks) == 0 {
+			return opts, usageError{fmt.Errorf("--k %q: want a number of clusters, or several comma-separated", c.String("k"))}
+		}
+	}
+	sweep := len(opts.Ks) > 1
+	if sweep {
+		if err := compare.CheckKs(opts.Ks, 0); err != nil {
+			return opts, usageError{fmt.Errorf("--k: %w", err)}
+		}
+		for _, f := range []string{"suite", "out"} {
+			if c.IsSet(f) {
+				return opts, usageError{fmt.Errorf("--%s with several --k: a K sweep runs on one data set and keeps no run folders", f)}
+			}
+		}
+	}
 	if opts.Run, err = newRunFrom(c); err != nil {
 		return opts, err
 	}
@@ -86,6 +114,14 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 	}
 	if err := compare.CheckMethods(opts.Methods, images); err != nil {
 		return opts, usageError{fmt.Errorf("--methods: %w", err)}
+	}
+	if sweep {
+		if !c.IsSet("methods") {
+			opts.Methods = opts.Methods[:1] // the data's default neural method
+		}
+		if len(opts.Methods) != 1 || !compare.Neural(opts.Methods[0]) {
+			return opts, usageError{fmt.Errorf("--methods %s with several --k: a K sweep trains one neural method; name one", strings.Join(opts.Methods, ","))}
+		}
 	}
 	if opts.Seeds, err = compareSeeds(c); err != nil {
 		return opts, err
@@ -113,6 +149,9 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 	log := stderr
 	if opts.Quiet {
 		log = io.Discard
+	}
+	if len(opts.Ks) > 1 {
+		return runSweep(ctx, opts, dev, log, stdout)
 	}
 	if opts.Suite {
 		var reps []*compare.Report
@@ -315,4 +354,66 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// runSweep trains opts.Methods[0] at each K of opts.Ks over the seeds and prints the
+// criteria per K. Interrupted, it prints the K finished so far and writes no files.
+func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, stdout io.Writer) error {
+	cfg := opts.Run.Config
+	src, err := train.OpenSource(&cfg, dev)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	opts.Run.resolve(&cfg, dev, src)
+	deviceName := dev.String()
+	if !dev.CUDA {
+		deviceName += fmt.Sprintf(" (%d threads)", torch.NumThreads())
+	}
+	fmt.Fprintf(log, "emclust: %s on %s; %s at K = %s × %s\n", src.Describe(), deviceName, opts.Methods[0],
+		strings.Trim(strings.ReplaceAll(fmt.Sprint(opts.Ks), " ", ","), "[]"), plural(len(opts.Seeds), "seed"))
+	opt := compare.SweepOptions{Method: opts.Methods[0], Ks: opts.Ks, Seeds: opts.Seeds, Train: cfg, Device: dev,
+		Done: func(r compare.KRun, done, total int) {
+			nmi := ""
+			if r.NMI != nil {
+				nmi = fmt.Sprintf("  NMI %.4f", *r.NMI)
+			}
+			fmt.Fprintf(log, "emclust: [%*d/%d] K %-3d seed %-3d log-likelihood %.4f  max posterior %.4f  empty %d%s  %.1fs\n",
+				len(strconv.Itoa(total)), done, total, r.K, r.Seed, r.Criteria.LogLikelihood, r.Criteria.MaxPosterior, r.Empty, nmi, r.Seconds)
+		}}
+	runs, err := compare.SweepK(ctx, src, opt)
+	interrupted := errors.Is(err, context.Canceled)
+	if err != nil && !interrupted {
+		return err
+	}
+	name := train.DataName(cfg)
+	if cfg.Standardize {
+		name += " (standardized)"
+	}
+	rep, rerr := compare.NewSweepReport(name, src.Len(), opt, deviceName, runs, numClasses(src.Labels()))
+	if rerr != nil {
+		return rerr
+	}
+	if interrupted {
+		if len(runs) > 0 {
+			fmt.Fprint(stdout, rep.Markdown())
+		}
+		return interruptedError{fmt.Errorf("interrupted after %d of %d runs; no files were written", len(runs), len(opts.Ks)*len(opts.Seeds))}
+	}
+	js, err := json.Marshal(rep)
+	if err != nil {
+		return fmt.Errorf("compare: %w", err)
+	}
+	md := rep.Markdown()
+	if path := opts.Markdown; path != "" {
+		if err := atomicfile.WriteBytes(path, []byte(md)); err != nil {
+			return err
+		}
+	}
+	if opts.JSON {
+		fmt.Fprintln(stdout, string(js))
+		return nil
+	}
+	fmt.Fprint(stdout, md)
+	return nil
 }

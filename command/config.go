@@ -62,7 +62,14 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 			*dst = c.Bool(name)
 		}
 	}
-	setInt(&cfg.K, "k")
+	if c.IsSet("k") {
+		// compare's --k may list several K for a sweep: the first stands for them here.
+		ks, err := parseInts(c.String("k"), 1)
+		if err != nil || len(ks) == 0 {
+			return cfg, usageError{fmt.Errorf("--k %q: want a number of clusters", c.String("k"))}
+		}
+		cfg.K = ks[0]
+	}
 	if c.IsSet("epochs") {
 		cfg.Epochs, cfg.MinSteps = c.Int("epochs"), 0 // as many as asked
 	}

@@ -1,0 +1,263 @@
+package compare
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"emclust/eval"
+	"emclust/torch"
+	"emclust/train"
+)
+
+// SweepOptions configure SweepK: one neural method trained at several K, each over
+// the same seeds. A user without labels reads the label-free columns of its report to
+// choose K; labels, where the data have them, only add a reference column.
+type SweepOptions struct {
+	Method string
+	Ks     []int
+	Seeds  []uint64
+	Train  train.Config // K and Seed are set per run, Objective to Method
+	Device torch.Device
+	// Done, when set, is called after each run with how many are done of how many.
+	Done func(r KRun, done, total int)
+}
+
+// KRun is one run of a sweep: the label-free criteria of its final eval-mode
+// clustering, and its scores against the labels when there are labels.
+type KRun struct {
+	K        int            `json:"k"`
+	Seed     uint64         `json:"seed"`
+	Criteria train.Criteria `json:"criteria"`
+	Empty    int            `json:"empty_clusters"`
+	NMI      *float64       `json:"nmi,omitempty"`
+	ACC      *float64       `json:"acc,omitempty"`
+	Seconds  float64        `json:"seconds"`
+	clusters []int          // for the agreement between seeds
+}
+
+// CheckKs rejects a K list that cannot be swept: fewer than two values, a repeat, or
+// a K below 2 or above the rows.
+func CheckKs(ks []int, rows int) error {
+	if len(ks) < 2 {
+		return errors.New("a sweep needs at least two values of K")
+	}
+	for i, k := range ks {
+		if k < 2 || (rows > 0 && k > rows) {
+			return fmt.Errorf("K = %d: want 2 to %d (the rows of data)", k, rows)
+		}
+		if slices.Contains(ks[:i], k) {
+			return fmt.Errorf("K = %d given twice", k)
+		}
+	}
+	return nil
+}
+
+// SweepK trains opt.Method at every K of opt.Ks for every seed, K by K. When ctx is
+// cancelled it returns the runs finished so far with an error wrapping ctx's.
+func SweepK(ctx context.Context, src train.Source, opt SweepOptions) ([]KRun, error) {
+	if !Neural(opt.Method) {
+		return nil, fmt.Errorf("compare: a K sweep trains a network; %q is not one of its objectives", opt.Method)
+	}
+	if err := CheckKs(opt.Ks, src.Len()); err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	if err := CheckSeeds(opt.Seeds); err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	for _, k := range opt.Ks {
+		cfg := opt.Train
+		cfg.Objective, cfg.K = opt.Method, k
+		if err := cfg.Validate(); err != nil {
+			return nil, fmt.Errorf("compare: K = %d: %w", k, err)
+		}
+	}
+	total := len(opt.Ks) * len(opt.Seeds)
+	runs := make([]KRun, 0, total)
+	for _, k := range opt.Ks {
+		for _, seed := range opt.Seeds {
+			if err := ctx.Err(); err != nil {
+				return runs, fmt.Errorf("compare: stopped after %d of %d runs: %w", len(runs), total, err)
+			}
+			r, err := opt.run(ctx, src, k, seed)
+			if err != nil {
+				return runs, fmt.Errorf("compare: K = %d seed %d: %w", k, seed, err)
+			}
+			runs = append(runs, r)
+			if opt.Done != nil {
+				opt.Done(r, len(runs), total)
+			}
+		}
+	}
+	return runs, nil
+}
+
+func (opt *SweepOptions) run(ctx context.Context, src train.Source, k int, seed uint64) (KRun, error) {
+	cfg := opt.Train
+	cfg.Objective, cfg.K, cfg.Seed = opt.Method, k, seed
+	start := time.Now()
+	run, err := train.New(cfg, src, opt.Device, "")
+	if err != nil {
+		return KRun{}, err
+	}
+	defer run.Close()
+	if err := run.Train(ctx); err != nil {
+		return KRun{}, err
+	}
+	pred, err := train.PredictWithCriteria(run.Net, src, opt.Device, run.Prior(), run.Cfg.GammaVal)
+	if err != nil {
+		return KRun{}, fmt.Errorf("predict: %w", err)
+	}
+	r := KRun{K: k, Seed: seed, Criteria: *pred.Criteria, Seconds: time.Since(start).Seconds(), clusters: pred.Cluster}
+	for _, n := range eval.ClusterSizes(pred.Cluster, k) {
+		if n == 0 {
+			r.Empty++
+		}
+	}
+	if labels := src.Labels(); labels != nil {
+		sc, err := eval.Score(labels, pred.Cluster)
+		if err != nil {
+			return KRun{}, err
+		}
+		r.NMI, r.ACC = &sc.NMI, &sc.ACC
+	}
+	return r, nil
+}
+
+// KSummary is one row of a sweep's table: a K over its seeds.
+type KSummary struct {
+	K             int     `json:"k"`
+	Runs          int     `json:"runs"`
+	LogLikelihood Stat    `json:"log_likelihood"`
+	MaxPosterior  Stat    `json:"max_posterior"`
+	SizeEntropy   Stat    `json:"size_entropy"`
+	Empty         float64 `json:"empty_clusters"` // mean over seeds
+	// Agreement is the adjusted Rand index between the clusterings of every two
+	// seeds: how reproducible the clustering at this K is. It needs two seeds (nil
+	// with one).
+	Agreement *Stat   `json:"agreement,omitempty"`
+	NMI       *Stat   `json:"nmi,omitempty"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// SweepReport is a whole sweep, what compare --k --json prints.
+type SweepReport struct {
+	Data    string     `json:"data"`
+	N       int        `json:"n"`
+	Method  string     `json:"method"`
+	Seeds   []uint64   `json:"seeds"`
+	Epochs  int        `json:"epochs"`
+	Device  string     `json:"device"`
+	Runs    []KRun     `json:"runs"`
+	Ks      []KSummary `json:"ks"`
+	Classes int        `json:"classes,omitempty"` // in the labels, when there are labels
+}
+
+// NewSweepReport summarises runs per K, in the order of opt.Ks. classes is the
+// number of classes in the labels (0 without labels).
+func NewSweepReport(data string, n int, opt SweepOptions, device string, runs []KRun, classes int) (*SweepReport, error) {
+	rep := &SweepReport{Data: data, N: n, Method: opt.Method, Seeds: opt.Seeds, Epochs: opt.Train.EpochsFor(n),
+		Device: device, Runs: runs, Classes: classes}
+	for _, k := range opt.Ks {
+		var ll, mp, se, empty, secs, nmi []float64
+		var clusterings [][]int
+		for _, r := range runs {
+			if r.K != k {
+				continue
+			}
+			ll, mp, se = append(ll, r.Criteria.LogLikelihood), append(mp, r.Criteria.MaxPosterior), append(se, r.Criteria.SizeEntropy)
+			empty, secs = append(empty, float64(r.Empty)), append(secs, r.Seconds)
+			if r.NMI != nil {
+				nmi = append(nmi, *r.NMI)
+			}
+			clusterings = append(clusterings, r.clusters)
+		}
+		if len(ll) == 0 {
+			continue
+		}
+		var agree []float64
+		for i := range clusterings {
+			for j := i + 1; j < len(clusterings); j++ {
+				sc, err := eval.Score(clusterings[i], clusterings[j])
+				if err != nil {
+					return nil, fmt.Errorf("compare: agreement at K = %d: %w", k, err)
+				}
+				agree = append(agree, sc.ARI)
+			}
+		}
+		s := KSummary{K: k, Runs: len(ll), LogLikelihood: NewStat(ll), MaxPosterior: NewStat(mp), SizeEntropy: NewStat(se)}
+		if len(agree) > 0 {
+			st := NewStat(agree)
+			s.Agreement = &st
+		}
+		s.Empty, _ = eval.MeanStd(empty)
+		s.Seconds, _ = eval.MeanStd(secs)
+		if len(nmi) > 0 {
+			st := NewStat(nmi)
+			s.NMI = &st
+		}
+		rep.Ks = append(rep.Ks, s)
+	}
+	return rep, nil
+}
+
+// Markdown renders the sweep as a header, a row per K, and what the columns can and
+// cannot say.
+func (r *SweepReport) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s on %s: N=%d, %s, %s, device %s", r.Method, r.Data, r.N, plural(len(r.Seeds), "seed"), plural(r.Epochs, "epoch"), r.Device)
+	if len(r.Seeds) > 1 {
+		b.WriteString("; mean ± 95% confidence half-width over seeds")
+	}
+	b.WriteString("\n\n")
+	head := []string{"K", "log-likelihood", "max posterior", "size balance", "empty", "agreement (ARI)"}
+	if r.Classes > 0 {
+		head = append(head, "NMI vs labels")
+	}
+	head = append(head, "s/run")
+	best := math.Inf(-1)
+	for _, s := range r.Ks {
+		if s.Agreement != nil {
+			best = max(best, s.Agreement.Mean)
+		}
+	}
+	rows := [][]string{head}
+	for _, s := range r.Ks {
+		agree := optStat(s.Agreement)
+		if s.Agreement != nil && s.Agreement.Mean == best {
+			agree = "**" + agree + "**"
+		}
+		row := []string{fmt.Sprint(s.K), s.LogLikelihood.String(), s.MaxPosterior.String(), s.SizeEntropy.String(),
+			fmt.Sprintf("%.1f", s.Empty), agree}
+		if r.Classes > 0 {
+			row = append(row, optStat(s.NMI))
+		}
+		rows = append(rows, append(row, formatSeconds(s.Seconds)))
+	}
+	writeTable(&b, rows)
+	b.WriteString("\nagreement: adjusted Rand index between the clusterings of every two seeds (1: the same partition);\n" +
+		"the K that seeds agree on most (bold) is the best supported, and on the embedded tables it was the\n" +
+		"number of classes. size balance: entropy of the cluster sizes over log K (1: equal sizes). The\n" +
+		"relevance normalisation keeps clusters near equal in size, so balance and the log-likelihood move\n" +
+		"little with K, and the max posterior falls as K grows: read them for a run that went wrong, not to\n" +
+		"pick K. README's \"Choosing K\" says what was measured.\n")
+	if len(r.Seeds) < 2 {
+		b.WriteString("One seed: no agreement to compare; give --seeds 5 or more.\n")
+	}
+	if r.Classes > 0 {
+		fmt.Fprintf(&b, "The labels have %d classes; NMI is shown for reference and plays no part in the other columns.\n", r.Classes)
+	}
+	return b.String()
+}
+
+// optStat formats a statistic that may be absent.
+func optStat(s *Stat) string {
+	if s == nil {
+		return "—"
+	}
+	return s.String()
+}
