@@ -2,16 +2,54 @@ package train
 
 import (
 	"context"
+	"math"
 	"testing"
 )
 
-// TrainRestarts trains one run per seed from cfg.Seed on and keeps the one whose
-// criteria are best; the kept run is whole (its criteria are those of its restart).
+// The agreement of each clustering with the others, by hand: a relabelled partition
+// agrees fully (ARI 1); {0,1,0,1} against {0,0,1,1} scores −1/2 (compare's
+// TestSweepAgreement works it out), so the means are (1 − 1/2)/2, the same, and −1/2.
+func TestMeanAgreement(t *testing.T) {
+	got, err := meanAgreement([][]int{{0, 0, 1, 1}, {1, 1, 0, 0}, {0, 1, 0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []float64{0.25, 0.25, -0.5} {
+		if math.Abs(got[i]-want) > 1e-12 {
+			t.Errorf("agreement %v, want [0.25 0.25 -0.5]", got)
+			break
+		}
+	}
+}
+
+// With two restarts there is no agreement to go by: the max posterior decides.
+func TestTrainTwoRestarts(t *testing.T) {
+	src := digitsSource(t)
+	cfg := VectorDefaults()
+	cfg.MinSteps = 0
+	cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts = 2, 0, 3, 2
+	r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	best := all[0]
+	if all[1].Criteria.Better(best.Criteria) {
+		best = all[1]
+	}
+	if r.Cfg.Seed != best.Seed || all[0].Agreement != nil || all[1].Agreement != nil {
+		t.Errorf("kept seed %d, want %d (max posterior); agreements %v %v, want none", r.Cfg.Seed, best.Seed, all[0].Agreement, all[1].Agreement)
+	}
+}
+
+// TrainRestarts trains one run per seed from cfg.Seed on and keeps the one that
+// agrees best with the others; the kept run is whole (its criteria are those of its
+// restart).
 func TestTrainRestarts(t *testing.T) {
 	src := digitsSource(t)
 	cfg := VectorDefaults()
 	cfg.MinSteps = 0 // the epochs as set
-	cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts = 2, 1, 7, 3
+	cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts = 2, 1, 7, 4
 	var heard []uint64
 	r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, func(i int, rs Restart) {
 		if i != len(heard) {
@@ -23,20 +61,23 @@ func TestTrainRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if len(all) != 3 || len(heard) != 3 {
-		t.Fatalf("%d restarts, %d reported; want 3", len(all), len(heard))
+	if len(all) != 4 || len(heard) != 4 {
+		t.Fatalf("%d restarts, %d reported; want 4", len(all), len(heard))
 	}
 	best := all[0]
 	for i, rs := range all {
 		if rs.Seed != cfg.Seed+uint64(i) || heard[i] != rs.Seed {
 			t.Errorf("restart %d has seed %d (reported %d), want %d", i, rs.Seed, heard[i], cfg.Seed+uint64(i))
 		}
-		if rs.Criteria.Better(best.Criteria) {
+		if rs.Agreement == nil || !(*rs.Agreement >= -1 && *rs.Agreement <= 1) {
+			t.Fatalf("restart %d: agreement %v, want a mean ARI", i, rs.Agreement)
+		}
+		if *rs.Agreement > *best.Agreement {
 			best = rs
 		}
 	}
 	if r.Cfg.Seed != best.Seed || r.EpochsDone() != 2 {
-		t.Fatalf("kept seed %d after %d epochs, want seed %d (max posterior %.4f) after 2", r.Cfg.Seed, r.EpochsDone(), best.Seed, best.Criteria.MaxPosterior)
+		t.Fatalf("kept seed %d after %d epochs, want seed %d (agreement %.4f) after 2", r.Cfg.Seed, r.EpochsDone(), best.Seed, *best.Agreement)
 	}
 	// Only the last epoch was scored.
 	if h := r.History; len(h) != 2 || h[0].ACC != nil || h[1].ACC == nil || r.Cfg.EvalEvery != 0 {
