@@ -1303,21 +1303,22 @@ int et_abi_version(void) { return %d; }`, abi+1),
 	}
 }
 
-// --restarts keeps the restart of the highest mean max posterior: summary.json lists
-// every seed with its criteria, and the run folder holds the kept seed's run.
+// --restarts keeps the restart that agrees best with the others: summary.json lists
+// every seed with its criteria and agreement, and the run folder holds the kept
+// seed's run.
 func TestTrainRestarts(t *testing.T) {
 	dir := t.TempDir()
 	r := run(t, dir, "train", "--quiet", "--restarts", "3", "--seed", "5", "--epochs", "2", "--kmeans=false", "--out", "run")
 	wantScoreLine(t, r)
+	type criteria struct {
+		MaxPosterior float64 `json:"max_posterior"`
+	}
 	var sum struct {
-		Criteria struct {
-			MaxPosterior float64 `json:"max_posterior"`
-		}
+		Criteria criteria
 		Restarts []struct {
-			Seed     uint64
-			Criteria struct {
-				MaxPosterior float64 `json:"max_posterior"`
-			}
+			Seed      uint64
+			Criteria  criteria
+			Agreement *float64
 		}
 	}
 	readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
@@ -1326,10 +1327,10 @@ func TestTrainRestarts(t *testing.T) {
 	}
 	best := sum.Restarts[0]
 	for i, rs := range sum.Restarts {
-		if rs.Seed != uint64(5+i) {
-			t.Errorf("restart %d has seed %d, want %d", i, rs.Seed, 5+i)
+		if rs.Seed != uint64(5+i) || rs.Agreement == nil {
+			t.Fatalf("restart %d has seed %d and agreement %v, want seed %d and an agreement", i, rs.Seed, rs.Agreement, 5+i)
 		}
-		if rs.Criteria.MaxPosterior > best.Criteria.MaxPosterior {
+		if *rs.Agreement > *best.Agreement {
 			best = rs
 		}
 	}
@@ -1339,8 +1340,8 @@ func TestTrainRestarts(t *testing.T) {
 	}
 	readJSON(t, filepath.Join(dir, "run", "config.json"), &cfg)
 	if cfg.Seed != best.Seed || cfg.Restarts != 3 || sum.Criteria.MaxPosterior != best.Criteria.MaxPosterior {
-		t.Errorf("kept seed %d (restarts %d, max posterior %v), want seed %d of 3 (%v)", cfg.Seed, cfg.Restarts,
-			sum.Criteria.MaxPosterior, best.Seed, best.Criteria.MaxPosterior)
+		t.Errorf("kept seed %d (restarts %d, max posterior %v), want seed %d of 3 (agreement %v, max posterior %v)", cfg.Seed, cfg.Restarts,
+			sum.Criteria.MaxPosterior, best.Seed, *best.Agreement, best.Criteria.MaxPosterior)
 	}
 	if epoch := checkpointEpoch(t, filepath.Join(dir, "run", "checkpoint.safetensors")); epoch != 2 {
 		t.Errorf("checkpoint of epoch %d, want 2", epoch)
