@@ -341,6 +341,7 @@ func TestErrors(t *testing.T) {
 		{name: "k not a number", args: []string{"compare", "--data", "ten.csv", "--k", "2,x"}, code: 2, want: []string{"--k", `"2,x"`}},
 		{name: "k sweep of a baseline", args: []string{"compare", "--data", "ten.csv", "--k", "2,3", "--methods", "kmeans"}, code: 2, want: []string{"--methods kmeans", "one neural method"}},
 		{name: "k sweep with suite", args: []string{"compare", "--suite", "--k", "2,3"}, code: 2, want: []string{"--suite with several --k"}},
+		{name: "k sweep with restarts", args: []string{"compare", "--data", "ten.csv", "--k", "2,3", "--restarts", "3"}, code: 2, want: []string{"--restarts with several --k"}},
 		{name: "k list in train", args: append(ten, "--k", "2,3"), code: 2, want: []string{"k", `"2,3"`}},
 		{name: "dist-timeout 0", args: append(ten, "--dist-timeout", "0s"), code: 2, want: []string{"--dist-timeout", "positive"}},
 		{name: "unknown dist-backend", args: append(ten, "--dist-backend", "mpi"), code: 2, want: []string{"--dist-backend", `"mpi"`, "gloo"}},

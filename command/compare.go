@@ -41,6 +41,7 @@ func compareCommand() *cli.Command {
 		&cli.StringFlag{Name: "out", Usage: "keep each neural run's folder as DIR/<method>-s<seed>, and the JSON report as DIR/compare.json", DefaultText: "keep nothing"},
 		&cli.BoolFlag{Name: "force", Usage: "replace an earlier comparison's files in --out and --markdown"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
+		&cli.IntFlag{Name: "restarts", Usage: "neural methods: train R restarts per seed and keep the one that agrees best with the others, as train --restarts does (seed s trains seeds s·R … s·R+R−1)", DefaultText: "1"},
 		&cli.BoolFlag{Name: "suite", Usage: "compare on every embedded table (" + strings.Join(data.TableNames(), ", ") + ") with the defaults, and print one table of ACC"},
 	)
 	return &cli.Command{
@@ -96,9 +97,9 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 		if err := compare.CheckKs(opts.Ks, 0); err != nil {
 			return opts, usageError{fmt.Errorf("--k: %w", err)}
 		}
-		for _, f := range []string{"suite", "out"} {
+		for _, f := range []string{"suite", "out", "restarts"} {
 			if c.IsSet(f) {
-				return opts, usageError{fmt.Errorf("--%s with several --k: a K sweep runs on one data set and keeps no run folders", f)}
+				return opts, usageError{fmt.Errorf("--%s with several --k: a K sweep trains one run per K and seed on one data set and keeps no run folders", f)}
 			}
 		}
 	}

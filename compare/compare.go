@@ -266,13 +266,31 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 		dir = RunDir(opt.Dir, method, seed)
 	}
 	start := time.Now()
-	run, err := train.New(cfg, src, opt.Device, dir)
-	if err != nil {
-		return Result{}, err
-	}
-	defer run.Close()
-	if err := run.Train(ctx); err != nil {
-		return Result{}, err
+	var run *train.Run
+	var err error
+	if cfg.Restarts > 1 {
+		// Disjoint restarts for each seed, as k-means' (see KMeansRestarts).
+		cfg.Seed = seed * uint64(cfg.Restarts)
+		if run, _, err = train.TrainRestarts(ctx, cfg, src, opt.Device, nil); err != nil {
+			return Result{}, err
+		}
+		defer run.Close()
+		if dir != "" {
+			if err := run.Attach(dir); err != nil {
+				return Result{}, err
+			}
+			if err := run.Save(); err != nil {
+				return Result{}, err
+			}
+		}
+	} else {
+		if run, err = train.New(cfg, src, opt.Device, dir); err != nil {
+			return Result{}, err
+		}
+		defer run.Close()
+		if err := run.Train(ctx); err != nil {
+			return Result{}, err
+		}
 	}
 	pred, err := train.Predict(run.Net, src, opt.Device, run.Prior())
 	if err != nil {

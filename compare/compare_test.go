@@ -267,3 +267,40 @@ func TestMarkdown(t *testing.T) {
 		t.Errorf("header %q", got)
 	}
 }
+
+// With Restarts, seed s of a neural method is train.TrainRestarts from seed s·R: the
+// same clustering, and so the same scores, as those restarts run directly.
+func TestRunRestarts(t *testing.T) {
+	src := digitsSource(t)
+	opt := digitsOptions([]string{"em"}, 2)
+	opt.Train.Restarts = 3
+	res, err := Run(context.Background(), src, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := opt.Train
+	cfg.Objective, cfg.Seed = "em", 6
+	run, all, err := train.TrainRestarts(context.Background(), cfg, src, testDevice, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	if all[0].Seed != 6 || len(all) != 3 {
+		t.Fatalf("restarts %+v, want seeds 6, 7, 8", all)
+	}
+	pred, err := train.Predict(run.Net, src, testDevice, run.Prior())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := score("em", 2, src.Labels(), pred.Cluster, cfg.K, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].ACC != want.ACC || res[0].NMI != want.NMI {
+		t.Errorf("compare with 3 restarts: ACC %v NMI %v; the restarts run directly: %v %v", res[0].ACC, res[0].NMI, want.ACC, want.NMI)
+	}
+	rep := NewReport("digits", src.Len(), opt, "cpu", res)
+	if !strings.Contains(rep.Markdown(), "3 restarts per seed") {
+		t.Errorf("the table does not say the runs had restarts:\n%s", rep.Markdown())
+	}
+}

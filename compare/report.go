@@ -69,14 +69,16 @@ func Summarize(results []Result, methods []string) []Summary {
 // Report is a whole comparison: what was compared on which data, every run, and the
 // per-method summaries. It is what compare --json prints.
 type Report struct {
-	Data    string    `json:"data"`
-	N       int       `json:"n"`
-	K       int       `json:"k"`
-	Seeds   []uint64  `json:"seeds"`
-	Epochs  int       `json:"epochs,omitempty"` // of the neural methods; 0 when only baselines ran
-	Device  string    `json:"device"`
-	Runs    []Result  `json:"runs"`
-	Methods []Summary `json:"methods"`
+	Data   string   `json:"data"`
+	N      int      `json:"n"`
+	K      int      `json:"k"`
+	Seeds  []uint64 `json:"seeds"`
+	Epochs int      `json:"epochs,omitempty"` // of the neural methods; 0 when only baselines ran
+	// Restarts per seed of the neural methods, when more than one.
+	Restarts int       `json:"restarts,omitempty"`
+	Device   string    `json:"device"`
+	Runs     []Result  `json:"runs"`
+	Methods  []Summary `json:"methods"`
 }
 
 // NewReport summarises results for the methods of opt.
@@ -86,6 +88,9 @@ func NewReport(data string, n int, opt Options, device string, results []Result)
 	for _, m := range opt.Methods {
 		if Neural(m) {
 			r.Epochs = opt.Train.EpochsFor(n)
+			if opt.Train.Restarts > 1 {
+				r.Restarts = opt.Train.Restarts
+			}
 		}
 	}
 	return r
@@ -103,6 +108,9 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "%s: N=%d, K=%d, %s (%s)", r.Data, r.N, r.K, plural(len(r.Seeds), "seed"), strings.Join(seeds, ","))
 	if r.Epochs > 0 {
 		fmt.Fprintf(&b, ", %s", plural(r.Epochs, "epoch"))
+	}
+	if r.Restarts > 0 {
+		fmt.Fprintf(&b, ", %d restarts per seed kept by agreement", r.Restarts)
 	}
 	fmt.Fprintf(&b, ", device %s", r.Device)
 	if len(r.Seeds) > 1 {
@@ -129,8 +137,12 @@ func SuiteMarkdown(reps []*Report) string {
 		return ""
 	}
 	first := reps[0]
-	fmt.Fprintf(&b, "suite: ACC, %s, device %s; mean ± 95%% confidence half-width (Student's t over seeds)\n\n",
-		plural(len(first.Seeds), "seed"), first.Device)
+	restarts := ""
+	if first.Restarts > 0 {
+		restarts = fmt.Sprintf(", %d restarts per seed kept by agreement", first.Restarts)
+	}
+	fmt.Fprintf(&b, "suite: ACC, %s%s, device %s; mean ± 95%% confidence half-width (Student's t over seeds)\n\n",
+		plural(len(first.Seeds), "seed"), restarts, first.Device)
 	head := []string{"data", "N", "K"}
 	for _, m := range first.Methods {
 		head = append(head, m.Method)

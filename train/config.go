@@ -68,8 +68,8 @@ type Config struct {
 	Threads   int     `json:"threads"`     // CPU intra-op threads (0: libtorch's default)
 	KMeans    bool    `json:"kmeans"`      // also run the k-means baseline on the same features
 	LogEvery  int     `json:"log_every"`   // steps between loss reads for the progress bar
-	// Restarts trains seeds Seed, Seed+1, ... and keeps the run the label-free
-	// criterion prefers (KeepCriterion); 0 and 1 train one run.
+	// Restarts trains seeds Seed, Seed+1, ... and keeps the run whose clustering
+	// agrees best with the others' (TrainRestarts); 0 and 1 train one run.
 	Restarts int `json:"restarts,omitempty"`
 	// WorldSize is the number of data-parallel ranks that train the run; BatchSize is
 	// the global batch, split evenly over them.
