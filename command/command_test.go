@@ -1331,7 +1331,8 @@ func TestTrainRestarts(t *testing.T) {
 		if rs.Seed != uint64(5+i) || rs.Agreement == nil {
 			t.Fatalf("restart %d has seed %d and agreement %v, want seed %d and an agreement", i, rs.Seed, rs.Agreement, 5+i)
 		}
-		if *rs.Agreement > *best.Agreement {
+		// Ties (the same partition twice) go to the max posterior, as train's.
+		if *rs.Agreement > *best.Agreement || (*rs.Agreement == *best.Agreement && rs.Criteria.MaxPosterior > best.Criteria.MaxPosterior) {
 			best = rs
 		}
 	}

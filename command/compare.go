@@ -397,7 +397,15 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 	}
 	if interrupted {
 		if len(runs) > 0 {
-			fmt.Fprint(stdout, rep.Markdown())
+			if opts.JSON {
+				js, err := json.Marshal(rep)
+				if err != nil {
+					return fmt.Errorf("compare: %w", err)
+				}
+				fmt.Fprintln(stdout, string(js))
+			} else {
+				fmt.Fprint(stdout, rep.Markdown())
+			}
 		}
 		return interruptedError{fmt.Errorf("interrupted after %d of %d runs; no files were written", len(runs), len(opts.Ks)*len(opts.Seeds))}
 	}

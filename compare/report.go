@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"emclust/eval"
+	"emclust/train"
 )
 
 // Stat summarises one score of one method over its seeds.
@@ -110,7 +111,7 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, ", %s", plural(r.Epochs, "epoch"))
 	}
 	if r.Restarts > 0 {
-		fmt.Fprintf(&b, ", %d restarts per seed kept by agreement", r.Restarts)
+		fmt.Fprintf(&b, ", %s", restartsNote(r.Restarts))
 	}
 	fmt.Fprintf(&b, ", device %s", r.Device)
 	if len(r.Seeds) > 1 {
@@ -139,7 +140,7 @@ func SuiteMarkdown(reps []*Report) string {
 	first := reps[0]
 	restarts := ""
 	if first.Restarts > 0 {
-		restarts = fmt.Sprintf(", %d restarts per seed kept by agreement", first.Restarts)
+		restarts = ", " + restartsNote(first.Restarts)
 	}
 	fmt.Fprintf(&b, "suite: ACC, %s%s, device %s; mean ± 95%% confidence half-width (Student's t over seeds)\n\n",
 		plural(len(first.Seeds), "seed"), restarts, first.Device)
@@ -251,4 +252,12 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return fmt.Sprintf("%d %ss", n, word)
+}
+
+// restartsNote says how many restarts each seed trained and what kept one.
+func restartsNote(n int) string {
+	if n < train.MinAgreementRestarts {
+		return fmt.Sprintf("%d restarts per seed kept by max posterior", n)
+	}
+	return fmt.Sprintf("%d restarts per seed kept by agreement", n)
 }

@@ -47,7 +47,10 @@ func CheckKs(ks []int, rows int) error {
 		return errors.New("a sweep needs at least two values of K")
 	}
 	for i, k := range ks {
-		if k < 2 || (rows > 0 && k > rows) {
+		if k < 2 {
+			return fmt.Errorf("K = %d: want at least 2", k)
+		}
+		if rows > 0 && k > rows {
 			return fmt.Errorf("K = %d: want 2 to %d (the rows of data)", k, rows)
 		}
 		if slices.Contains(ks[:i], k) {
@@ -182,11 +185,11 @@ func NewSweepReport(data string, n int, opt SweepOptions, device string, runs []
 		var agree []float64
 		for i := range clusterings {
 			for j := i + 1; j < len(clusterings); j++ {
-				sc, err := eval.Score(clusterings[i], clusterings[j])
+				ari, err := eval.ARI(clusterings[i], clusterings[j])
 				if err != nil {
 					return nil, fmt.Errorf("compare: agreement at K = %d: %w", k, err)
 				}
-				agree = append(agree, sc.ARI)
+				agree = append(agree, ari)
 			}
 		}
 		s := KSummary{K: k, Runs: len(ll), LogLikelihood: NewStat(ll), MaxPosterior: NewStat(mp), SizeEntropy: NewStat(se)}

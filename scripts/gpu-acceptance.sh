@@ -197,6 +197,8 @@ done
 if [ $skip_tests = 1 ]; then
 	record tests skipped 0 "--skip-tests"
 elif ! wanted tests; then :
+elif [ ${#pkgs[@]} = 0 ]; then
+	record tests fail 0 "no test binary in build/tests matches --tests ${test_pkgs:-(all)}"
 elif [ $test_failed = 0 ]; then
 	record tests ok $((SECONDS - t0)) "${#pkgs[@]} packages on $device"
 else

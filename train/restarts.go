@@ -107,12 +107,12 @@ func meanAgreement(clusterings [][]int) ([]float64, error) {
 	out := make([]float64, n)
 	for i := range n {
 		for j := i + 1; j < n; j++ {
-			sc, err := eval.Score(clusterings[i], clusterings[j])
+			ari, err := eval.ARI(clusterings[i], clusterings[j])
 			if err != nil {
 				return nil, fmt.Errorf("agreement of restarts %d and %d: %w", i+1, j+1, err)
 			}
-			out[i] += sc.ARI
-			out[j] += sc.ARI
+			out[i] += ari
+			out[j] += ari
 		}
 	}
 	for i := range out {

@@ -714,7 +714,8 @@ et_error et_adam_step(et_adam a) {
   c10::NoGradGuard g;
   struct group {
     double lr;
-    int64_t step;
+    int64_t step; // after this update
+    std::vector<size_t> index;
     std::vector<at::Tensor> params, grads, exp_avg, exp_avg_sq;
   };
   std::vector<group> groups;
@@ -722,14 +723,15 @@ et_error et_adam_step(et_adam a) {
     auto &p = a->params[i];
     const auto &grad = p.grad();
     if (!grad.defined()) continue;
-    int64_t step = ++a->step[i];
+    int64_t step = a->step[i] + 1;
     group *gr = nullptr;
     for (auto &x : groups)
       if (x.lr == a->lr[i] && x.step == step) gr = &x;
     if (!gr) {
-      groups.push_back(group{a->lr[i], step, {}, {}, {}, {}});
+      groups.push_back(group{a->lr[i], step, {}, {}, {}, {}, {}});
       gr = &groups.back();
     }
+    gr->index.push_back(i);
     gr->params.push_back(p);
     gr->grads.push_back(grad);
     gr->exp_avg.push_back(a->exp_avg[i]);
@@ -746,6 +748,9 @@ et_error et_adam_step(et_adam a) {
     at::_foreach_div_(denom, std::sqrt(bc2));
     at::_foreach_add_(denom, a->eps);
     at::_foreach_addcdiv_(gr.params, gr.exp_avg, denom, -gr.lr / bc1);
+    // Counted once the group's update went through: an op that throws (out of
+    // memory) leaves the steps where the parameters are.
+    for (size_t i : gr.index) a->step[i] = gr.step;
   }
   ET_CATCH
 }
