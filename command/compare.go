@@ -199,10 +199,7 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	}
 	opts.Run.resolve(&cfg, dev, src)
 
-	deviceName := dev.String()
-	if !dev.CUDA {
-		deviceName += fmt.Sprintf(" (%d threads)", torch.NumThreads())
-	}
+	deviceName := deviceLabel(dev)
 	fmt.Fprintf(log, "emclust: %s on %s; %s × %s\n", src.Describe(), deviceName, strings.Join(methods, ","), plural(len(seeds), "seed"))
 	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: opts.Out, Replace: opts.Force,
 		Done: func(r compare.Result, done, total int) {
@@ -214,11 +211,7 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	if err != nil && !interrupted {
 		return nil, err
 	}
-	name := train.DataName(cfg)
-	if cfg.Standardize {
-		name += " (standardized)"
-	}
-	rep := compare.NewReport(name, src.Len(), opt, deviceName, results)
+	rep := compare.NewReport(dataLabel(cfg), src.Len(), opt, deviceName, results)
 	if interrupted {
 		if len(results) == 0 {
 			return nil, interruptedError{fmt.Errorf("interrupted before the first of %d runs finished", len(methods)*len(seeds))}
@@ -249,8 +242,25 @@ func writeSuite(reps []*compare.Report, opts compareOptions, stdout io.Writer) e
 	return nil
 }
 
-// printCompare prints the report: the table, or the JSON with --json.
-func printCompare(rep *compare.Report, asJSON bool, stdout io.Writer) error {
+// deviceLabel names the device in a report, with the CPU's thread count.
+func deviceLabel(dev torch.Device) string {
+	if dev.CUDA {
+		return dev.String()
+	}
+	return fmt.Sprintf("%s (%d threads)", dev, torch.NumThreads())
+}
+
+// dataLabel names the data in a report, saying when they were standardized.
+func dataLabel(cfg train.Config) string {
+	if cfg.Standardize {
+		return train.DataName(cfg) + " (standardized)"
+	}
+	return train.DataName(cfg)
+}
+
+// printCompare prints a report (a comparison or a K sweep): the table, or the JSON
+// with --json.
+func printCompare(rep interface{ Markdown() string }, asJSON bool, stdout io.Writer) error {
 	if asJSON {
 		js, err := json.Marshal(rep)
 		if err != nil {
@@ -367,10 +377,7 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 	}
 	defer src.Close()
 	opts.Run.resolve(&cfg, dev, src)
-	deviceName := dev.String()
-	if !dev.CUDA {
-		deviceName += fmt.Sprintf(" (%d threads)", torch.NumThreads())
-	}
+	deviceName := deviceLabel(dev)
 	fmt.Fprintf(log, "emclust: %s on %s; %s at K = %s × %s\n", src.Describe(), deviceName, opts.Methods[0],
 		strings.Trim(strings.ReplaceAll(fmt.Sprint(opts.Ks), " ", ","), "[]"), plural(len(opts.Seeds), "seed"))
 	opt := compare.SweepOptions{Method: opts.Methods[0], Ks: opts.Ks, Seeds: opts.Seeds, Train: cfg, Device: dev,
@@ -387,42 +394,22 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 	if err != nil && !interrupted {
 		return err
 	}
-	name := train.DataName(cfg)
-	if cfg.Standardize {
-		name += " (standardized)"
-	}
-	rep, rerr := compare.NewSweepReport(name, src.Len(), opt, deviceName, runs, numClasses(src.Labels()))
+	rep, rerr := compare.NewSweepReport(dataLabel(cfg), src.Len(), opt, deviceName, runs, numClasses(src.Labels()))
 	if rerr != nil {
 		return rerr
 	}
 	if interrupted {
 		if len(runs) > 0 {
-			if opts.JSON {
-				js, err := json.Marshal(rep)
-				if err != nil {
-					return fmt.Errorf("compare: %w", err)
-				}
-				fmt.Fprintln(stdout, string(js))
-			} else {
-				fmt.Fprint(stdout, rep.Markdown())
+			if perr := printCompare(rep, opts.JSON, stdout); perr != nil {
+				return perr
 			}
 		}
 		return interruptedError{fmt.Errorf("interrupted after %d of %d runs; no files were written", len(runs), len(opts.Ks)*len(opts.Seeds))}
 	}
-	js, err := json.Marshal(rep)
-	if err != nil {
-		return fmt.Errorf("compare: %w", err)
-	}
-	md := rep.Markdown()
 	if path := opts.Markdown; path != "" {
-		if err := atomicfile.WriteBytes(path, []byte(md)); err != nil {
+		if err := atomicfile.WriteBytes(path, []byte(rep.Markdown())); err != nil {
 			return err
 		}
 	}
-	if opts.JSON {
-		fmt.Fprintln(stdout, string(js))
-		return nil
-	}
-	fmt.Fprint(stdout, md)
-	return nil
+	return printCompare(rep, opts.JSON, stdout)
 }

@@ -266,37 +266,49 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 		dir = RunDir(opt.Dir, method, seed)
 	}
 	start := time.Now()
-	var run *train.Run
-	var err error
-	if cfg.Restarts > 1 {
-		// Disjoint restarts for each seed, as k-means' (see KMeansRestarts).
-		cfg.Seed = seed * uint64(cfg.Restarts)
-		if run, _, err = train.TrainRestarts(ctx, cfg, src, opt.Device, nil); err != nil {
-			return Result{}, err
-		}
-		defer run.Close()
-		if dir != "" {
-			if err := run.Attach(dir); err != nil {
-				return Result{}, err
-			}
-			if err := run.Save(); err != nil {
-				return Result{}, err
-			}
-		}
-	} else {
-		if run, err = train.New(cfg, src, opt.Device, dir); err != nil {
-			return Result{}, err
-		}
-		defer run.Close()
-		if err := run.Train(ctx); err != nil {
-			return Result{}, err
-		}
+	run, err := trainRun(ctx, cfg, src, opt.Device, dir)
+	if err != nil {
+		return Result{}, err
 	}
+	defer run.Close()
 	pred, err := train.Predict(run.Net, src, opt.Device, run.Prior())
 	if err != nil {
 		return Result{}, fmt.Errorf("predict: %w", err)
 	}
 	return score(method, seed, src.Labels(), pred.Cluster, cfg.K, time.Since(start))
+}
+
+// trainRun trains the run cfg describes, in dir when dir is set: one seed, or
+// cfg.Restarts of them from cfg.Seed·cfg.Restarts (disjoint for each seed, as
+// k-means' are; see KMeansRestarts) of which train.TrainRestarts keeps one. The
+// caller closes the run.
+func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string) (*train.Run, error) {
+	if cfg.Restarts <= 1 {
+		run, err := train.New(cfg, src, dev, dir)
+		if err != nil {
+			return nil, err
+		}
+		if err := run.Train(ctx); err != nil {
+			run.Close()
+			return nil, err
+		}
+		return run, nil
+	}
+	cfg.Seed *= uint64(cfg.Restarts)
+	run, _, err := train.TrainRestarts(ctx, cfg, src, dev, nil)
+	if err != nil {
+		return nil, err
+	}
+	if dir != "" {
+		if err := run.Attach(dir); err == nil {
+			err = run.Save()
+		}
+		if err != nil {
+			run.Close()
+			return nil, err
+		}
+	}
+	return run, nil
 }
 
 // baseline clusters the features the train command's k-means baseline uses: the
@@ -346,11 +358,17 @@ func score(method string, seed uint64, truth, pred []int, k int, elapsed time.Du
 	if err != nil {
 		return Result{}, err
 	}
-	r := Result{Method: method, Seed: seed, ACC: sc.ACC, NMI: sc.NMI, ARI: sc.ARI, Seconds: elapsed.Seconds()}
+	return Result{Method: method, Seed: seed, ACC: sc.ACC, NMI: sc.NMI, ARI: sc.ARI, Empty: emptyClusters(pred, k),
+		Seconds: elapsed.Seconds()}, nil
+}
+
+// emptyClusters counts the clusters of 0..k-1 that no row fell in.
+func emptyClusters(pred []int, k int) int {
+	empty := 0
 	for _, n := range eval.ClusterSizes(pred, k) {
 		if n == 0 {
-			r.Empty++
+			empty++
 		}
 	}
-	return r, nil
+	return empty
 }

@@ -103,24 +103,17 @@ func (opt *SweepOptions) run(ctx context.Context, src train.Source, k int, seed 
 	cfg := opt.Train
 	cfg.Objective, cfg.K, cfg.Seed = opt.Method, k, seed
 	start := time.Now()
-	run, err := train.New(cfg, src, opt.Device, "")
+	run, err := trainRun(ctx, cfg, src, opt.Device, "")
 	if err != nil {
 		return KRun{}, err
 	}
 	defer run.Close()
-	if err := run.Train(ctx); err != nil {
-		return KRun{}, err
-	}
 	pred, err := train.PredictWithCriteria(run.Net, src, opt.Device, run.Prior(), run.Cfg.GammaVal)
 	if err != nil {
 		return KRun{}, fmt.Errorf("predict: %w", err)
 	}
-	r := KRun{K: k, Seed: seed, Criteria: *pred.Criteria, Seconds: time.Since(start).Seconds(), clusters: pred.Cluster}
-	for _, n := range eval.ClusterSizes(pred.Cluster, k) {
-		if n == 0 {
-			r.Empty++
-		}
-	}
+	r := KRun{K: k, Seed: seed, Criteria: *pred.Criteria, Empty: emptyClusters(pred.Cluster, k),
+		Seconds: time.Since(start).Seconds(), clusters: pred.Cluster}
 	if labels := src.Labels(); labels != nil {
 		sc, err := eval.Score(labels, pred.Cluster)
 		if err != nil {
