@@ -64,7 +64,7 @@ test: deps bench-deps lib fmt-check vet
 	$(GO) test -count=1 -timeout 40m ./...
 
 run: build
-	./emclust train --restarts 10 --out runs/digits-$$(date +%Y%m%d-%H%M%S)
+	./emclust train --out runs/digits-$$(date +%Y%m%d-%H%M%S)
 
 bench: build
 	./emclust bench --model mlp,mnist,cifar,stl10 --device auto

@@ -28,6 +28,7 @@ import (
 	"emclust/data"
 	"emclust/data/datatest"
 	"emclust/torch"
+	"emclust/train"
 )
 
 var (
@@ -454,7 +455,7 @@ func runMain(args ...string) result {
 
 func TestTrainDigits(t *testing.T) {
 	dir := t.TempDir()
-	r := run(t, dir, "train", "--quiet", "--epochs", "3", "--out", "run")
+	r := run(t, dir, "train", "--quiet", "--epochs", "3", "--restarts", "1", "--out", "run")
 	wantScoreLine(t, r)
 	if r.stderr != "" {
 		t.Errorf("--quiet should keep stderr empty, got %q", r.stderr)
@@ -706,7 +707,7 @@ func metricsWithoutTime(t *testing.T, path string) []string {
 // deterministic, and this checks the resume, not them.
 func TestResumeMatchesStraightRun(t *testing.T) {
 	dir := t.TempDir()
-	common := []string{"--quiet", "--kmeans=false", "--seed", "7", "--device", "cpu"}
+	common := []string{"--quiet", "--kmeans=false", "--seed", "7", "--device", "cpu", "--restarts", "1"}
 	r := runProc(t, dir, append([]string{"train", "--epochs", "2", "--out", "a"}, common...)...)
 	wantScoreLine(t, r)
 	r = runProc(t, dir, "train", "--quiet", "--resume", "a", "--epochs", "4", "--device", "cpu")
@@ -946,7 +947,7 @@ func checkpointEpoch(t *testing.T, path string) int {
 func startTrain(t *testing.T, dir string, stderr io.Writer, args ...string) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"train", "--data", "big.csv", "--label-col", "label",
-		"--epochs", "1000", "--kmeans=false", "--out", "run"}, args...)...)
+		"--epochs", "1000", "--restarts", "1", "--kmeans=false", "--out", "run"}, args...)...)
 	cmd.Dir = dir
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
@@ -1349,6 +1350,68 @@ func TestTrainRestarts(t *testing.T) {
 		t.Errorf("checkpoint of epoch %d, want 2", epoch)
 	}
 	wantError(t, run(t, dir, "train", "--restarts", "-1", "--out", "neg"), 2, "restarts -1")
+}
+
+// Vectors train ten restarts unless told.
+func TestTrainDefaultRestarts(t *testing.T) {
+	dir := t.TempDir()
+	wantScoreLine(t, run(t, dir, "train", "--quiet", "--epochs", "1", "--kmeans=false", "--out", "run"))
+	var sum struct{ Restarts []json.RawMessage }
+	readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
+	if len(sum.Restarts) != train.DefaultVectorRestarts {
+		t.Errorf("summary lists %d restarts, want %d", len(sum.Restarts), train.DefaultVectorRestarts)
+	}
+}
+
+// SIGINT during the restarts keeps the choice among those that finished, which a
+// resume finishes; during the first, nothing is kept and the message says so.
+func TestInterruptRestarts(t *testing.T) {
+	dir := t.TempDir()
+	bigCSV(t, dir)
+	interrupt := func(out, after string) (code int, last string) {
+		pr, pw := io.Pipe()
+		// Restarts of about 6 s each: 30 epochs of 625 steps.
+		cmd, done := startTrain(t, dir, pw, "--restarts", "3", "--epochs", "30", "--batch-size", "32", "--out", out)
+		go func() { <-done; pw.Close() }()
+		lines := bufio.NewScanner(pr)
+		var all []string
+		for lines.Scan() {
+			all = append(all, lines.Text())
+			if strings.Contains(lines.Text(), after) {
+				if err := cmd.Process.Signal(os.Interrupt); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		for lines.Scan() {
+			all = append(all, lines.Text())
+		}
+		noCrash(t, result{stderr: strings.Join(all, "\n")})
+		if len(all) == 0 {
+			t.Fatal("no output on stderr")
+		}
+		return cmd.ProcessState.ExitCode(), all[len(all)-1]
+	}
+
+	code, last := interrupt("first", "kept by")
+	if _, err := os.Stat(filepath.Join(dir, "first", "checkpoint.safetensors")); code != 130 || !strings.Contains(last, "no run was kept") || err == nil {
+		t.Errorf("SIGINT in the first restart: exit %d, checkpoint %v, last line %q; want 130, none, no run kept", code, err == nil, last)
+	}
+
+	code, last = interrupt("run", "restart 1/3")
+	if code != 130 || !regexp.MustCompile(`interrupted after [12] of 3 restarts; kept seed [0-9]+ .*--resume run`).MatchString(last) {
+		t.Fatalf("SIGINT in a later restart: exit %d, last line %q", code, last)
+	}
+	var cfg struct{ Restarts int }
+	readJSON(t, filepath.Join(dir, "run", "config.json"), &cfg)
+	if cfg.Restarts != 1 && cfg.Restarts != 2 {
+		t.Errorf("config.json says %d restarts, want those that finished", cfg.Restarts)
+	}
+	wantScoreLine(t, runProc(t, dir, "train", "--quiet", "--resume", "run"))
+	if _, err := os.Stat(filepath.Join(dir, "run", "summary.json")); err != nil {
+		t.Errorf("the resume wrote no summary: %v", err)
+	}
 }
 
 // compare takes train's model flags: a run it keeps was trained with them.

@@ -177,11 +177,14 @@ func absPath(p string) string {
 type newRun struct {
 	Config                train.Config
 	KSet, ChannelsLastSet bool // else the data and the device decide (resolve)
+	// RestartsSet: --restarts was given. A run over several processes trains one
+	// restart unless told (runRank).
+	RestartsSet bool
 }
 
 func newRunFrom(c *cli.Context) (newRun, error) {
 	cfg, err := configFromFlags(c)
-	return newRun{Config: cfg, KSet: c.IsSet("k"), ChannelsLastSet: c.IsSet("channels-last")}, err
+	return newRun{Config: cfg, KSet: c.IsSet("k"), ChannelsLastSet: c.IsSet("channels-last"), RestartsSet: c.IsSet("restarts")}, err
 }
 
 // resolve settles in cfg what the flags left to the device and the data:

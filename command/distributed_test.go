@@ -150,7 +150,7 @@ func TestDataParallelEquivalence(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"em mlp", []string{"--epochs", "2"}},
+		{"em mlp", []string{"--epochs", "2", "--restarts", "1"}}, // ranks train one; so must the process they match
 		{"twofold cnn", []string{"--dataset", "mnist", "--data-dir", ".", "--batch-size", "64", "--epochs", "3", "--eval-every", "0", "--channels-last=false"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -237,22 +237,27 @@ func TestDataParallelEquivalence(t *testing.T) {
 func TestResumeAcrossWorldSizes(t *testing.T) {
 	dir := t.TempDir()
 	base := slices.Clip(append([]string{"train", "--quiet", "--kmeans=false"}, distDevice()...))
-	wantScoreLine(t, runProc(t, dir, append(base, "--epochs", "3", "--out", "straight")...))
+	// One process trains ten restarts of vectors unless told; ranks train one.
+	wantScoreLine(t, runProc(t, dir, append(base, "--epochs", "3", "--restarts", "1", "--out", "straight")...))
 	straight := checkpointState(t, filepath.Join(dir, "straight"))
-	for _, tc := range []struct{ name, first, then string }{{"2 then 1", "2", "1"}, {"1 then 2", "1", "2"}} {
+	for _, tc := range []struct {
+		name, first, then string
+		args              []string
+	}{{"2 then 1", "2", "1", nil}, {"1 then 2", "1", "2", []string{"--restarts", "1"}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := strings.ReplaceAll(tc.name, " ", "-")
-			wantScoreLine(t, runProc(t, dir, append(base, "--epochs", "2", "--out", run, "--nproc", tc.first)...))
+			wantScoreLine(t, runProc(t, dir, append(append(base, "--epochs", "2", "--out", run, "--nproc", tc.first), tc.args...)...))
 			wantScoreLine(t, runProc(t, dir, append([]string{"train", "--quiet", "--resume", run, "--epochs", "3", "--nproc", tc.then}, distDevice()...)...))
 			if d := stateDiff(t, checkpointState(t, filepath.Join(dir, run)), straight); d > 1e-2 {
 				t.Errorf("resumed across world sizes, differs from a straight run by %.3g", d)
 			}
 			var cfg struct {
 				WorldSize int `json:"world_size"`
+				Restarts  int `json:"restarts"`
 			}
 			readJSON(t, filepath.Join(dir, run, "config.json"), &cfg)
-			if strconv.Itoa(cfg.WorldSize) != tc.then {
-				t.Errorf("config.json world_size %d after resuming with %s", cfg.WorldSize, tc.then)
+			if strconv.Itoa(cfg.WorldSize) != tc.then || cfg.Restarts > 1 {
+				t.Errorf("config.json world_size %d, restarts %d after resuming with %s; want %s and one", cfg.WorldSize, cfg.Restarts, tc.then, tc.then)
 			}
 		})
 	}

@@ -82,3 +82,52 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
+
+// restartsProgress draws one bar over all the steps of R restarts on a terminal, and
+// nothing otherwise: trainRestarts prints a line per restart.
+type restartsProgress struct {
+	w        io.Writer
+	restarts int
+	restart  int // the restart in training, from 1
+	epochs   int // epochs per restart
+	base     int // steps of the epochs before this one
+	steps    int // steps of this epoch
+	bar      *progressbar.ProgressBar
+}
+
+func newRestartsProgress(w io.Writer, quiet bool, restarts int) train.Progress {
+	if quiet || !isTerminal(w) {
+		return nil
+	}
+	return &restartsProgress{w: w, restarts: restarts}
+}
+
+func (p *restartsProgress) Start(epoch, epochs, steps int) {
+	if epoch == 1 {
+		p.restart++
+	}
+	if p.bar == nil {
+		p.bar = progressbar.NewOptions(p.restarts*epochs*steps,
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("step"),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+			progressbar.OptionSetWidth(30),
+		)
+	}
+	p.base = ((p.restart-1)*epochs + epoch - 1) * steps
+	p.epochs, p.steps = epochs, steps
+	p.bar.Describe(fmt.Sprintf("restart %d/%d epoch %d/%d", p.restart, p.restarts, epoch, epochs))
+}
+
+func (p *restartsProgress) Step(done int, _ float64, _ bool) { p.bar.Set(p.base + done) }
+
+func (p *restartsProgress) End(m train.EpochMetrics) {
+	p.bar.Set(p.base + p.steps)
+	if p.restart == p.restarts && m.Epoch == p.epochs {
+		p.bar.Finish()
+	}
+}

@@ -27,7 +27,7 @@ func trainCommand() *cli.Command {
 	flags = append(flags,
 		&cli.StringFlag{Name: "objective", Usage: objectiveHelp(), DefaultText: "em for vectors, twofold for images"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},
-		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the run whose clustering agrees best with the others' (mean adjusted Rand index; no labels needed; with 2, the higher mean max posterior)", DefaultText: "1"},
+		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the run whose clustering agrees best with the others' (mean adjusted Rand index; no labels needed; with 2, the higher mean max posterior)", DefaultText: "10 for vectors, 1 for images"},
 		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations (0: only at the end)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
@@ -218,6 +218,9 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	}
 	var group *torch.Group
 	if role != nil {
+		if ckpt == nil && !opts.New.RestartsSet {
+			cfg.Restarts = 1 // data-parallel runs are for data too large to train ten times
+		}
 		if cfg.Restarts > 1 && ckpt == nil {
 			return usageError{fmt.Errorf("--restarts with %d processes: train restarts in one process, or one restart at a time", role.World)}
 		}
@@ -325,15 +328,20 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads); %d restarts, kept by %s\n",
 		src.Describe(), dev, torch.Version(), torch.NumThreads(), cfg.Restarts, by)
-	run, restarts, err := train.TrainRestarts(ctx, cfg, src, dev, func(i int, r train.Restart) {
-		fmt.Fprintf(log, "emclust: restart %d/%d, seed %d: max posterior %.4f, EM objective %.4f\n",
-			i+1, cfg.Restarts, r.Seed, r.Criteria.MaxPosterior, r.Criteria.EMObjective)
-	})
-	if err != nil {
-		if errors.Is(err, context.Canceled) {
-			return interruptedError{errors.New("interrupted during the restarts; no run was kept")}
-		}
+	hooks := train.RestartHooks{
+		Progress: newRestartsProgress(log, log == io.Discard, cfg.Restarts),
+		Done: func(i int, r train.Restart) {
+			fmt.Fprintf(log, "emclust: restart %d/%d, seed %d: max posterior %.4f, EM objective %.4f\n",
+				i+1, cfg.Restarts, r.Seed, r.Criteria.MaxPosterior, r.Criteria.EMObjective)
+		},
+	}
+	run, restarts, err := train.TrainRestarts(ctx, cfg, src, dev, hooks)
+	interrupted := errors.Is(err, context.Canceled)
+	if err != nil && !interrupted {
 		return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
+	}
+	if run == nil {
+		return interruptedError{errors.New("interrupted during the first restart; no run was kept: start the run again")}
 	}
 	defer run.Close()
 	if err := run.Attach(runDir); err != nil {
@@ -341,6 +349,12 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	if err := run.Save(); err != nil {
 		return err
+	}
+	if interrupted {
+		// The choice among the restarts that finished is a whole run; a resume
+		// writes the assignments and summary this exit leaves out.
+		return interruptedError{fmt.Errorf("interrupted after %d of %d restarts; kept seed %d of those in %s: emclust train --resume %s writes its assignments and scores",
+			len(restarts), cfg.Restarts, run.Cfg.Seed, runDir, runDir)}
 	}
 	agree := ""
 	for _, r := range restarts {

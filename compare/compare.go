@@ -295,8 +295,11 @@ func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch
 		return run, nil
 	}
 	cfg.Seed *= uint64(cfg.Restarts)
-	run, _, err := train.TrainRestarts(ctx, cfg, src, dev, nil)
+	run, _, err := train.TrainRestarts(ctx, cfg, src, dev, train.RestartHooks{})
 	if err != nil {
+		if run != nil {
+			run.Close() // the choice among the restarts an interrupt left
+		}
 		return nil, err
 	}
 	if dir != "" {

@@ -251,7 +251,7 @@ func TestMarkdown(t *testing.T) {
 	if len(r.Methods) != 2 {
 		t.Fatalf("%d summaries, want em and kmeans (gmm-diag has no runs)", len(r.Methods))
 	}
-	want := "digits (standardized): N=1797, K=10, 3 seeds (1,2,3), 3 epochs, device cpu; mean ± 95% confidence half-width (Student's t over seeds)\n" +
+	want := "digits (standardized): N=1797, K=10, 3 seeds (1,2,3), 3 epochs, 10 restarts per seed kept by agreement, device cpu; mean ± 95% confidence half-width (Student's t over seeds)\n" +
 		"\n" +
 		"| method |             ACC |             NMI |             ARI | s/run |\n" +
 		"| :----- | --------------: | --------------: | --------------: | ----: |\n" +
@@ -280,7 +280,7 @@ func TestRunRestarts(t *testing.T) {
 	}
 	cfg := opt.Train
 	cfg.Objective, cfg.Seed = "em", 6
-	run, all, err := train.TrainRestarts(context.Background(), cfg, src, testDevice, nil)
+	run, all, err := train.TrainRestarts(context.Background(), cfg, src, testDevice, train.RestartHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}

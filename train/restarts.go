@@ -22,6 +22,14 @@ type Restart struct {
 // with two, each agrees with the other alike, and the max posterior decides.
 const MinAgreementRestarts = 3
 
+// RestartHooks let a caller follow TrainRestarts; either may be nil.
+type RestartHooks struct {
+	// Progress follows every restart's epochs, one after another.
+	Progress Progress
+	// Done hears of each restart as it ends.
+	Done func(i int, r Restart)
+}
+
 // TrainRestarts trains max(cfg.Restarts, 1) runs, of seeds cfg.Seed, cfg.Seed+1, ...,
 // without a run folder and scoring only their last epoch, and returns the run whose
 // clustering agrees best with the others (the medoid under the adjusted Rand index),
@@ -32,9 +40,12 @@ const MinAgreementRestarts = 3
 // MinAgreementRestarts fall back to the max posterior (Criteria.Better).
 //
 // The caller owns the returned run (Attach gives it a folder); the others are closed.
-// They stay open until all have trained, so R networks are held at once. done, if
-// not nil, hears of each restart as it ends.
-func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, done func(i int, r Restart)) (*Run, []Restart, error) {
+// They stay open until all have trained, so R networks are held at once.
+//
+// Cancelling ctx stops the restart in training. If earlier restarts finished, the
+// one they choose comes back with the error (which wraps ctx's), so that an
+// interrupted run keeps what it finished; its Cfg.Restarts counts those restarts.
+func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks) (*Run, []Restart, error) {
 	n := max(cfg.Restarts, 1)
 	var runs []*Run
 	var clusterings [][]int
@@ -58,11 +69,21 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 			closeAll(nil)
 			return nil, nil, err
 		}
-		runs = append(runs, r)
+		r.Progress = hooks.Progress
 		if err := r.Train(ctx); err != nil {
+			err = fmt.Errorf("restart %d (seed %d): %w", i+1, c.Seed, err)
+			r.Close()
+			if ctx.Err() != nil && len(runs) > 0 {
+				kept, err2 := choose(runs, clusterings, all)
+				if err2 != nil {
+					return nil, nil, err2
+				}
+				return kept, all, err
+			}
 			closeAll(nil)
-			return nil, nil, fmt.Errorf("restart %d (seed %d): %w", i+1, c.Seed, err)
+			return nil, nil, err
 		}
+		runs = append(runs, r)
 		pred, err := PredictWithCriteria(r.Net, src, dev, r.prior, r.Cfg.GammaVal)
 		if err != nil {
 			closeAll(nil)
@@ -70,16 +91,27 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 		}
 		clusterings = append(clusterings, pred.Cluster)
 		all = append(all, Restart{Seed: c.Seed, Criteria: *pred.Criteria})
-		if done != nil {
-			done(i, all[i])
+		if hooks.Done != nil {
+			hooks.Done(i, all[i])
 		}
 	}
+	kept, err := choose(runs, clusterings, all)
+	return kept, all, err
+}
+
+// choose keeps the run that agrees best with the others (of runs trained, with their
+// clusterings and criteria), fills in each restart's agreement, and closes the rest.
+// The kept run's config counts the restarts it was chosen from; its seed is its own,
+// which a resume's later epochs draw from.
+func choose(runs []*Run, clusterings [][]int, all []Restart) (*Run, error) {
 	best := 0
-	if n >= MinAgreementRestarts {
+	if len(runs) >= MinAgreementRestarts {
 		agree, err := meanAgreement(clusterings)
 		if err != nil {
-			closeAll(nil)
-			return nil, nil, err
+			for _, r := range runs {
+				r.Close()
+			}
+			return nil, err
 		}
 		for i := range all {
 			all[i].Agreement = &agree[i]
@@ -95,10 +127,13 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 			}
 		}
 	}
-	closeAll(runs[best])
-	// The kept run's config names its own seed, which a resume's later epochs draw
-	// from, and the count of restarts it won over.
-	return runs[best], all, nil
+	for i, r := range runs {
+		if i != best {
+			r.Close()
+		}
+	}
+	runs[best].Cfg.Restarts = len(runs)
+	return runs[best], nil
 }
 
 // meanAgreement is, for each clustering, its mean adjusted Rand index with the others.

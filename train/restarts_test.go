@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 )
@@ -28,7 +29,7 @@ func TestTrainTwoRestarts(t *testing.T) {
 	cfg := VectorDefaults()
 	cfg.MinSteps = 0
 	cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts = 2, 0, 3, 2
-	r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, nil)
+	r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, RestartHooks{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +52,12 @@ func TestTrainRestarts(t *testing.T) {
 	cfg.MinSteps = 0 // the epochs as set
 	cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts = 2, 1, 7, 4
 	var heard []uint64
-	r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, func(i int, rs Restart) {
+	r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, RestartHooks{Done: func(i int, rs Restart) {
 		if i != len(heard) {
 			t.Errorf("restart %d reported as %d", len(heard), i)
 		}
 		heard = append(heard, rs.Seed)
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,5 +97,56 @@ func TestTrainRestarts(t *testing.T) {
 	}
 	if err := r.Attach(t.TempDir()); err == nil {
 		t.Error("a run was attached to a second folder")
+	}
+}
+
+// An interrupt keeps the choice among the restarts that finished: none when the
+// first is cut short, the better of two when the third is.
+func TestTrainRestartsInterrupted(t *testing.T) {
+	src := digitsSource(t)
+	cfg := VectorDefaults()
+	cfg.MinSteps = 0
+	cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 4
+	for _, tc := range []struct {
+		name     string
+		cancelAt int // cancel when this many restarts have finished
+		kept     int // restarts the kept run was chosen from; 0: none kept
+	}{
+		{"during the first", 0, 0},
+		{"during the third", 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancelAt == 0 {
+				cancel()
+			}
+			r, all, err := TrainRestarts(ctx, cfg, src, testDevice, RestartHooks{Done: func(i int, _ Restart) {
+				if i+1 == tc.cancelAt {
+					cancel()
+				}
+			}})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err %v, want the cancellation", err)
+			}
+			if tc.kept == 0 {
+				if r != nil || all != nil {
+					t.Fatalf("kept a run (%v, %d restarts) of none finished", r != nil, len(all))
+				}
+				return
+			}
+			if r == nil {
+				t.Fatal("no run kept")
+			}
+			defer r.Close()
+			best := all[0]
+			if all[1].Criteria.Better(best.Criteria) {
+				best = all[1]
+			}
+			if len(all) != tc.kept || r.Cfg.Restarts != tc.kept || r.Cfg.Seed != best.Seed || r.EpochsDone() != cfg.Epochs {
+				t.Errorf("kept seed %d of %d restarts (config says %d) after %d epochs; want seed %d of %d after %d",
+					r.Cfg.Seed, len(all), r.Cfg.Restarts, r.EpochsDone(), best.Seed, tc.kept, cfg.Epochs)
+			}
+		})
 	}
 }
