@@ -1363,6 +1363,53 @@ func TestTrainDefaultRestarts(t *testing.T) {
 	}
 }
 
+// A run evaluated at every epoch keeps, beside the last, the epoch of the highest
+// mean max posterior; summary.json names it, with scores that eval of its model gives.
+// (Seed 2 of the digits chose epoch 66 of 72 on an AMD EPYC.)
+func TestTrainChosenEpoch(t *testing.T) {
+	dir := t.TempDir()
+	wantScoreLine(t, run(t, dir, "train", "--quiet", "--restarts", "1", "--kmeans=false", "--seed", "2", "--out", "run"))
+	best, last := 0, 0
+	var maxPost []float64
+	for i, l := range readLines(t, filepath.Join(dir, "run", "metrics.jsonl")) {
+		var m struct {
+			Criteria struct {
+				MaxPosterior float64 `json:"max_posterior"`
+			}
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatal(err)
+		}
+		maxPost = append(maxPost, m.Criteria.MaxPosterior)
+		if maxPost[i] > maxPost[best] {
+			best = i
+		}
+		last = i
+	}
+	var sum struct {
+		Chosen *struct {
+			Epoch  int
+			Model  string
+			Scores *struct{ ACC, NMI, ARI float64 }
+		}
+	}
+	readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
+	_, err := os.Stat(filepath.Join(dir, "run", "chosen.safetensors"))
+	if best == last {
+		if sum.Chosen != nil || err == nil {
+			t.Errorf("the last epoch had the highest max posterior %v, yet summary names epoch %+v (chosen.safetensors: %v)", maxPost, sum.Chosen, err)
+		}
+		return
+	}
+	if sum.Chosen == nil || sum.Chosen.Epoch != best+1 || sum.Chosen.Scores == nil || err != nil {
+		t.Fatalf("max posteriors %v: summary's chosen epoch %+v, want epoch %d with scores (chosen.safetensors: %v)", maxPost, sum.Chosen, best+1, err)
+	}
+	want := fmt.Sprintf("ACC %.4f NMI %.4f ARI %.4f", sum.Chosen.Scores.ACC, sum.Chosen.Scores.NMI, sum.Chosen.Scores.ARI)
+	if got := wantScoreLine(t, run(t, dir, "eval", "--model", sum.Chosen.Model)); got != want {
+		t.Errorf("eval of the chosen model: %q, summary says %q", got, want)
+	}
+}
+
 // SIGINT during the restarts keeps the choice among those that finished, which a
 // resume finishes; during the first, nothing is kept and the message says so.
 func TestInterruptRestarts(t *testing.T) {

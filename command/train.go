@@ -379,6 +379,12 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 	}
 	sum := summary{Run: run.Dir, Epochs: run.EpochsDone(), Seconds: round3(elapsed.Seconds()), K: run.Cfg.K,
 		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K), Criteria: pred.Criteria, Restarts: restarts}
+	if ch := run.Chosen(); ch != nil && ch.Epoch != run.EpochsDone() {
+		sum.Chosen = &chosenEpoch{Chosen: *ch, Model: filepath.Join(run.Dir, train.ChosenName)}
+		if m := run.History[ch.Epoch-1]; m.ACC != nil {
+			sum.Chosen.Scores = &eval.Scores{ACC: *m.ACC, NMI: *m.NMI, ARI: *m.ARI}
+		}
+	}
 	if labels != nil {
 		sc, err := eval.Score(labels, pred.Cluster)
 		if err != nil {
@@ -423,6 +429,16 @@ type summary struct {
 	Criteria *train.Criteria `json:"criteria,omitempty"`
 	// Restarts are the seeds trained and their criteria, when --restarts > 1.
 	Restarts []train.Restart `json:"restarts,omitempty"`
+	// Chosen is the epoch the criteria ranked first, when it is not the last.
+	Chosen *chosenEpoch `json:"chosen,omitempty"`
+}
+
+// chosenEpoch is the epoch a run keeps beside its last (train.Chosen), where its
+// model is, and its scores when the data have labels.
+type chosenEpoch struct {
+	train.Chosen
+	Model  string       `json:"model"`
+	Scores *eval.Scores `json:"scores,omitempty"`
 }
 
 func printSummary(s summary, asJSON bool, stdout, log io.Writer) error {
@@ -438,6 +454,14 @@ func printSummary(s summary, asJSON bool, stdout, log io.Writer) error {
 		}
 	}
 	fmt.Fprintf(log, "emclust: %d epochs in %.1fs; cluster sizes %v (%d empty); run saved in %s\n", s.Epochs, s.Seconds, s.Sizes, empty, s.Run)
+	if c := s.Chosen; c != nil {
+		scores := ""
+		if c.Scores != nil {
+			scores = " " + c.Scores.String() + ";"
+		}
+		fmt.Fprintf(log, "emclust: epoch %d had the highest mean max posterior (%.4f; the last %.4f):%s its model is %s\n",
+			c.Epoch, c.Criteria.MaxPosterior, s.Criteria.MaxPosterior, scores, c.Model)
+	}
 	if s.Scores == nil {
 		fmt.Fprintf(stdout, "clusters %d sizes %s\n", s.K, strings.Trim(fmt.Sprint(s.Sizes), "[]"))
 		return nil

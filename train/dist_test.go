@@ -176,6 +176,14 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 				if c.equal && fmt.Sprint(m.Sizes) != fmt.Sprint(want.Sizes) {
 					t.Logf("epoch %d: sizes %v, one process %v", i+1, m.Sizes, want.Sizes)
 				}
+				// Each rank scores its share of the rows; the criteria are of all of them.
+				other := runs[1].History[i].Criteria
+				if m.Criteria == nil || other == nil || *m.Criteria != *other {
+					t.Fatalf("epoch %d: the ranks' criteria %+v and %+v, want the same", i+1, m.Criteria, other)
+				}
+				if d := math.Abs(m.Criteria.MaxPosterior - want.Criteria.MaxPosterior); c.equal && d > tol {
+					t.Errorf("epoch %d: max posterior %v, one process %v", i+1, m.Criteria.MaxPosterior, want.Criteria.MaxPosterior)
+				}
 			}
 		})
 	}

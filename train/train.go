@@ -32,6 +32,8 @@ type EpochMetrics struct {
 	ACC     *float64  `json:"acc,omitempty"`
 	NMI     *float64  `json:"nmi,omitempty"`
 	ARI     *float64  `json:"ari,omitempty"`
+	// Criteria judge the epoch's clustering without labels, at evaluations.
+	Criteria *Criteria `json:"criteria,omitempty"`
 }
 
 // Progress receives training progress; the CLI draws a bar from it.
@@ -61,7 +63,26 @@ type Run struct {
 	savedEpoch int           // epochs the checkpoint in Dir holds
 	lastSave   time.Time
 	lock       *os.File // held on Dir/.lock while the run may write there
+
+	// chosen is the evaluated epoch whose clustering the criteria rank first;
+	// chosenState holds its tensors until Save writes them to ChosenName.
+	chosen      *Chosen
+	chosenState []torch.Named
+	better      func(a, b Criteria) bool // the ranking: Criteria.Better
 }
+
+// Chosen is the epoch a run keeps beside its last: of the evaluated epochs, the one
+// whose criteria rank first (Criteria.Better). Image runs swing by several points of
+// ACC from epoch to epoch (docs/RESULTS.md section 8); the last is just the last.
+type Chosen struct {
+	Epoch    int      `json:"epoch"`
+	Criteria Criteria `json:"criteria"`
+}
+
+// ChosenName is the file in a run folder that holds the chosen epoch's model when it
+// is not the last: a checkpoint without optimiser states, which predict and eval
+// read as --model RUN/chosen.safetensors.
+const ChosenName = "chosen.safetensors"
 
 // New builds the network and optimisers for cfg on src's device and writes
 // RUN/config.json. The network's init is drawn from cfg.Seed.
@@ -141,7 +162,7 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		net.Close()
 		return nil, err
 	}
-	r := &Run{Cfg: cfg, Dir: dir, Spec: net.Spec, Net: net, Dev: dev, Src: src}
+	r := &Run{Cfg: cfg, Dir: dir, Spec: net.Spec, Net: net, Dev: dev, Src: src, better: Criteria.Better}
 	params := net.Params()
 	ts := make([]*torch.Tensor, len(params))
 	r.params = ts
@@ -225,6 +246,7 @@ func (r *Run) Close() {
 	}
 	r.prior.Free()
 	r.labels.Free()
+	r.dropChosenState()
 	if r.Net != nil {
 		r.Net.Close()
 	}
@@ -271,6 +293,9 @@ func (r *Run) Train(ctx context.Context) error {
 		if last || (r.Cfg.EvalEvery > 0 && (r.epoch+1)%r.Cfg.EvalEvery == 0) {
 			if err := r.evaluate(&m); err != nil {
 				return fmt.Errorf("epoch %d: evaluate: %w", r.epoch+1, err)
+			}
+			if err := r.consider(m); err != nil {
+				return fmt.Errorf("epoch %d: %w", r.epoch+1, err)
 			}
 		}
 		r.epoch++
@@ -580,34 +605,42 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 		}
 	}
 	if gamma > 0 {
-		c := &Criteria{EMObjective: emSum / float64(n), LogLikelihood: llSum / float64(n)}
+		var maxPost float64
 		for i, cl := range out.Cluster {
-			c.MaxPosterior += float64(out.Posterior[i*k+cl])
+			maxPost += float64(out.Posterior[i*k+cl])
 		}
-		c.MaxPosterior /= float64(n)
-		sizes := make([]int, k)
-		for _, cl := range out.Cluster {
-			sizes[cl]++
-		}
-		for _, sz := range sizes {
-			if sz > 0 {
-				q := float64(sz) / float64(n)
-				c.SizeEntropy -= q * math.Log(q)
-			}
-		}
-		if k > 1 {
-			c.SizeEntropy /= math.Log(float64(k))
-		}
-		out.Criteria = c
+		out.Criteria = newCriteria(emSum, llSum, maxPost, out.Cluster, k)
 	}
 	return out, nil
 }
 
+// newCriteria are the criteria of a clustering from the sums over its rows of the EM
+// objective's terms, the log-likelihoods and the max posteriors.
+func newCriteria(emSum, llSum, maxPostSum float64, cluster []int, k int) *Criteria {
+	n := float64(len(cluster))
+	c := &Criteria{EMObjective: emSum / n, LogLikelihood: llSum / n, MaxPosterior: maxPostSum / n}
+	sizes := make([]int, k)
+	for _, cl := range cluster {
+		sizes[cl]++
+	}
+	for _, sz := range sizes {
+		if sz > 0 {
+			q := float64(sz) / n
+			c.SizeEntropy -= q * math.Log(q)
+		}
+	}
+	if k > 1 {
+		c.SizeEntropy /= math.Log(float64(k))
+	}
+	return c
+}
+
 func (r *Run) evaluate(m *EpochMetrics) error {
-	cluster, err := r.predictClusters()
+	cluster, crit, err := r.predictClusters()
 	if err != nil {
 		return err
 	}
+	m.Criteria = crit
 	m.Sizes = eval.ClusterSizes(cluster, r.Cfg.K)
 	for _, c := range m.Sizes {
 		if c == 0 {
@@ -625,42 +658,52 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 	return nil
 }
 
-// predictClusters is every row's cluster. Ranks each predict an equal share of the
-// rows and gather the rest.
-func (r *Run) predictClusters() ([]int, error) {
-	n := r.Src.Len()
+// predictClusters is every row's cluster and the clustering's criteria. Ranks each
+// predict an equal share of the rows and gather the rest.
+func (r *Run) predictClusters() ([]int, *Criteria, error) {
+	n, k := r.Src.Len(), r.Cfg.K
 	if r.group == nil {
-		pred, err := Predict(r.Net, r.Src, r.Dev, r.prior)
+		pred, err := PredictWithCriteria(r.Net, r.Src, r.Dev, r.prior, r.Cfg.GammaVal)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return pred.Cluster, nil
+		return pred.Cluster, pred.Criteria, nil
 	}
 	w, rank := r.group.Size(), r.group.Rank()
 	lo, hi := rank*n/w, (rank+1)*n/w
-	pred, err := predict(r.Net, r.Src, r.Dev, r.prior, 0, lo, hi)
+	pred, err := predict(r.Net, r.Src, r.Dev, r.prior, r.Cfg.GammaVal, lo, hi)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// Each rank fills its rows of a zero vector; the sum over ranks is all of them.
+	// The criteria are means: each rank gives its rows' sums.
 	all := make([]int64, n)
 	for i, c := range pred.Cluster {
 		all[lo+i] = int64(c)
 	}
+	m := float64(hi - lo)
+	c := pred.Criteria
 	s := torch.NoGrad()
 	defer s.Close()
 	t := s.FromInt64(all, []int{n}, r.Dev) // NCCL moves only CUDA tensors
+	sums := s.FromFloat32([]float32{float32(c.EMObjective * m), float32(c.LogLikelihood * m), float32(c.MaxPosterior * m)}, []int{3}, r.Dev)
 	if err := s.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := r.group.AllReduce(t); err != nil {
-		return nil, fmt.Errorf("gather predictions: %w", err)
+	for _, x := range []*torch.Tensor{t, sums} { // one dtype per collective
+		if err := r.group.AllReduce(x); err != nil {
+			return nil, nil, fmt.Errorf("gather predictions: %w", err)
+		}
 	}
 	cluster := make([]int, n)
 	for i, c := range s.Int64s(t) {
 		cluster[i] = int(c)
 	}
-	return cluster, s.Err()
+	sum := s.Float32s(sums)
+	if err := s.Err(); err != nil {
+		return nil, nil, err
+	}
+	return cluster, newCriteria(float64(sum[0]), float64(sum[1]), float64(sum[2]), cluster, k), nil
 }
 
 // Checkpoint layout: model tensors under "model.", optimiser moments under
@@ -673,6 +716,7 @@ type checkpointMeta struct {
 	StepsA  []int64        `json:"steps_a"`
 	StepsB  []int64        `json:"steps_b,omitempty"`
 	History []EpochMetrics `json:"history"`
+	Chosen  *Chosen        `json:"chosen,omitempty"`
 }
 
 // Save writes RUN/checkpoint.safetensors and RUN/metrics.jsonl atomically. Train saves
@@ -685,7 +729,10 @@ func (r *Run) Save() error {
 	for _, nt := range append(r.Net.Params(), r.Net.Buffers()...) {
 		ts = append(ts, torch.Named{Name: "model." + nt.Name, Tensor: nt.Tensor})
 	}
-	meta := checkpointMeta{Epoch: r.epoch, History: r.History}
+	if err := r.saveChosen(); err != nil {
+		return err
+	}
+	meta := checkpointMeta{Epoch: r.epoch, History: r.History, Chosen: r.chosen}
 	for _, o := range []struct {
 		name  string
 		opt   *torch.Adam
@@ -762,7 +809,7 @@ func ReadCheckpoint(runDir string) (*torch.SafeFile, *Config, model.Spec, error)
 
 // RunFiles are the files a run folder owns, written through atomicfile (the CLI
 // writes the last two). Other commands must not write over them.
-var RunFiles = []string{"config.json", checkpointName, "metrics.jsonl", "assignments.csv", "summary.json"}
+var RunFiles = []string{"config.json", checkpointName, ChosenName, "metrics.jsonl", "assignments.csv", "summary.json"}
 
 func removeStale(dir string) {
 	for _, f := range RunFiles {
@@ -803,6 +850,9 @@ func CheckpointEpochs(f *torch.SafeFile) (int, error) {
 // Restore loads a checkpoint's network, optimiser states, prior and history into r,
 // which must have been built with the same config.
 func (r *Run) Restore(f *torch.SafeFile) error {
+	if f.Meta["chosen"] != "" {
+		return fmt.Errorf("%s holds only the model of a chosen epoch, without optimiser states; resume from the run folder", f.Path)
+	}
 	var spec model.Spec
 	if err := json.Unmarshal([]byte(f.Meta["spec"]), &spec); err != nil {
 		return fmt.Errorf("%s: spec: %w", f.Path, err)
@@ -849,6 +899,85 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 	}
 	r.epoch, r.savedEpoch = meta.Epoch, meta.Epoch
 	r.History = meta.History
+	r.chosen = meta.Chosen
+	if r.chosen != nil && r.chosen.Epoch == r.epoch && r.Dir != "" {
+		// The checkpoint was the chosen epoch's, which later epochs overwrite.
+		return r.snapshotChosen()
+	}
+	return nil
+}
+
+// Chosen is the epoch the criteria rank first so far, nil before any evaluation.
+func (r *Run) Chosen() *Chosen { return r.chosen }
+
+// consider makes the epoch just evaluated the chosen one if its criteria rank first,
+// and keeps its tensors for Save when the run has a folder.
+func (r *Run) consider(m EpochMetrics) error {
+	if m.Criteria == nil || (r.chosen != nil && !r.better(*m.Criteria, r.chosen.Criteria)) {
+		return nil
+	}
+	r.chosen = &Chosen{Epoch: m.Epoch, Criteria: *m.Criteria}
+	if r.Dir == "" {
+		return nil
+	}
+	return r.snapshotChosen()
+}
+
+// snapshotChosen copies the network (and prior) as they are now, for ChosenName.
+func (r *Run) snapshotChosen() error {
+	r.dropChosenState()
+	s := torch.NoGrad()
+	defer s.Close()
+	for _, nt := range append(r.Net.Params(), r.Net.Buffers()...) {
+		r.chosenState = append(r.chosenState, torch.Named{Name: "model." + nt.Name, Tensor: s.Keep(s.Clone(nt.Tensor))})
+	}
+	if r.prior != nil {
+		r.chosenState = append(r.chosenState, torch.Named{Name: "prior", Tensor: s.Keep(s.Clone(r.prior))})
+	}
+	if err := s.Err(); err != nil {
+		r.dropChosenState()
+		return fmt.Errorf("keep the chosen epoch: %w", err)
+	}
+	return nil
+}
+
+func (r *Run) dropChosenState() {
+	for _, nt := range r.chosenState {
+		nt.Tensor.Free()
+	}
+	r.chosenState = nil
+}
+
+// saveChosen writes the chosen epoch's tensors, if new since the last Save, to
+// ChosenName. When the last epoch is the chosen one the checkpoint holds it, and an
+// earlier epoch's file would only mislead: it is removed.
+func (r *Run) saveChosen() error {
+	path := filepath.Join(r.Dir, ChosenName)
+	if r.chosen != nil && r.chosen.Epoch == r.epoch && r.epoch == r.Cfg.Epochs {
+		r.dropChosenState()
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("remove %s: %w", path, err)
+		}
+		return nil
+	}
+	if r.chosenState == nil {
+		return nil
+	}
+	cfgJSON, _ := json.Marshal(r.Cfg)
+	stateJSON, _ := json.Marshal(checkpointMeta{Epoch: r.chosen.Epoch, History: r.History[:r.chosen.Epoch], Chosen: r.chosen})
+	md := map[string]string{
+		"format":   "emclust-checkpoint-1",
+		"config":   string(cfgJSON),
+		"spec":     r.Net.Spec.JSON(),
+		"state":    string(stateJSON),
+		"epoch":    strconv.Itoa(r.chosen.Epoch),
+		"libtorch": torch.Version(),
+		"chosen":   "the epoch whose criteria ranked first; no optimiser states, not for --resume",
+	}
+	if err := torch.SaveSafetensors(path, r.chosenState, md); err != nil {
+		return err
+	}
+	r.dropChosenState()
 	return nil
 }
 

@@ -1,0 +1,113 @@
+package train
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// chosenRun trains four evaluated epochs of the digits in dir, with better as the
+// ranking of epochs (nil: the run's own).
+func chosenRun(t *testing.T, dir string, better func(a, b Criteria) bool) *Run {
+	t.Helper()
+	cfg := VectorDefaults()
+	cfg.MinSteps = 0
+	cfg.Epochs, cfg.EvalEvery = 4, 1
+	r, err := New(cfg, digitsSource(t), testDevice, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	if better != nil {
+		r.better = better
+	}
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// The run keeps the epoch its ranking puts first: its criteria in the history, its
+// model in chosen.safetensors (which predicts what that epoch's evaluation did), and
+// the choice in the checkpoint, which a resume takes up.
+func TestChosenEpoch(t *testing.T) {
+	dir := t.TempDir()
+	calls := 0
+	// Epoch 1 is chosen first; only epoch 2 ranks above what is chosen.
+	r := chosenRun(t, dir, func(a, b Criteria) bool { calls++; return calls == 1 })
+	ch := r.Chosen()
+	if ch == nil || ch.Epoch != 2 || r.History[1].Criteria == nil || ch.Criteria != *r.History[1].Criteria {
+		t.Fatalf("chosen %+v, want epoch 2 with its criteria %+v", ch, r.History[1].Criteria)
+	}
+	for i, m := range r.History {
+		if m.Criteria == nil || !(m.Criteria.MaxPosterior > 0 && m.Criteria.MaxPosterior <= 1) {
+			t.Errorf("epoch %d: criteria %+v, want a max posterior in (0, 1]", i+1, m.Criteria)
+		}
+	}
+
+	path := filepath.Join(dir, ChosenName)
+	m, err := LoadModel(path, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	pred, err := PredictWithCriteria(m.Net, r.Src, testDevice, m.Prior, r.Cfg.GammaVal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *pred.Criteria != ch.Criteria {
+		t.Errorf("%s predicts with criteria %+v, epoch 2 evaluated %+v", ChosenName, *pred.Criteria, ch.Criteria)
+	}
+
+	f, _, _, err := ReadCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := New(r.Cfg, r.Src, testDevice, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if err := again.Restore(f); err != nil {
+		t.Fatal(err)
+	}
+	if c := again.Chosen(); c == nil || *c != *ch {
+		t.Errorf("resumed run's chosen epoch %+v, want %+v", c, ch)
+	}
+	cf, _, _, err := ReadCheckpoint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Restore(cf); err == nil {
+		t.Errorf("resumed from %s, which has no optimiser states", ChosenName)
+	}
+}
+
+// When the last epoch ranks first the checkpoint is the chosen model, and no other
+// file claims to be.
+func TestChosenLastEpoch(t *testing.T) {
+	dir := t.TempDir()
+	// Each epoch ranks above the one before: the last is chosen.
+	r := chosenRun(t, dir, func(a, b Criteria) bool { return true })
+	if ch := r.Chosen(); ch == nil || ch.Epoch != 4 {
+		t.Fatalf("chosen %+v, want epoch 4", ch)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ChosenName)); !os.IsNotExist(err) {
+		t.Errorf("%s left beside a last epoch that was chosen (stat: %v)", ChosenName, err)
+	}
+}
+
+// By default the epoch of the highest mean max posterior is kept.
+func TestChosenByMaxPosterior(t *testing.T) {
+	r := chosenRun(t, t.TempDir(), nil)
+	best := 0
+	for i, m := range r.History {
+		if m.Criteria.MaxPosterior > r.History[best].Criteria.MaxPosterior {
+			best = i
+		}
+	}
+	if ch := r.Chosen(); ch == nil || ch.Epoch != best+1 {
+		t.Errorf("chosen %+v, want epoch %d", ch, best+1)
+	}
+}
