@@ -32,9 +32,14 @@ func (p *barProgress) Start(epoch, epochs, steps int) {
 	if !p.tty {
 		return
 	}
-	p.bar = progressbar.NewOptions(steps,
-		progressbar.OptionSetWriter(p.w),
-		progressbar.OptionSetDescription(fmt.Sprintf("epoch %d/%d", epoch, epochs)),
+	p.bar = newStepBar(p.w, steps)
+	p.bar.Describe(fmt.Sprintf("epoch %d/%d", epoch, epochs))
+}
+
+// newStepBar is a bar over steps with count, rate and ETA, cleared when finished.
+func newStepBar(w io.Writer, steps int) *progressbar.ProgressBar {
+	return progressbar.NewOptions(steps,
+		progressbar.OptionSetWriter(w),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(),
 		progressbar.OptionSetItsString("step"),
@@ -107,16 +112,7 @@ func (p *restartsProgress) Start(epoch, epochs, steps int) {
 		p.restart++
 	}
 	if p.bar == nil {
-		p.bar = progressbar.NewOptions(p.restarts*epochs*steps,
-			progressbar.OptionSetWriter(p.w),
-			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("step"),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish(),
-			progressbar.OptionSetWidth(30),
-		)
+		p.bar = newStepBar(p.w, p.restarts*epochs*steps)
 	}
 	p.base = ((p.restart-1)*epochs + epoch - 1) * steps
 	p.epochs, p.steps = epochs, steps
@@ -127,7 +123,11 @@ func (p *restartsProgress) Step(done int, _ float64, _ bool) { p.bar.Set(p.base 
 
 func (p *restartsProgress) End(m train.EpochMetrics) {
 	p.bar.Set(p.base + p.steps)
-	if p.restart == p.restarts && m.Epoch == p.epochs {
+	switch {
+	case m.Epoch < p.epochs:
+	case p.restart == p.restarts:
 		p.bar.Finish()
+	default:
+		p.bar.Clear() // for the restart's line; the next step draws the bar again
 	}
 }
