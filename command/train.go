@@ -28,7 +28,7 @@ func trainCommand() *cli.Command {
 		&cli.StringFlag{Name: "objective", Usage: objectiveHelp(), DefaultText: "em for vectors, twofold for images"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},
 		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the run whose clustering agrees best with the others' (mean adjusted Rand index; no labels needed; with 2, the higher mean max posterior)", DefaultText: "10 for vectors, 1 for images"},
-		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations (0: only at the end)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
+		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations, which score the criteria that choose the epoch kept as chosen.safetensors (0: only at the end; restarts score only their last epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
 		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it; the run's other settings are kept)", DefaultText: "off"},
@@ -205,8 +205,8 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		if runDir == "" {
 			runDir = filepath.Join("runs", fmt.Sprintf("%s-%s", train.DataName(cfg), time.Now().Format("20060102-150405")))
 		}
-		if _, err := os.Stat(filepath.Join(runDir, "checkpoint.safetensors")); err == nil {
-			return fmt.Errorf("%s already holds a run; continue it with --resume %s or pick another --out", runDir, runDir)
+		if err := checkNewRunDir(runDir); err != nil {
+			return err
 		}
 	}
 	dev, err := rankDevice(cfg.Device, role)
@@ -322,6 +322,15 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 // others in runDir, and finishes it like a single run.
 func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, runDir string, asJSON bool, stdout, log io.Writer) error {
 	start := time.Now()
+	// The folder is the run's from now: no other run may take it while these train.
+	lock, err := train.LockDir(runDir)
+	if err != nil {
+		return err
+	}
+	if err := checkNewRunDir(runDir); err != nil {
+		lock.Close()
+		return err
+	}
 	by := "the agreement between their clusterings"
 	if cfg.Restarts < train.MinAgreementRestarts {
 		by = "the mean max posterior"
@@ -336,6 +345,11 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 		},
 	}
 	run, restarts, err := train.TrainRestarts(ctx, cfg, src, dev, hooks)
+	if run == nil {
+		lock.Close()
+	} else {
+		defer run.Close()
+	}
 	interrupted := errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
 		return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
@@ -343,8 +357,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	if run == nil {
 		return interruptedError{errors.New("interrupted during the first restart; no run was kept: start the run again")}
 	}
-	defer run.Close()
-	if err := run.Attach(runDir); err != nil {
+	if err := run.AttachLocked(runDir, lock); err != nil {
 		return err
 	}
 	if err := run.Save(); err != nil {
@@ -379,8 +392,13 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 	}
 	sum := summary{Run: run.Dir, Epochs: run.EpochsDone(), Seconds: round3(elapsed.Seconds()), K: run.Cfg.K,
 		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K), Criteria: pred.Criteria, Restarts: restarts}
-	if ch := run.Chosen(); ch != nil && ch.Epoch != run.EpochsDone() {
-		sum.Chosen = &chosenEpoch{Chosen: *ch, Model: filepath.Join(run.Dir, train.ChosenName)}
+	chosen, err := run.ExportChosen()
+	if err != nil {
+		return err
+	}
+	if chosen != "" {
+		ch := run.Chosen()
+		sum.Chosen = &chosenEpoch{Chosen: *ch, Model: chosen}
 		if m := run.History[ch.Epoch-1]; m.ACC != nil {
 			sum.Chosen.Scores = &eval.Scores{ACC: *m.ACC, NMI: *m.NMI, ARI: *m.ARI}
 		}
@@ -532,6 +550,14 @@ func summaryEpochs(dir string) int {
 		return -1
 	}
 	return *sum.Epochs
+}
+
+// checkNewRunDir refuses a folder that holds a run already.
+func checkNewRunDir(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); err == nil {
+		return fmt.Errorf("%s already holds a run; continue it with --resume %s or pick another --out", dir, dir)
+	}
+	return nil
 }
 
 // checkRunDir explains a --resume folder without a checkpoint better than the error

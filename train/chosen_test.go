@@ -60,11 +60,21 @@ func TestChosenEpoch(t *testing.T) {
 		t.Errorf("%s predicts with criteria %+v, epoch 2 evaluated %+v", ChosenName, *pred.Criteria, ch.Criteria)
 	}
 
-	f, _, _, err := ReadCheckpoint(dir)
+	// A run killed after its checkpoint and before chosen.safetensors: the
+	// checkpoint carries the chosen model, and the resumed run writes the file.
+	moved := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(dir, checkpointName))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := New(r.Cfg, r.Src, testDevice, "")
+	if err := os.WriteFile(filepath.Join(moved, checkpointName), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _, _, err := ReadCheckpoint(moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := New(r.Cfg, r.Src, testDevice, moved)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +84,21 @@ func TestChosenEpoch(t *testing.T) {
 	}
 	if c := again.Chosen(); c == nil || *c != *ch {
 		t.Errorf("resumed run's chosen epoch %+v, want %+v", c, ch)
+	}
+	if p, err := again.ExportChosen(); err != nil || p != filepath.Join(moved, ChosenName) {
+		t.Fatalf("export after the resume: %q, %v", p, err)
+	}
+	m2, err := LoadModel(filepath.Join(moved, ChosenName), testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	pred2, err := PredictWithCriteria(m2.Net, r.Src, testDevice, m2.Prior, r.Cfg.GammaVal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *pred2.Criteria != ch.Criteria {
+		t.Errorf("rewritten %s predicts with criteria %+v, want %+v", ChosenName, *pred2.Criteria, ch.Criteria)
 	}
 	cf, _, _, err := ReadCheckpoint(path)
 	if err != nil {

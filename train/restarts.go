@@ -84,13 +84,9 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 			return nil, nil, err
 		}
 		runs = append(runs, r)
-		pred, err := PredictWithCriteria(r.Net, src, dev, r.prior, r.Cfg.GammaVal)
-		if err != nil {
-			closeAll(nil)
-			return nil, nil, err
-		}
-		clusterings = append(clusterings, pred.Cluster)
-		all = append(all, Restart{Seed: c.Seed, Criteria: *pred.Criteria})
+		// Train evaluated the last epoch: its clustering and criteria.
+		clusterings = append(clusterings, r.evaluated)
+		all = append(all, Restart{Seed: c.Seed, Criteria: *r.History[len(r.History)-1].Criteria})
 		if hooks.Done != nil {
 			hooks.Done(i, all[i])
 		}

@@ -65,10 +65,13 @@ type Run struct {
 	lock       *os.File // held on Dir/.lock while the run may write there
 
 	// chosen is the evaluated epoch whose clustering the criteria rank first;
-	// chosenState holds its tensors until Save writes them to ChosenName.
+	// chosenState holds its tensors (with a folder), which each checkpoint carries
+	// while a later epoch is the last; chosenFile is the epoch ChosenName holds.
 	chosen      *Chosen
 	chosenState []torch.Named
+	chosenFile  int
 	better      func(a, b Criteria) bool // the ranking: Criteria.Better
+	evaluated   []int                    // the clustering of the last evaluation
 }
 
 // Chosen is the epoch a run keeps beside its last: of the evaluated epochs, the one
@@ -81,7 +84,8 @@ type Chosen struct {
 
 // ChosenName is the file in a run folder that holds the chosen epoch's model when it
 // is not the last: a checkpoint without optimiser states, which predict and eval
-// read as --model RUN/chosen.safetensors.
+// read as --model RUN/chosen.safetensors. The checkpoint carries the same tensors
+// (under "chosen."), so a resume rewrites the file should a kill have cut it short.
 const ChosenName = "chosen.safetensors"
 
 // New builds the network and optimisers for cfg on src's device and writes
@@ -215,16 +219,31 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 // Attach makes dir the run's folder: it locks it, removes what an earlier run there
 // left, and writes config.json. New attaches its dir; a run trained without one (a
 // restart not yet chosen) is attached when it is kept.
-func (r *Run) Attach(dir string) error {
+func (r *Run) Attach(dir string) error { return r.AttachLocked(dir, nil) }
+
+// LockDir makes dir and takes its lock for a run that attaches to it later, as the
+// kept restart does: no other run can take the folder while the restarts train.
+func LockDir(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("run folder: %w", err)
+	}
+	return lockRunDir(dir)
+}
+
+// AttachLocked is Attach with dir's lock from LockDir (nil: take it now), which the
+// run then owns, even when attaching fails, and releases at Close.
+func (r *Run) AttachLocked(dir string, lock *os.File) error {
 	if r.lock != nil {
+		if lock != nil {
+			lock.Close()
+		}
 		return fmt.Errorf("run already attached to %s", r.Dir)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("run folder: %w", err)
-	}
-	lock, err := lockRunDir(dir)
-	if err != nil {
-		return err
+	if lock == nil {
+		var err error
+		if lock, err = LockDir(dir); err != nil {
+			return err
+		}
 	}
 	r.lock, r.Dir = lock, dir
 	removeStale(dir)
@@ -640,7 +659,7 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 	if err != nil {
 		return err
 	}
-	m.Criteria = crit
+	m.Criteria, r.evaluated = crit, cluster
 	m.Sizes = eval.ClusterSizes(cluster, r.Cfg.K)
 	for _, c := range m.Sizes {
 		if c == 0 {
@@ -719,18 +738,15 @@ type checkpointMeta struct {
 	Chosen  *Chosen        `json:"chosen,omitempty"`
 }
 
-// Save writes RUN/checkpoint.safetensors and RUN/metrics.jsonl atomically. Train saves
-// after the first and the last epoch, and in between at most every
-// checkpointInterval.
+// Save writes RUN/checkpoint.safetensors and RUN/metrics.jsonl atomically, then
+// ChosenName (ExportChosen). Train saves after the first and the last epoch, and in
+// between at most every checkpointInterval.
 func (r *Run) Save() error {
 	s := torch.NoGrad()
 	defer s.Close()
 	var ts []torch.Named
 	for _, nt := range append(r.Net.Params(), r.Net.Buffers()...) {
 		ts = append(ts, torch.Named{Name: "model." + nt.Name, Tensor: nt.Tensor})
-	}
-	if err := r.saveChosen(); err != nil {
-		return err
 	}
 	meta := checkpointMeta{Epoch: r.epoch, History: r.History, Chosen: r.chosen}
 	for _, o := range []struct {
@@ -751,6 +767,11 @@ func (r *Run) Save() error {
 	if r.prior != nil {
 		ts = append(ts, torch.Named{Name: "prior", Tensor: r.prior})
 	}
+	if r.chosen != nil && r.chosen.Epoch != r.epoch {
+		for _, nt := range r.chosenState {
+			ts = append(ts, torch.Named{Name: "chosen." + nt.Name, Tensor: nt.Tensor})
+		}
+	}
 	if err := s.Err(); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -768,7 +789,11 @@ func (r *Run) Save() error {
 		return err
 	}
 	r.savedEpoch, r.lastSave = r.epoch, time.Now()
-	return r.writeMetrics()
+	if err := r.writeMetrics(); err != nil {
+		return err
+	}
+	_, err := r.ExportChosen()
+	return err
 }
 
 func (r *Run) writeMetrics() error {
@@ -899,12 +924,23 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 	}
 	r.epoch, r.savedEpoch = meta.Epoch, meta.Epoch
 	r.History = meta.History
-	r.chosen = meta.Chosen
-	if r.chosen != nil && r.chosen.Epoch == r.epoch && r.Dir != "" {
-		// The checkpoint was the chosen epoch's, which later epochs overwrite.
+	r.chosen, r.chosenFile = meta.Chosen, 0
+	r.dropChosenState()
+	if r.chosen == nil || r.Dir == "" {
+		return nil
+	}
+	if r.chosen.Epoch == r.epoch {
+		// The checkpoint is the chosen epoch's, which later epochs overwrite.
 		return r.snapshotChosen()
 	}
-	return nil
+	for _, nt := range r.chosenSource() {
+		name := "chosen." + nt.Name
+		if _, ok := f.Shape(name); !ok {
+			return fmt.Errorf("%s: no tensor %q for the chosen epoch %d", f.Path, name, r.chosen.Epoch)
+		}
+		r.chosenState = append(r.chosenState, torch.Named{Name: nt.Name, Tensor: s.Keep(s.LoadTensor(f, name, r.Dev))})
+	}
+	return s.Err()
 }
 
 // Chosen is the epoch the criteria rank first so far, nil before any evaluation.
@@ -923,16 +959,25 @@ func (r *Run) consider(m EpochMetrics) error {
 	return r.snapshotChosen()
 }
 
+// chosenSource names the tensors a chosen epoch keeps, as they are now.
+func (r *Run) chosenSource() []torch.Named {
+	var out []torch.Named
+	for _, nt := range append(r.Net.Params(), r.Net.Buffers()...) {
+		out = append(out, torch.Named{Name: "model." + nt.Name, Tensor: nt.Tensor})
+	}
+	if r.prior != nil {
+		out = append(out, torch.Named{Name: "prior", Tensor: r.prior})
+	}
+	return out
+}
+
 // snapshotChosen copies the network (and prior) as they are now, for ChosenName.
 func (r *Run) snapshotChosen() error {
 	r.dropChosenState()
 	s := torch.NoGrad()
 	defer s.Close()
-	for _, nt := range append(r.Net.Params(), r.Net.Buffers()...) {
-		r.chosenState = append(r.chosenState, torch.Named{Name: "model." + nt.Name, Tensor: s.Keep(s.Clone(nt.Tensor))})
-	}
-	if r.prior != nil {
-		r.chosenState = append(r.chosenState, torch.Named{Name: "prior", Tensor: s.Keep(s.Clone(r.prior))})
+	for _, nt := range r.chosenSource() {
+		r.chosenState = append(r.chosenState, torch.Named{Name: nt.Name, Tensor: s.Keep(s.Clone(nt.Tensor))})
 	}
 	if err := s.Err(); err != nil {
 		r.dropChosenState()
@@ -948,20 +993,27 @@ func (r *Run) dropChosenState() {
 	r.chosenState = nil
 }
 
-// saveChosen writes the chosen epoch's tensors, if new since the last Save, to
-// ChosenName. When the last epoch is the chosen one the checkpoint holds it, and an
-// earlier epoch's file would only mislead: it is removed.
-func (r *Run) saveChosen() error {
+// ExportChosen writes the chosen epoch's model to ChosenName unless the file holds
+// it already, and returns the file's path; "" when the chosen epoch is the latest, so
+// that the checkpoint is its model (an earlier epoch's file would only mislead, and
+// is removed), or when there is no choice or folder.
+func (r *Run) ExportChosen() (string, error) {
+	if r.chosen == nil || r.Dir == "" {
+		return "", nil
+	}
 	path := filepath.Join(r.Dir, ChosenName)
-	if r.chosen != nil && r.chosen.Epoch == r.epoch && r.epoch == r.Cfg.Epochs {
-		r.dropChosenState()
+	if r.chosen.Epoch == r.epoch {
+		r.chosenFile = 0
 		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("remove %s: %w", path, err)
+			return "", fmt.Errorf("remove %s: %w", path, err)
 		}
-		return nil
+		return "", nil
+	}
+	if r.chosenFile == r.chosen.Epoch {
+		return path, nil
 	}
 	if r.chosenState == nil {
-		return nil
+		return "", fmt.Errorf("chosen epoch %d: its model was not kept", r.chosen.Epoch)
 	}
 	cfgJSON, _ := json.Marshal(r.Cfg)
 	stateJSON, _ := json.Marshal(checkpointMeta{Epoch: r.chosen.Epoch, History: r.History[:r.chosen.Epoch], Chosen: r.chosen})
@@ -975,10 +1027,10 @@ func (r *Run) saveChosen() error {
 		"chosen":   "the epoch whose criteria ranked first; no optimiser states, not for --resume",
 	}
 	if err := torch.SaveSafetensors(path, r.chosenState, md); err != nil {
-		return err
+		return "", err
 	}
-	r.dropChosenState()
-	return nil
+	r.chosenFile = r.chosen.Epoch
+	return path, nil
 }
 
 // Prior is the learned prior π (1×K), nil for uniform.
