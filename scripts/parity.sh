@@ -58,7 +58,7 @@ for seed in "${seed_list[@]}"; do
 		run=$out/$mode-seed$seed
 		rm -rf "$run"
 		echo "  seed $seed $mode" >&2
-		line=$("$emclust" train --quiet --json --seed "$seed" "${flags[@]}" --out "$run" "$@")
+		line=$("$emclust" train --quiet --json --restarts 1 --seed "$seed" "${flags[@]}" --out "$run" "$@")
 		printf '{"mode":"%s","seed":%s,"summary":%s}\n' "$mode" "$seed" "$line" >>"$raw"
 	done
 done

@@ -4,7 +4,7 @@ of several seeds (issue 14's restarts).
 Trains the embedded digits and scikit-learn's bundled UCI tables (iris, wine, breast
 cancer; exported to OUTDIR as CSV) for seeds 1..SEEDS (default 20) with
     emclust train --data D.csv --label-col label --standardize --epochs 300 --eval-every 0 \\
-        --seed S --kmeans=false --quiet --json --device cpu --out OUTDIR/runs/D-S
+        --seed S --kmeans=false --restarts 1 --quiet --json --device cpu --out OUTDIR/runs/D-S
 and reads each summary's ACC and criteria (train.Criteria: em_objective,
 log_likelihood, max_posterior, size_entropy; computed over all rows in eval mode).
 Prints, per data set, the ACC over seeds and, per criterion, its Spearman correlation
@@ -47,7 +47,7 @@ def main():
     for name, path in export(out).items():
         rows = []
         for seed in range(1, seeds + 1):
-            args = [emclust, "train", "--standardize", "--epochs", "300", "--eval-every", "0", "--seed", str(seed), "--kmeans=false",
+            args = [emclust, "train", "--standardize", "--epochs", "300", "--eval-every", "0", "--seed", str(seed), "--kmeans=false", "--restarts", "1",
                     "--quiet", "--json", "--device", "cpu", "--out", os.path.join(out, "runs", "%s-%d" % (name, seed))]
             if path:
                 args += ["--data", path, "--label-col", "label"]

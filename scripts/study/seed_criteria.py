@@ -10,7 +10,7 @@ The runs of docs/RESULTS.md section 11 were made with
     for S in 1..20: emclust train --data D.csv --label-col label --standardize \\
         --epochs 300 --seed S --kmeans=false --quiet --json --device cpu \\
         --out runs/D-S > runs-D-S.json
-(the embedded digits without --data), D.csv exported from scikit-learn's bundled
+(one run each: add --restarts 1 since vectors train ten restarts by default) (the embedded digits without --data), D.csv exported from scikit-learn's bundled
 copies of the UCI tables (load_iris, load_wine, load_breast_cancer).
 
 Debian: python3-scipy and python3-numpy for /usr/bin/python3."""
