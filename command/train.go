@@ -28,7 +28,7 @@ func trainCommand() *cli.Command {
 		&cli.StringFlag{Name: "objective", Usage: objectiveHelp(), DefaultText: "em for vectors, twofold for images"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},
 		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the run whose clustering agrees best with the others' (mean adjusted Rand index; no labels needed; with 2, the higher mean max posterior)", DefaultText: "10 for vectors, 1 for images"},
-		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations, which score the criteria that choose the epoch kept as chosen.safetensors (0: only at the end; restarts score only their last epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
+		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations; the one that agrees best with those before it is kept as chosen.safetensors (0: only at the end; restarts evaluate only their last epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
 		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it; the run's other settings are kept)", DefaultText: "off"},
@@ -477,8 +477,12 @@ func printSummary(s summary, asJSON bool, stdout, log io.Writer) error {
 		if c.Scores != nil {
 			scores = " " + c.Scores.String() + ";"
 		}
-		fmt.Fprintf(log, "emclust: epoch %d had the highest mean max posterior (%.4f; the last %.4f):%s its model is %s\n",
-			c.Epoch, c.Criteria.MaxPosterior, s.Criteria.MaxPosterior, scores, c.Model)
+		agree := ""
+		if c.Agreement != nil {
+			agree = fmt.Sprintf(" (mean ARI %.4f)", *c.Agreement)
+		}
+		fmt.Fprintf(log, "emclust: epoch %d agreed best with the evaluations before it%s:%s its model is %s\n",
+			c.Epoch, agree, scores, c.Model)
 	}
 	if s.Scores == nil {
 		fmt.Fprintf(stdout, "clusters %d sizes %s\n", s.K, strings.Trim(fmt.Sprint(s.Sizes), "[]"))

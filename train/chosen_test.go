@@ -2,18 +2,20 @@ package train
 
 import (
 	"context"
+	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 )
 
-// chosenRun trains four evaluated epochs of the digits in dir, with better as the
-// ranking of epochs (nil: the run's own).
-func chosenRun(t *testing.T, dir string, better func(a, b Criteria) bool) *Run {
+// chosenRun trains evaluated epochs of the digits in dir, with better as the ranking
+// of epochs (nil: the run's own).
+func chosenRun(t *testing.T, dir string, epochs int, better func(a, b Chosen) bool) *Run {
 	t.Helper()
 	cfg := VectorDefaults()
 	cfg.MinSteps = 0
-	cfg.Epochs, cfg.EvalEvery = 4, 1
+	cfg.Epochs, cfg.EvalEvery = epochs, 1
 	r, err := New(cfg, digitsSource(t), testDevice, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +37,7 @@ func TestChosenEpoch(t *testing.T) {
 	dir := t.TempDir()
 	calls := 0
 	// Epoch 1 is chosen first; only epoch 2 ranks above what is chosen.
-	r := chosenRun(t, dir, func(a, b Criteria) bool { calls++; return calls == 1 })
+	r := chosenRun(t, dir, 4, func(a, b Chosen) bool { calls++; return calls == 1 })
 	ch := r.Chosen()
 	if ch == nil || ch.Epoch != 2 || r.History[1].Criteria == nil || ch.Criteria != *r.History[1].Criteria {
 		t.Fatalf("chosen %+v, want epoch 2 with its criteria %+v", ch, r.History[1].Criteria)
@@ -82,7 +84,7 @@ func TestChosenEpoch(t *testing.T) {
 	if err := again.Restore(f); err != nil {
 		t.Fatal(err)
 	}
-	if c := again.Chosen(); c == nil || *c != *ch {
+	if c := again.Chosen(); !reflect.DeepEqual(c, ch) {
 		t.Errorf("resumed run's chosen epoch %+v, want %+v", c, ch)
 	}
 	if p, err := again.ExportChosen(); err != nil || p != filepath.Join(moved, ChosenName) {
@@ -114,7 +116,7 @@ func TestChosenEpoch(t *testing.T) {
 func TestChosenLastEpoch(t *testing.T) {
 	dir := t.TempDir()
 	// Each epoch ranks above the one before: the last is chosen.
-	r := chosenRun(t, dir, func(a, b Criteria) bool { return true })
+	r := chosenRun(t, dir, 4, func(a, b Chosen) bool { return true })
 	if ch := r.Chosen(); ch == nil || ch.Epoch != 4 {
 		t.Fatalf("chosen %+v, want epoch 4", ch)
 	}
@@ -123,16 +125,60 @@ func TestChosenLastEpoch(t *testing.T) {
 	}
 }
 
-// By default the epoch of the highest mean max posterior is kept.
-func TestChosenByMaxPosterior(t *testing.T) {
-	r := chosenRun(t, t.TempDir(), nil)
-	best := 0
+// By default the epoch that agrees best with the evaluations before it is kept.
+func TestChosenByAgreement(t *testing.T) {
+	r := chosenRun(t, t.TempDir(), 6, nil)
+	best := -1
 	for i, m := range r.History {
-		if m.Criteria.MaxPosterior > r.History[best].Criteria.MaxPosterior {
+		if (i == 0) != (m.Agreement == nil) {
+			t.Fatalf("epoch %d: agreement %v, want one from the second evaluation on", i+1, m.Agreement)
+		}
+		if i > 0 && (best < 0 || *m.Agreement > *r.History[best].Agreement) {
 			best = i
 		}
 	}
 	if ch := r.Chosen(); ch == nil || ch.Epoch != best+1 {
 		t.Errorf("chosen %+v, want epoch %d", ch, best+1)
 	}
+	if len(r.recent) != AgreementWindow {
+		t.Errorf("%d recent clusterings kept, want %d", len(r.recent), AgreementWindow)
+	}
+}
+
+// An epoch's agreement is the mean adjusted Rand index with the evaluations before
+// it, here counted by pairs of rows as Hubert and Arabie define it.
+func TestAgreementByPairs(t *testing.T) {
+	r := chosenRun(t, t.TempDir(), AgreementWindow, nil)
+	c := r.recent // every evaluation so far: epochs 1..AgreementWindow
+	var want float64
+	for _, prev := range c[:len(c)-1] {
+		want += pairARI(c[len(c)-1], prev)
+	}
+	want /= float64(len(c) - 1)
+	got := r.History[len(r.History)-1].Agreement
+	if got == nil || math.Abs(*got-want) > 1e-6 {
+		t.Errorf("agreement %v, by pairs %v", got, want)
+	}
+}
+
+// pairARI counts the pairs of rows that a and b put together.
+func pairARI(a, b []int) float64 {
+	var both, inA, inB, pairs float64
+	for i := range a {
+		for j := i + 1; j < len(a); j++ {
+			sa, sb := a[i] == a[j], b[i] == b[j]
+			if sa {
+				inA++
+			}
+			if sb {
+				inB++
+			}
+			if sa && sb {
+				both++
+			}
+			pairs++
+		}
+	}
+	expected := inA * inB / pairs
+	return (both - expected) / ((inA+inB)/2 - expected)
 }

@@ -85,7 +85,7 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 		}
 		runs = append(runs, r)
 		// Train evaluated the last epoch: its clustering and criteria.
-		clusterings = append(clusterings, r.evaluated)
+		clusterings = append(clusterings, r.recent[len(r.recent)-1])
 		all = append(all, Restart{Seed: c.Seed, Criteria: *r.History[len(r.History)-1].Criteria})
 		if hooks.Done != nil {
 			hooks.Done(i, all[i])

@@ -34,7 +34,13 @@ type EpochMetrics struct {
 	ARI     *float64  `json:"ari,omitempty"`
 	// Criteria judge the epoch's clustering without labels, at evaluations.
 	Criteria *Criteria `json:"criteria,omitempty"`
+	// Agreement is the mean adjusted Rand index between this evaluation's clustering
+	// and those of the AgreementWindow evaluations before it (fewer at the start).
+	Agreement *float64 `json:"agreement,omitempty"`
 }
+
+// AgreementWindow is how many earlier evaluations an epoch's agreement spans.
+const AgreementWindow = 3
 
 // Progress receives training progress; the CLI draws a bar from it.
 type Progress interface {
@@ -64,22 +70,34 @@ type Run struct {
 	lastSave   time.Time
 	lock       *os.File // held on Dir/.lock while the run may write there
 
-	// chosen is the evaluated epoch whose clustering the criteria rank first;
-	// chosenState holds its tensors (with a folder), which each checkpoint carries
-	// while a later epoch is the last; chosenFile is the epoch ChosenName holds.
+	// recent are the clusterings of the last AgreementWindow evaluations, oldest
+	// first; the checkpoint carries them, so that a resumed run agrees alike.
+	recent [][]int
+	// chosen is the evaluated epoch ranked first (better); chosenState holds its
+	// tensors (with a folder), which each checkpoint carries while a later epoch is
+	// the last; chosenFile is the epoch ChosenName holds.
 	chosen      *Chosen
 	chosenState []torch.Named
 	chosenFile  int
-	better      func(a, b Criteria) bool // the ranking: Criteria.Better
-	evaluated   []int                    // the clustering of the last evaluation
+	better      func(a, b Chosen) bool // the ranking: Chosen.AgreesMore
 }
 
 // Chosen is the epoch a run keeps beside its last: of the evaluated epochs, the one
-// whose criteria rank first (Criteria.Better). Image runs swing by several points of
-// ACC from epoch to epoch (docs/RESULTS.md section 8); the last is just the last.
+// whose clustering agrees best with those of the evaluations before it. Image runs
+// swing by several points of ACC from epoch to epoch (docs/RESULTS.md section 8),
+// and the last is just the last; an epoch that agrees with its predecessors sits
+// where training has settled, as the restart that agrees with the others does
+// (section 20). Section 21 compares this with the max posterior.
 type Chosen struct {
-	Epoch    int      `json:"epoch"`
-	Criteria Criteria `json:"criteria"`
+	Epoch     int      `json:"epoch"`
+	Criteria  Criteria `json:"criteria"`
+	Agreement *float64 `json:"agreement,omitempty"`
+}
+
+// AgreesMore reports whether c ranks above o: a higher agreement. The first
+// evaluation, which has nothing to agree with, ranks below every later one.
+func (c Chosen) AgreesMore(o Chosen) bool {
+	return c.Agreement != nil && (o.Agreement == nil || *c.Agreement > *o.Agreement)
 }
 
 // ChosenName is the file in a run folder that holds the chosen epoch's model when it
@@ -166,7 +184,7 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		net.Close()
 		return nil, err
 	}
-	r := &Run{Cfg: cfg, Dir: dir, Spec: net.Spec, Net: net, Dev: dev, Src: src, better: Criteria.Better}
+	r := &Run{Cfg: cfg, Dir: dir, Spec: net.Spec, Net: net, Dev: dev, Src: src, better: Chosen.AgreesMore}
 	params := net.Params()
 	ts := make([]*torch.Tensor, len(params))
 	r.params = ts
@@ -659,7 +677,23 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 	if err != nil {
 		return err
 	}
-	m.Criteria, r.evaluated = crit, cluster
+	m.Criteria = crit
+	if len(r.recent) > 0 {
+		var sum float64
+		for _, c := range r.recent {
+			ari, err := eval.ARI(cluster, c)
+			if err != nil {
+				return fmt.Errorf("agreement with earlier evaluations: %w", err)
+			}
+			sum += ari
+		}
+		agree := round6(sum / float64(len(r.recent)))
+		m.Agreement = &agree
+	}
+	r.recent = append(r.recent, cluster)
+	if len(r.recent) > AgreementWindow {
+		r.recent = r.recent[1:]
+	}
 	m.Sizes = eval.ClusterSizes(cluster, r.Cfg.K)
 	for _, c := range m.Sizes {
 		if c == 0 {
@@ -714,10 +748,7 @@ func (r *Run) predictClusters() ([]int, *Criteria, error) {
 			return nil, nil, fmt.Errorf("gather predictions: %w", err)
 		}
 	}
-	cluster := make([]int, n)
-	for i, c := range s.Int64s(t) {
-		cluster[i] = int(c)
-	}
+	cluster := ints64To(s.Int64s(t))
 	sum := s.Float32s(sums)
 	if err := s.Err(); err != nil {
 		return nil, nil, err
@@ -766,6 +797,9 @@ func (r *Run) Save() error {
 	}
 	if r.prior != nil {
 		ts = append(ts, torch.Named{Name: "prior", Tensor: r.prior})
+	}
+	for i, c := range r.recent {
+		ts = append(ts, torch.Named{Name: fmt.Sprintf("recent.%d", i), Tensor: s.FromInt64(intsTo64(c), []int{len(c)}, torch.CPU)})
 	}
 	if r.chosen != nil && r.chosen.Epoch != r.epoch {
 		for _, nt := range r.chosenState {
@@ -924,6 +958,21 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 	}
 	r.epoch, r.savedEpoch = meta.Epoch, meta.Epoch
 	r.History = meta.History
+	r.recent = nil
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("recent.%d", i)
+		if _, ok := f.Shape(name); !ok {
+			break
+		}
+		c := s.Int64s(s.LoadTensor(f, name, torch.CPU))
+		if len(c) != r.Src.Len() {
+			return fmt.Errorf("%s: %s has %d rows, the data %d", f.Path, name, len(c), r.Src.Len())
+		}
+		r.recent = append(r.recent, ints64To(c))
+	}
+	if err := s.Err(); err != nil {
+		return err
+	}
 	r.chosen, r.chosenFile = meta.Chosen, 0
 	r.dropChosenState()
 	if r.chosen == nil || r.Dir == "" {
@@ -943,16 +992,20 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 	return s.Err()
 }
 
-// Chosen is the epoch the criteria rank first so far, nil before any evaluation.
+// Chosen is the epoch ranked first so far, nil before any evaluation.
 func (r *Run) Chosen() *Chosen { return r.chosen }
 
-// consider makes the epoch just evaluated the chosen one if its criteria rank first,
-// and keeps its tensors for Save when the run has a folder.
+// consider makes the epoch just evaluated the chosen one if it ranks first, and keeps
+// its tensors for Save when the run has a folder.
 func (r *Run) consider(m EpochMetrics) error {
-	if m.Criteria == nil || (r.chosen != nil && !r.better(*m.Criteria, r.chosen.Criteria)) {
+	if m.Criteria == nil {
 		return nil
 	}
-	r.chosen = &Chosen{Epoch: m.Epoch, Criteria: *m.Criteria}
+	c := Chosen{Epoch: m.Epoch, Criteria: *m.Criteria, Agreement: m.Agreement}
+	if r.chosen != nil && !r.better(c, *r.chosen) {
+		return nil
+	}
+	r.chosen = &c
 	if r.Dir == "" {
 		return nil
 	}
@@ -1031,6 +1084,22 @@ func (r *Run) ExportChosen() (string, error) {
 	}
 	r.chosenFile = r.chosen.Epoch
 	return path, nil
+}
+
+func intsTo64(c []int) []int64 {
+	out := make([]int64, len(c))
+	for i, v := range c {
+		out[i] = int64(v)
+	}
+	return out
+}
+
+func ints64To(c []int64) []int {
+	out := make([]int, len(c))
+	for i, v := range c {
+		out[i] = int(v)
+	}
+	return out
 }
 
 // Prior is the learned prior π (1×K), nil for uniform.
