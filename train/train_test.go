@@ -208,29 +208,32 @@ func TestMemoryStaysFlat(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	cfg := VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
-	cfg.Epochs = 30  // 3000 steps
-	cfg.EvalEvery = 5
-	cfg.Prior = "learned"
-	r := newRun(t, cfg, src, "")
-	p := &countingProgress{t: t}
-	r.Progress = p
-	if err := r.Train(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if p.stepsSeen != 3000 {
-		t.Fatalf("%d steps, want 3000", p.stepsSeen)
-	}
-	for i, n := range p.live {
-		if n != p.live[0] {
-			t.Fatalf("live tensors after epoch %d: %d, after epoch 1: %d (leak)", i+1, n, p.live[0])
+	// With a folder the run also keeps the chosen epoch's tensors and checkpoints.
+	for _, dir := range []string{"", t.TempDir()} {
+		cfg := VectorDefaults()
+		cfg.MinSteps = 0 // the epochs as set
+		cfg.Epochs = 30  // 3000 steps
+		cfg.EvalEvery = 1
+		cfg.Prior = "learned"
+		r := newRun(t, cfg, src, dir)
+		p := &countingProgress{t: t}
+		r.Progress = p
+		if err := r.Train(context.Background()); err != nil {
+			t.Fatal(err)
 		}
-	}
-	// Allow the allocator some slack, but not growth per step: a leak of one 128×16
-	// float tensor per step alone would add 24 MB over these 2900 steps.
-	if grow := p.rss[len(p.rss)-1] - p.rss[2]; grow > 8<<20 {
-		t.Fatalf("RSS grew by %d MB from epoch 3 to 30", grow>>20)
+		if p.stepsSeen != 3000 {
+			t.Fatalf("folder %q: %d steps, want 3000", dir, p.stepsSeen)
+		}
+		for i, n := range p.live {
+			if n != p.live[0] {
+				t.Fatalf("folder %q: live tensors after epoch %d: %d, after epoch 1: %d (leak)", dir, i+1, n, p.live[0])
+			}
+		}
+		// Allow the allocator some slack, but not growth per step: a leak of one 128×16
+		// float tensor per step alone would add 24 MB over these 2900 steps.
+		if grow := p.rss[len(p.rss)-1] - p.rss[2]; grow > 8<<20 {
+			t.Fatalf("folder %q: RSS grew by %d MB from epoch 3 to 30", dir, grow>>20)
+		}
 	}
 }
 
