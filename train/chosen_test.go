@@ -30,6 +30,21 @@ func chosenRun(t *testing.T, dir string, epochs int, better func(a, b Chosen) bo
 	return r
 }
 
+// modelCriteria are the criteria of the model saved at path over r's data.
+func modelCriteria(t *testing.T, path string, r *Run) Criteria {
+	t.Helper()
+	m, err := LoadModel(path, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	pred, err := PredictWithCriteria(m.Net, r.Src, testDevice, m.Prior, r.Cfg.GammaVal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *pred.Criteria
+}
+
 // The run keeps the epoch its ranking puts first: its criteria in the history, its
 // model in chosen.safetensors (which predicts what that epoch's evaluation did), and
 // the choice in the checkpoint, which a resume takes up.
@@ -49,17 +64,8 @@ func TestChosenEpoch(t *testing.T) {
 	}
 
 	path := filepath.Join(dir, ChosenName)
-	m, err := LoadModel(path, testDevice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	pred, err := PredictWithCriteria(m.Net, r.Src, testDevice, m.Prior, r.Cfg.GammaVal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *pred.Criteria != ch.Criteria {
-		t.Errorf("%s predicts with criteria %+v, epoch 2 evaluated %+v", ChosenName, *pred.Criteria, ch.Criteria)
+	if got := modelCriteria(t, path, r); got != ch.Criteria {
+		t.Errorf("%s predicts with criteria %+v, epoch 2 evaluated %+v", ChosenName, got, ch.Criteria)
 	}
 
 	// A run killed after its checkpoint and before chosen.safetensors: the
@@ -90,17 +96,8 @@ func TestChosenEpoch(t *testing.T) {
 	if p, err := again.ExportChosen(); err != nil || p != filepath.Join(moved, ChosenName) {
 		t.Fatalf("export after the resume: %q, %v", p, err)
 	}
-	m2, err := LoadModel(filepath.Join(moved, ChosenName), testDevice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m2.Close()
-	pred2, err := PredictWithCriteria(m2.Net, r.Src, testDevice, m2.Prior, r.Cfg.GammaVal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if *pred2.Criteria != ch.Criteria {
-		t.Errorf("rewritten %s predicts with criteria %+v, want %+v", ChosenName, *pred2.Criteria, ch.Criteria)
+	if got := modelCriteria(t, filepath.Join(moved, ChosenName), r); got != ch.Criteria {
+		t.Errorf("rewritten %s predicts with criteria %+v, want %+v", ChosenName, got, ch.Criteria)
 	}
 	cf, _, _, err := ReadCheckpoint(path)
 	if err != nil {
