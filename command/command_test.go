@@ -1426,7 +1426,7 @@ func TestTrainChosenEpoch(t *testing.T) {
 func TestInterruptRestarts(t *testing.T) {
 	dir := t.TempDir()
 	bigCSV(t, dir)
-	interrupt := func(out, after string) (code int, last string) {
+	interrupt := func(out, after string, during func()) (code int, last string) {
 		pr, pw := io.Pipe()
 		// Restarts of about 6 s each: 30 epochs of 625 steps.
 		cmd, done := startTrain(t, dir, pw, "--restarts", "3", "--epochs", "30", "--batch-size", "32", "--out", out)
@@ -1436,6 +1436,9 @@ func TestInterruptRestarts(t *testing.T) {
 		for lines.Scan() {
 			all = append(all, lines.Text())
 			if strings.Contains(lines.Text(), after) {
+				if during != nil {
+					during()
+				}
 				if err := cmd.Process.Signal(os.Interrupt); err != nil {
 					t.Fatal(err)
 				}
@@ -1452,12 +1455,15 @@ func TestInterruptRestarts(t *testing.T) {
 		return cmd.ProcessState.ExitCode(), all[len(all)-1]
 	}
 
-	code, last := interrupt("first", "kept by")
+	code, last := interrupt("first", "kept by", nil)
 	if _, err := os.Stat(filepath.Join(dir, "first", "checkpoint.safetensors")); code != 130 || !strings.Contains(last, "no run was kept") || err == nil {
 		t.Errorf("SIGINT in the first restart: exit %d, checkpoint %v, last line %q; want 130, none, no run kept", code, err == nil, last)
 	}
 
-	code, last = interrupt("run", "restart 1/3")
+	// The folder is the restarts' while they train: a second run there is refused.
+	code, last = interrupt("run", "restart 1/3", func() {
+		wantError(t, run(t, dir, "train", "--restarts", "1", "--epochs", "1", "--kmeans=false", "--out", "run"), 1, "in use")
+	})
 	if code != 130 || !regexp.MustCompile(`interrupted after [12] of 3 restarts; kept seed [0-9]+ .*--resume run`).MatchString(last) {
 		t.Fatalf("SIGINT in a later restart: exit %d, last line %q", code, last)
 	}

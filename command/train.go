@@ -327,8 +327,12 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if lock != nil { // not handed to the kept run
+			lock.Close()
+		}
+	}()
 	if err := checkNewRunDir(runDir); err != nil {
-		lock.Close()
 		return err
 	}
 	by := "the agreement between their clusterings"
@@ -345,9 +349,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 		},
 	}
 	run, restarts, err := train.TrainRestarts(ctx, cfg, src, dev, hooks)
-	if run == nil {
-		lock.Close()
-	} else {
+	if run != nil {
 		defer run.Close()
 	}
 	interrupted := errors.Is(err, context.Canceled)
@@ -357,7 +359,9 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	if run == nil {
 		return interruptedError{errors.New("interrupted during the first restart; no run was kept: start the run again")}
 	}
-	if err := run.AttachLocked(runDir, lock); err != nil {
+	err = run.AttachLocked(runDir, lock) // the run owns the lock now, even on error
+	lock = nil
+	if err != nil {
 		return err
 	}
 	if err := run.Save(); err != nil {
