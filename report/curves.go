@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -104,21 +105,58 @@ func scorePlot(hist []train.EpochMetrics) (*plot.Plot, error) {
 		nmi = append(nmi, plotter.XY{X: x, Y: *m.NMI})
 		ari = append(ari, plotter.XY{X: x, Y: *m.ARI})
 	}
-	if len(acc) == 0 {
+	return evaluatedPlot(hist, "Clustering scores against the labels", []series{{"ACC", acc}, {"NMI", nmi}, {"ARI", ari}})
+}
+
+// criteriaPlot charts what judges an epoch without labels: its agreement with the
+// evaluations before it (which picks the chosen epoch) and its mean max posterior;
+// nil when no epoch was evaluated.
+func criteriaPlot(hist []train.EpochMetrics) (*plot.Plot, error) {
+	var agree, post plotter.XYs
+	for _, m := range hist {
+		x := float64(m.Epoch)
+		if m.Agreement != nil {
+			agree = append(agree, plotter.XY{X: x, Y: *m.Agreement})
+		}
+		if m.Criteria != nil {
+			post = append(post, plotter.XY{X: x, Y: m.Criteria.MaxPosterior})
+		}
+	}
+	var ss []series
+	if len(agree) > 0 {
+		ss = append(ss, series{"agreement with the evaluations before", agree})
+	}
+	if len(post) > 0 {
+		ss = append(ss, series{"mean max posterior", post})
+	}
+	return evaluatedPlot(hist, "Label-free criteria", ss)
+}
+
+type series struct {
+	name string
+	xys  plotter.XYs
+}
+
+// evaluatedPlot draws series of scores (at most 1) over the evaluated epochs; nil when
+// there are none.
+func evaluatedPlot(hist []train.EpochMetrics, title string, ss []series) (*plot.Plot, error) {
+	if len(ss) == 0 || len(ss[0].xys) == 0 {
 		return nil, nil
 	}
 	p := plot.New()
-	p.Title.Text = "Clustering scores against the labels"
+	p.Title.Text = title
 	p.X.Label.Text = "epoch"
 	p.Y.Label.Text = "score"
 	p.Y.Min, p.Y.Max = 0, 1
+	for _, s := range ss {
+		for _, xy := range s.xys {
+			p.Y.Min = min(p.Y.Min, math.Floor(xy.Y*10)/10) // an ARI may fall below 0
+		}
+	}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = false
 	p.Legend.Left = false
-	for i, s := range []struct {
-		name string
-		xys  plotter.XYs
-	}{{"ACC", acc}, {"NMI", nmi}, {"ARI", ari}} {
+	for i, s := range ss {
 		line, pts, err := plotter.NewLinePoints(s.xys)
 		if err != nil {
 			return nil, fmt.Errorf("%s curve: %w", s.name, err)
@@ -126,7 +164,7 @@ func scorePlot(hist []train.EpochMetrics) (*plot.Plot, error) {
 		c := tab20[i]
 		line.Color, line.Width = c, vg.Points(1.5)
 		pts.Color, pts.Radius = c, vg.Points(2)
-		pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}}[i]
+		pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}}[i%3]
 		if len(s.xys) > 40 {
 			pts.Radius = 0
 		}

@@ -262,6 +262,18 @@ func (b *builder) curves() error {
 		}
 		figs = append(figs, f)
 	}
+	p, err = criteriaPlot(hist)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		f, err := b.w.savePlot(p, curveW, curveH, "criteria.svg",
+			"Without labels, at evaluated epochs: the mean ARI with the three evaluations before, whose highest picks chosen.safetensors, and the mean max posterior")
+		if err != nil {
+			return err
+		}
+		figs = append(figs, f)
+	}
 	sec.Blocks = append(sec.Blocks, block{Figures: figs})
 	b.page.Sections = append(b.page.Sections, sec)
 	return nil

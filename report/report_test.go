@@ -123,7 +123,7 @@ func TestReportDigits(t *testing.T) {
 		t.Errorf("index at %s", index)
 	}
 	page, names := checkPage(t, index)
-	if m := has(names, "loss.svg", "scores.svg", "sizes.svg", "contingency.svg", "tsne.png"); m != nil {
+	if m := has(names, "loss.svg", "scores.svg", "criteria.svg", "sizes.svg", "contingency.svg", "tsne.png"); m != nil {
 		t.Errorf("page lacks %v (has %v)", m, names)
 	}
 	for _, s := range []string{"ACC", "perplexity 30", "Hungarian"} {
