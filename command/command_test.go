@@ -385,6 +385,9 @@ func TestErrors(t *testing.T) {
 		{name: "resume of nothing", args: []string{"train", "--resume", "nowhere"}, code: 1, want: []string{"nowhere", "does not exist"}},
 		{name: "resume with a setting", args: []string{"train", "--resume", "r4", "--lr", "0.1"}, code: 2, want: []string{"--lr", "--resume", "--epochs"}},
 		{name: "resume of a torn checkpoint", args: []string{"train", "--resume", "torn", "--epochs", "5"}, code: 1, want: []string{"torn/checkpoint.safetensors"}},
+		// Was "mkdir …: not a directory".
+		{name: "resume of a checkpoint file", args: []string{"train", "--resume", "r4/checkpoint.safetensors", "--epochs", "50"}, code: 1,
+			want: []string{"is a file", "run folder"}},
 		{name: "predict without model", args: []string{"predict", "--data", "three.csv"}, code: 2, want: []string{"--model", "required"}},
 		{name: "predict on other features", args: []string{"predict", "--model", "r4", "--data", "three.csv", "--out", "p.csv"}, code: 1,
 			want: []string{"three.csv", "3 features", "4-feature", "r4"}},

@@ -579,7 +579,8 @@ func checkRunDir(dir string) error {
 		return fmt.Errorf("resume: %w", err)
 	}
 	if !st.IsDir() {
-		return nil // a checkpoint file
+		// A run writes its folder: a checkpoint file alone has none to write.
+		return fmt.Errorf("resume: %s is a file; --resume takes the run folder that holds checkpoint.safetensors (%s?)", dir, filepath.Dir(dir))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); errors.Is(err, os.ErrNotExist) {
 		// A run killed while writing its first checkpoint left the partial file.
