@@ -268,7 +268,7 @@ func (b *builder) curves() error {
 	}
 	if p != nil {
 		f, err := b.w.savePlot(p, curveW, curveH, "criteria.svg",
-			"Without labels, at evaluated epochs: the mean ARI with the three evaluations before, whose highest picks chosen.safetensors, and the mean max posterior")
+			fmt.Sprintf("Without labels, at evaluated epochs: the mean ARI with the %d evaluations before, whose highest picks chosen.safetensors, and the mean max posterior", train.AgreementWindow))
 		if err != nil {
 			return err
 		}
