@@ -50,6 +50,9 @@ func newStepBar(w io.Writer, steps int) *progressbar.ProgressBar {
 	)
 }
 
+// ShowsLoss: only the bar shows the running loss; the lines are drawn at End.
+func (p *barProgress) ShowsLoss() bool { return p.tty }
+
 func (p *barProgress) Step(done int, loss float64, read bool) {
 	if p.bar == nil {
 		return
@@ -118,6 +121,9 @@ func (p *restartsProgress) Start(epoch, epochs, steps int) {
 	p.epochs, p.steps = epochs, steps
 	p.bar.Describe(fmt.Sprintf("restart %d/%d epoch %d/%d", p.restart, p.restarts, epoch, epochs))
 }
+
+// ShowsLoss: the restarts' bar shows steps, not the loss.
+func (p *restartsProgress) ShowsLoss() bool { return false }
 
 func (p *restartsProgress) Step(done int, _ float64, _ bool) { p.bar.Set(p.base + done) }
 

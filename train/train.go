@@ -44,7 +44,9 @@ type EpochMetrics struct {
 // three Fashion-MNIST runs (docs/RESULTS.md section 21).
 const AgreementWindow = 5
 
-// Progress receives training progress; the CLI draws a bar from it.
+// Progress receives training progress; the CLI draws a bar from it. A Progress with a
+// method ShowsLoss() bool that returns false is never given the loss, which spares
+// the training loop a wait for the device every LogEvery steps.
 type Progress interface {
 	Start(epoch, epochs, steps int)
 	Step(done int, loss float64, read bool) // loss is the epoch's running mean when read
@@ -399,8 +401,13 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 		return m, err
 	}
 	offset, rows := r.rankRows()
+	// Reading the loss waits for the device: only for a progress that shows it.
+	showsLoss := r.Progress != nil
 	if r.Progress != nil {
 		r.Progress.Start(r.epoch+1, cfg.Epochs, steps)
+		if q, ok := r.Progress.(interface{ ShowsLoss() bool }); ok {
+			showsLoss = q.ShowsLoss()
+		}
 	}
 	start := time.Now()
 	for step := 0; step < steps; step++ {
@@ -421,7 +428,7 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 		}
 		if r.Progress != nil {
 			// Reading the loss waits for the device, so only every LogEvery steps.
-			read := cfg.LogEvery > 0 && ((step+1)%cfg.LogEvery == 0 || step+1 == steps)
+			read := showsLoss && cfg.LogEvery > 0 && ((step+1)%cfg.LogEvery == 0 || step+1 == steps)
 			var l float64
 			if read {
 				l = ep.Item(lossSum) / float64(step+1)
@@ -811,17 +818,7 @@ func (r *Run) Save() error {
 	if err := s.Err(); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	cfgJSON, _ := json.Marshal(r.Cfg)
-	metaJSON, _ := json.Marshal(meta)
-	md := map[string]string{
-		"format":   "emclust-checkpoint-1",
-		"config":   string(cfgJSON),
-		"spec":     r.Net.Spec.JSON(),
-		"state":    string(metaJSON),
-		"epoch":    strconv.Itoa(r.epoch),
-		"libtorch": torch.Version(),
-	}
-	if err := torch.SaveSafetensors(filepath.Join(r.Dir, checkpointName), ts, md); err != nil {
+	if err := torch.SaveSafetensors(filepath.Join(r.Dir, checkpointName), ts, r.metadata(meta)); err != nil {
 		return err
 	}
 	r.savedEpoch, r.lastSave = r.epoch, time.Now()
@@ -830,6 +827,20 @@ func (r *Run) Save() error {
 	}
 	_, err := r.ExportChosen()
 	return err
+}
+
+// metadata is a checkpoint's metadata: the run's config and spec, and state.
+func (r *Run) metadata(state checkpointMeta) map[string]string {
+	cfgJSON, _ := json.Marshal(r.Cfg)
+	stateJSON, _ := json.Marshal(state)
+	return map[string]string{
+		"format":   "emclust-checkpoint-1",
+		"config":   string(cfgJSON),
+		"spec":     r.Net.Spec.JSON(),
+		"state":    string(stateJSON),
+		"epoch":    strconv.Itoa(state.Epoch),
+		"libtorch": torch.Version(),
+	}
 }
 
 func (r *Run) writeMetrics() error {
@@ -1070,17 +1081,8 @@ func (r *Run) ExportChosen() (string, error) {
 	if r.chosenState == nil {
 		return "", fmt.Errorf("chosen epoch %d: its model was not kept", r.chosen.Epoch)
 	}
-	cfgJSON, _ := json.Marshal(r.Cfg)
-	stateJSON, _ := json.Marshal(checkpointMeta{Epoch: r.chosen.Epoch, History: r.History[:r.chosen.Epoch], Chosen: r.chosen})
-	md := map[string]string{
-		"format":   "emclust-checkpoint-1",
-		"config":   string(cfgJSON),
-		"spec":     r.Net.Spec.JSON(),
-		"state":    string(stateJSON),
-		"epoch":    strconv.Itoa(r.chosen.Epoch),
-		"libtorch": torch.Version(),
-		"chosen":   "the epoch whose criteria ranked first; no optimiser states, not for --resume",
-	}
+	md := r.metadata(checkpointMeta{Epoch: r.chosen.Epoch, History: r.History[:r.chosen.Epoch], Chosen: r.chosen})
+	md["chosen"] = "the epoch whose clustering agreed best with the evaluations before it; no optimiser states, not for --resume"
 	if err := torch.SaveSafetensors(path, r.chosenState, md); err != nil {
 		return "", err
 	}

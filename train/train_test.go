@@ -496,3 +496,41 @@ func TestEpochsFor(t *testing.T) {
 		}
 	}
 }
+
+// lossProgress counts the steps at which the loop read the loss for it.
+type lossProgress struct {
+	shows bool
+	reads int
+}
+
+func (p *lossProgress) Start(epoch, epochs, steps int) {}
+func (p *lossProgress) Step(done int, loss float64, read bool) {
+	if read {
+		p.reads++
+	}
+}
+func (p *lossProgress) End(EpochMetrics) {}
+func (p *lossProgress) ShowsLoss() bool  { return p.shows }
+
+// The loop waits for the loss only for a progress that shows it: every LogEvery
+// steps and at an epoch's last.
+func TestLossReadOnlyWhenShown(t *testing.T) {
+	src := digitsSource(t)
+	for _, tc := range []struct {
+		shows bool
+		want  int
+	}{{true, 2}, {false, 0}} {
+		cfg := VectorDefaults()
+		cfg.MinSteps = 0
+		cfg.Epochs, cfg.LogEvery = 1, 10 // 14 steps: reads after steps 10 and 14
+		r := newRun(t, cfg, src, "")
+		p := &lossProgress{shows: tc.shows}
+		r.Progress = p
+		if err := r.Train(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if p.reads != tc.want {
+			t.Errorf("ShowsLoss %v: the loss was read %d times, want %d", tc.shows, p.reads, tc.want)
+		}
+	}
+}
