@@ -272,7 +272,7 @@ if [ -z "$data" ] || [ ! -d "$data" ]; then
 	! wanted parity || record parity fail 0 "no Fashion-MNIST at $fmnist (--fmnist DIR: the four IDX files)"
 	! wanted train || record train fail 0 "no Fashion-MNIST at $fmnist"
 else
-	if [ $quick = 1 ]; then par=(--seeds 1 -- --epochs 1 --batch-size 100); else par=(--seeds 2 -- --epochs 2); fi
+	if [ $quick = 1 ]; then par=(--seeds 1 -- --epochs 1 --batch-size 100); else par=(--seeds 1,2 -- --epochs 2); fi
 	if ! wanted parity; then :
 	elif scripts/parity.sh --modes fp32,bf16 --tol 0.05 --emclust ./emclust --out "$out/parity" "${par[@]:0:2}" \
 		"${par[@]:2}" "${fm[@]}" >"$out/parity.md" 2>"$out/parity.log"; then
