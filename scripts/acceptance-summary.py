@@ -40,6 +40,45 @@ def jsonl(path):
         return []
 
 
+
+def fmt(v):
+    return "%.4f" % v if v is not None else "-"
+
+
+def train_run(d, speed):
+    """One run of the train step: its epochs, their median time, the GFLOP rate of
+    the emclust bench row of the same model and arithmetic, and its last epoch and
+    the epoch it keeps as chosen (the highest agreement, the first of equals)."""
+    epochs = jsonl(os.path.join(d, "metrics.jsonl"))
+    run = {"dir": os.path.basename(d), "seed": None,
+           "epochs": [{k: e.get(k) for k in ("epoch", "steps", "seconds", "acc", "nmi", "ari", "agreement")} for e in epochs]}
+    if not epochs:
+        return run
+    cfg = {}
+    try:
+        cfg = json.load(open(os.path.join(d, "config.json")))
+    except (OSError, ValueError):
+        pass
+    run["seed"] = cfg.get("seed")
+    prec = cfg.get("precision", "fp32")
+    cl = bool(cfg.get("channels_last", False))
+    bench = next((r for r in speed if r["impl"] == "emclust" and r["arch"] == "mnist"
+                  and r["objective"] == "twofold" and (r["precision"] or "fp32") == prec
+                  and bool(r["channels_last"]) == cl and r["gflop_per_step"]), None)
+    secs = [e["seconds"] for e in epochs[1:]] or [epochs[0]["seconds"]]  # the first epoch warms up
+    run["median_epoch_seconds"] = sorted(secs)[len(secs) // 2]
+    run["precision"], run["channels_last"] = prec, cl
+    if bench:
+        run["achieved_tflops"] = bench["gflop_per_step"] * epochs[-1]["steps"] / run["median_epoch_seconds"] / 1000
+    keys = ("epoch", "acc", "nmi", "ari", "agreement")
+    run["last"] = {k: epochs[-1].get(k) for k in keys}
+    chosen = None
+    for e in epochs:
+        if e.get("agreement") is not None and (chosen is None or e["agreement"] > chosen["agreement"]):
+            chosen = e
+    run["chosen"] = {k: chosen.get(k) for k in keys} if chosen else None
+    return run
+
 def main():
     out, device = sys.argv[1], sys.argv[2]
     res = {"device": device, "steps": jsonl(os.path.join(out, "steps.jsonl"))}
@@ -78,31 +117,22 @@ def main():
     res["parity"] = [{"mode": r.get("mode"), "seed": r.get("seed"), "scores": r.get("summary", {}).get("scores")}
                      for r in parity]
 
-    epochs = jsonl(os.path.join(out, "train", "metrics.jsonl"))
-    train = {"epochs": [{k: e.get(k) for k in ("epoch", "steps", "seconds", "acc", "nmi", "ari")} for e in epochs]}
-    if epochs:
-        # GFLOP of one step from the emclust bench row of the same model and arithmetic.
-        cfg = {}
-        try:
-            cfg = json.load(open(os.path.join(out, "train", "config.json")))
-        except (OSError, ValueError):
-            pass
-        prec = cfg.get("precision", "fp32")
-        cl = bool(cfg.get("channels_last", False))
-        bench = next((r for r in speed if r["impl"] == "emclust" and r["arch"] == "mnist"
-                      and r["objective"] == "twofold" and (r["precision"] or "fp32") == prec
-                      and bool(r["channels_last"]) == cl and r["gflop_per_step"]), None)
-        secs = [e["seconds"] for e in epochs[1:]] or [epochs[0]["seconds"]]  # the first epoch warms up
-        train["median_epoch_seconds"] = sorted(secs)[len(secs) // 2]
-        train["precision"], train["channels_last"] = prec, cl
-        if bench:
-            steps = epochs[-1]["steps"]
-            tf = bench["gflop_per_step"] * steps / train["median_epoch_seconds"] / 1000
-            train["achieved_tflops"] = tf
-            pk = peak_for(gpu, prec) if device == "cuda" else None
-            train["fraction_of_dense_peak"] = tf / pk if pk else None
-        last = epochs[-1]
-        train["last"] = {k: last.get(k) for k in ("epoch", "acc", "nmi", "ari")}
+    # The train step's runs, seeds 1..N side by side, each in OUTDIR/train-sSEED.
+    dirs = sorted(glob.glob(os.path.join(out, "train-s*")), key=lambda d: int(re.sub(r"\D", "", os.path.basename(d)) or 0))
+    runs = [train_run(d, speed) for d in dirs]
+    runs = [r for r in runs if r["epochs"]]
+    train = {"runs": runs}
+    if runs:
+        # The GPU's work is the runs' together: their rates add up.
+        tfs = [r.get("achieved_tflops") for r in runs]
+        if all(tfs):
+            train["achieved_tflops"] = sum(tfs)
+            pk = peak_for(gpu, runs[0]["precision"]) if device == "cuda" else None
+            train["fraction_of_dense_peak"] = sum(tfs) / pk if pk else None
+        for k in ("last", "chosen"):
+            accs = [r[k]["acc"] for r in runs if r.get(k) and r[k].get("acc") is not None]
+            if len(accs) == len(runs):
+                train["mean_%s_acc" % k] = sum(accs) / len(accs)
     res["train"] = train
     res["ok"] = all(s["status"] in ("ok", "skipped") for s in res["steps"]) and bool(res["steps"])
 
@@ -119,11 +149,13 @@ def main():
             print("- speed %s %s %s %s: %.2f ms/step%s" % (r["arch"], r["objective"], r["precision"],
                   "-" if r["arch"] == "mlp" else "NHWC" if r["channels_last"] else "NCHW", r["ms_per_step"],
                   ", %.1f%% of dense peak" % (100 * f) if f else ""))
-    if epochs:
-        print("- train: %d epochs, median %.1f s/epoch%s, last epoch ACC %s" % (
-            len(epochs), train["median_epoch_seconds"],
-            ", %.1f%% of dense peak" % (100 * train["fraction_of_dense_peak"]) if train.get("fraction_of_dense_peak") else "",
-            "%.4f" % last["acc"] if last.get("acc") is not None else "-"))
+    for r in train["runs"]:
+        ch = r.get("chosen") or {}
+        print("- train seed %s: %d epochs, median %.1f s/epoch, last epoch ACC %s, chosen epoch %s ACC %s" % (
+            r["seed"], len(r["epochs"]), r["median_epoch_seconds"], fmt(r["last"].get("acc")),
+            ch.get("epoch", "-"), fmt(ch.get("acc"))))
+    if train.get("fraction_of_dense_peak"):
+        print("- train: %.1f%% of dense peak, the runs together" % (100 * train["fraction_of_dense_peak"]))
     return 0 if res["ok"] else 1
 
 
