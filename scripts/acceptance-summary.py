@@ -40,7 +40,6 @@ def jsonl(path):
         return []
 
 
-
 def fmt(v):
     return "%.4f" % v if v is not None else "-"
 
@@ -78,6 +77,7 @@ def train_run(d, speed):
             chosen = e
     run["chosen"] = {k: chosen.get(k) for k in keys} if chosen else None
     return run
+
 
 def main():
     out, device = sys.argv[1], sys.argv[2]
