@@ -774,6 +774,65 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 	}
 }
 
+// A run moved to another machine, or into a container, finds its data at a new place:
+// --data-dir (or --data) on resume names it, and the saved config then records it.
+// The data may move but not change kind.
+func TestResumeWithMovedData(t *testing.T) {
+	dir := t.TempDir()
+	old, moved := filepath.Join(dir, "old"), filepath.Join(dir, "moved")
+	if err := os.Mkdir(old, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeIDXSet(t, old, 48, 16)
+	r := run(t, dir, "train", "--quiet", "--dataset", "mnist", "--data-dir", old, "--device", "cpu",
+		"--epochs", "1", "--batch-size", "32", "--out", "run")
+	if r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	if err := os.Rename(old, moved); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want []string
+	}{
+		{"data gone", nil, 1, []string{old}},
+		{"a file for an image set", []string{"--data", filepath.Join(fixtures, "four.csv")}, 2, []string{"--data with --resume", "not on a file"}},
+	} {
+		r := run(t, dir, append([]string{"train", "--quiet", "--resume", "run", "--epochs", "2", "--device", "cpu"}, tc.args...)...)
+		wantError(t, r, tc.code, tc.want...)
+	}
+	r = run(t, dir, "train", "--quiet", "--resume", "run", "--epochs", "2", "--device", "cpu", "--data-dir", moved)
+	if r.code != 0 {
+		t.Fatalf("resume with --data-dir: exit %d: %s", r.code, r.stderr)
+	}
+	if n := len(readLines(t, filepath.Join(dir, "run", "metrics.jsonl"))); n != 2 {
+		t.Errorf("metrics.jsonl has %d epochs after the resume, want 2", n)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "run", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		DataDir string `json:"data_dir"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.DataDir != moved {
+		t.Errorf("config.json has data_dir %q after the resume, want %q", cfg.DataDir, moved)
+	}
+
+	// A table run has no folder to move.
+	r = run(t, dir, "train", "--quiet", "--epochs", "1", "--restarts", "1", "--kmeans=false", "--device", "cpu", "--out", "table")
+	if r.code != 0 {
+		t.Fatalf("train on the digits: exit %d: %s", r.code, r.stderr)
+	}
+	wantError(t, run(t, dir, "train", "--resume", "table", "--epochs", "2", "--data-dir", moved), 2, "--data-dir with --resume", "not an image set")
+}
+
 // compare keeps an earlier comparison's files unless told --force; before, a second
 // compare --out D retrained its neural runs in place over the first's.
 func TestCompareGuardsOutputs(t *testing.T) {

@@ -31,7 +31,7 @@ func trainCommand() *cli.Command {
 		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations; the one that agrees best with those before it is kept as chosen.safetensors (0: only at the end; restarts evaluate only their last epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
-		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it; the run's other settings are kept)", DefaultText: "off"},
+		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it, --data or --data-dir name where its data lies now; the run's other settings are kept)", DefaultText: "off"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary line"},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
 	)
@@ -57,11 +57,13 @@ type trainOptions struct {
 }
 
 // resumeOverrides are the settings a resumed run may change: how to compute, like the
-// device, and for how long, but not what. Nil keeps the saved setting.
+// device, for how long, and where its data now lies (a run moved to another machine,
+// or into a container), but not what. Nil keeps the saved setting.
 type resumeOverrides struct {
 	Epochs, Threads             *int
 	Device, Precision           *string
 	ChannelsLast, Deterministic *bool
+	DataFile, DataDir           *string
 }
 
 func (o resumeOverrides) apply(cfg *train.Config) {
@@ -82,6 +84,12 @@ func (o resumeOverrides) apply(cfg *train.Config) {
 	}
 	if o.Deterministic != nil {
 		cfg.Deterministic = *o.Deterministic
+	}
+	if o.DataFile != nil {
+		cfg.DataFile = absPath(*o.DataFile)
+	}
+	if o.DataDir != nil {
+		cfg.DataDir = absPath(*o.DataDir)
 	}
 }
 
@@ -118,6 +126,12 @@ func trainOptionsFrom(c *cli.Context) (trainOptions, error) {
 	if c.IsSet("deterministic") {
 		o.Deterministic = ptr(c.Bool("deterministic"))
 	}
+	if c.IsSet("data") {
+		o.DataFile = ptr(c.String("data"))
+	}
+	if c.IsSet("data-dir") {
+		o.DataDir = ptr(c.String("data-dir"))
+	}
 	return opts, nil
 }
 
@@ -146,6 +160,13 @@ func openResumed(dir string, o resumeOverrides) (*torch.SafeFile, train.Config, 
 		// is finished by resuming it; a complete one is not redone. summary.json is
 		// the last file a run writes, and says which epoch.
 		return nil, train.Config{}, fmt.Errorf("resume: %s already finished %d of %d epochs; pass --epochs N with N > %d to train longer", dir, done, saved.Epochs, done)
+	}
+	// The data may move, not change kind: a file stays a file, an image set a folder.
+	switch {
+	case o.DataFile != nil && saved.DataFile == "":
+		return nil, train.Config{}, usageError{fmt.Errorf("--data with --resume: %s was trained on %s, not on a file", dir, train.DataName(*saved))}
+	case o.DataDir != nil && (saved.DataFile != "" || !train.IsImageSet(saved.Dataset)):
+		return nil, train.Config{}, usageError{fmt.Errorf("--data-dir with --resume: %s was trained on %s, which is not an image set; --data names a moved file", dir, train.DataName(*saved))}
 	}
 	cfg := *saved
 	// Recompute the standardisation from the same training data: bit-for-bit the
@@ -528,7 +549,7 @@ func kmeansScores(src train.Source, cfg train.Config, labels []int, unstandardiz
 // settings come from the checkpoint.
 var resumeFlags = map[string]bool{"resume": true, "epochs": true, "device": true, "threads": true,
 	"precision": true, "channels-last": true, "deterministic": true, "quiet": true, "json": true,
-	"nproc": true, "dist-timeout": true, "dist-backend": true}
+	"nproc": true, "dist-timeout": true, "dist-backend": true, "data": true, "data-dir": true}
 
 func checkResumeFlags(c *cli.Context) error {
 	for _, f := range c.Command.Flags {
@@ -537,7 +558,7 @@ func checkResumeFlags(c *cli.Context) error {
 			if name == "out" && c.String("out") == c.String("resume") {
 				continue
 			}
-			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved in %s; only --epochs, --device, --threads, --precision, --channels-last, --deterministic, --nproc, --dist-timeout, --dist-backend, --quiet and --json apply",
+			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved in %s; only --epochs, --device, --threads, --precision, --channels-last, --deterministic, --nproc, --dist-timeout, --dist-backend, --data, --data-dir (the same data in a new place), --quiet and --json apply",
 				name, filepath.Join(c.String("resume"), "config.json"))}
 		}
 	}
