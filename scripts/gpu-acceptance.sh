@@ -19,8 +19,8 @@
 #             bf16, NCHW and NHWC, against both Python peers
 #   parity    scripts/parity.sh fp32 against bf16 on Fashion-MNIST
 #   train     Fashion-MNIST twofold for the minutes left, --train-seeds runs side
-#             by side (seeds 1..N; default 4 on CUDA, where one run keeps the GPU
-#             busy about a third of the time, 1 on the CPU, 2 with --quick), with
+#             by side (seeds 1..N; default 4 on CUDA, where four runs do about 2.5
+#             times the work of one, 1 on the CPU, 2 with --quick), with
 #             epoch times, the fraction of the GPU's dense peak, and each run's last
 #             and chosen epoch
 #
