@@ -801,8 +801,10 @@ func TestResumeWithMovedData(t *testing.T) {
 		{"data gone", nil, 1, []string{old}},
 		{"a file for an image set", []string{"--data", filepath.Join(fixtures, "four.csv")}, 2, []string{"--data with --resume", "not on a file"}},
 	} {
-		r := run(t, dir, append([]string{"train", "--quiet", "--resume", "run", "--epochs", "2", "--device", "cpu"}, tc.args...)...)
-		wantError(t, r, tc.code, tc.want...)
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, dir, append([]string{"train", "--quiet", "--resume", "run", "--epochs", "2", "--device", "cpu"}, tc.args...)...)
+			wantError(t, r, tc.code, tc.want...)
+		})
 	}
 	r = run(t, dir, "train", "--quiet", "--resume", "run", "--epochs", "2", "--device", "cpu", "--data-dir", moved)
 	if r.code != 0 {

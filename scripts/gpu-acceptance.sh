@@ -301,7 +301,8 @@ else
 		extra=()
 		[ $quick = 1 ] && extra=(--batch-size 100 --eval-every 1)
 		# Several runs share the CPU's threads (and the GPU); one run keeps the default.
-		[ "$train_seeds" = 1 ] || extra+=(--threads $(( $(nproc) / train_seeds > 0 ? $(nproc) / train_seeds : 1 )))
+		threads=$(( $(nproc) / train_seeds )); [ $threads -ge 1 ] || threads=1
+		[ "$train_seeds" = 1 ] || extra+=(--threads $threads)
 		pids=()
 		for s in $(seq 1 "$train_seeds"); do
 			timeout -s INT "$budget" ./emclust train "${fm[@]}" --objective twofold --epochs 1000 --quiet \
