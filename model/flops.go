@@ -54,5 +54,5 @@ func (n *Net) ElementwiseOps() int64 {
 			total += c * h * w
 		}
 	}
-	return total + int64(n.Spec.K)
+	return total + int64(n.Spec.K*n.Spec.NumHeads())
 }

@@ -21,6 +21,10 @@ type Spec struct {
 	H      int    `json:"h,omitempty"`      // CNN input height
 	W      int    `json:"w,omitempty"`      // CNN input width
 	K      int    `json:"k"`                // clusters
+	// Heads is the number of clustering heads on the shared network (0 or 1: one):
+	// the last layer has Heads×K outputs, each head K of them, and the model predicts
+	// with the head SetHead selected.
+	Heads int `json:"heads,omitempty"`
 	// Norm turns the relevance normalisation on; off only for the paper's ablation.
 	Norm bool `json:"norm"`
 	// Momentum of the running mean/var used at inference (BatchNorm-style).
@@ -55,9 +59,18 @@ func ArchFor(h, w int) (string, error) {
 	return "", fmt.Errorf("no network of the paper takes %dx%d images (28x28 mnist, 32x32 cifar, 96x96 stl10); resize the images", h, w)
 }
 
+// MaxHeads bounds Spec.Heads.
+const MaxHeads = 32
+
+// NumHeads is the number of clustering heads: Heads, or 1 when unset.
+func (sp Spec) NumHeads() int { return max(sp.Heads, 1) }
+
 func (sp Spec) validate() error {
 	if sp.K < 1 {
 		return fmt.Errorf("model: K = %d, want at least 1", sp.K)
+	}
+	if sp.Heads < 0 || sp.Heads > MaxHeads {
+		return fmt.Errorf("model: %d heads, want 1 to %d", sp.Heads, MaxHeads)
 	}
 	switch sp.Arch {
 	case "mlp":
@@ -100,6 +113,10 @@ type Net struct {
 	// bottleneck is the number of layers up to and including the bottleneck; 0: none.
 	bottleneck int
 	compute    Compute
+	// head is the head that Forward and Relevance return; selected mirrors it as a
+	// 1-element float32 buffer, so that checkpoints carry it (models with heads only).
+	head     int
+	selected *torch.Tensor
 }
 
 // New builds the network of spec on dev with PyTorch's default initialisation, drawn
@@ -119,7 +136,7 @@ func New(spec Spec, dev torch.Device) (*Net, error) {
 			n.layers = append(n.layers, newLinear(s, fmt.Sprintf("fc%d", i), in, h, dev), relu{})
 			in = h
 		}
-		n.layers = append(n.layers, newLinear(s, "out", in, spec.K, dev))
+		n.layers = append(n.layers, newLinear(s, "out", in, spec.K*spec.NumHeads(), dev))
 	} else {
 		c, h, w := spec.InC, spec.H, spec.W
 		flat := false
@@ -140,7 +157,7 @@ func New(spec Spec, dev torch.Device) (*Net, error) {
 					n.layers = append(n.layers, flatten{})
 					flat = true
 				}
-				n.layers = append(n.layers, newLinear(s, "out", c*h*w, spec.K, dev))
+				n.layers = append(n.layers, newLinear(s, "out", c*h*w, spec.K*spec.NumHeads(), dev))
 			case tok[0] == 'B':
 				var out int
 				fmt.Sscanf(tok[1:], "%d", &out)
@@ -160,7 +177,10 @@ func New(spec Spec, dev torch.Device) (*Net, error) {
 			}
 		}
 	}
-	n.norm = newRelevanceNorm(s, spec.K, dev, spec.Norm, spec.Momentum)
+	n.norm = newRelevanceNorm(s, spec.K*spec.NumHeads(), dev, spec.Norm, spec.Momentum)
+	if spec.NumHeads() > 1 {
+		n.selected = s.Zeros([]int{1}, torch.Float32, dev)
+	}
 	if err := s.Err(); err != nil {
 		n.Close()
 		return nil, fmt.Errorf("model: build %s: %w", spec.Arch, err)
@@ -182,12 +202,17 @@ func (n *Net) Close() {
 	}
 }
 
-// Relevance returns the raw relevance scores a = g_θ(x), n×K.
+// Relevance returns the raw relevance scores a = g_θ(x) of the selected head, n×K.
+func (n *Net) Relevance(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor {
+	return n.SelectHead(s, n.relevance(s, x, train))
+}
+
+// relevance returns the raw scores of every head, n×(Heads·K).
 //
 // Each layer's output handle is freed as soon as the next layer has used it: autograd
 // keeps what backward needs, and the rest returns to the allocator now rather than
 // when the step's scope closes (this halves the peak memory of a CNN step).
-func (n *Net) Relevance(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor {
+func (n *Net) relevance(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor {
 	in := x
 	x = n.input(s, x)
 	for _, l := range n.layers {
@@ -204,6 +229,34 @@ func (n *Net) Relevance(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tens
 	return out
 }
 
+// SelectHead narrows n×(Heads·K) scores to the selected head's K columns.
+func (n *Net) SelectHead(s *torch.Scope, a *torch.Tensor) *torch.Tensor {
+	if n.Spec.NumHeads() == 1 {
+		return a
+	}
+	return s.Narrow(a, 1, n.head*n.Spec.K, n.Spec.K)
+}
+
+// Head is the head that Forward and Relevance return (0 for a one-head model).
+func (n *Net) Head() int { return n.head }
+
+// SetHead selects the head that Forward and Relevance return from now on, and that
+// a checkpoint of the network records.
+func (n *Net) SetHead(h int) error {
+	if h < 0 || h >= n.Spec.NumHeads() {
+		return fmt.Errorf("model: head %d, this model has %d", h, n.Spec.NumHeads())
+	}
+	if n.selected != nil {
+		s := torch.NoGrad()
+		s.CopyInto(n.selected, s.Full([]int{1}, float64(h), torch.Float32, n.Device))
+		if err := s.Close(); err != nil {
+			return fmt.Errorf("model: select head %d: %w", h, err)
+		}
+	}
+	n.head = h
+	return nil
+}
+
 // Bottleneck returns the output of the 2-unit bottleneck of a mnist2d network.
 func (n *Net) Bottleneck(s *torch.Scope, x *torch.Tensor) *torch.Tensor {
 	if n.bottleneck == 0 {
@@ -217,11 +270,17 @@ func (n *Net) Bottleneck(s *torch.Scope, x *torch.Tensor) *torch.Tensor {
 	return n.output(s, x)
 }
 
-// Forward returns the normalised relevance a* (n×K). In training the normalisation
-// uses the batch's statistics and updates the running ones; in eval it uses the
-// running ones, so any batch size works, even 1.
+// Forward returns the normalised relevance a* (n×K) of the selected head. In
+// training the normalisation uses the batch's statistics and updates the running
+// ones; in eval it uses the running ones, so any batch size works, even 1.
 func (n *Net) Forward(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor {
-	return n.norm.forward(s, n.Relevance(s, x, train), train)
+	return n.SelectHead(s, n.ForwardHeads(s, x, train))
+}
+
+// ForwardHeads is Forward for every head: n×(Heads·K), head h in columns h·K to
+// h·K+K−1. The normalisation is per column, so each head's is its own.
+func (n *Net) ForwardHeads(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor {
+	return n.norm.forward(s, n.relevance(s, x, train), train)
 }
 
 // SyncStats makes training-mode batch statistics — every BatchNorm and the relevance
@@ -252,7 +311,11 @@ func (n *Net) Buffers() []torch.Named {
 	for _, l := range n.layers {
 		out = append(out, l.buffers()...)
 	}
-	return append(out, n.norm.buffers()...)
+	out = append(out, n.norm.buffers()...)
+	if n.selected != nil {
+		out = append(out, torch.Named{Name: "heads.selected", Tensor: n.selected})
+	}
+	return out
 }
 
 // NumParams counts trainable scalars.
@@ -297,7 +360,18 @@ func (n *Net) Load(f *torch.SafeFile, prefix string) error {
 		}
 		s.CopyInto(nt.Tensor, s.LoadTensor(f, name, n.Device))
 	}
-	return s.Err()
+	if n.selected == nil {
+		return s.Err()
+	}
+	h := s.Float32s(n.selected)
+	if err := s.Err(); err != nil {
+		return err
+	}
+	if len(h) != 1 || h[0] != float32(int(h[0])) || int(h[0]) < 0 || int(h[0]) >= n.Spec.NumHeads() {
+		return fmt.Errorf("checkpoint %s: %sheads.selected is %v, want a head from 0 to %d", f.Path, prefix, h, n.Spec.NumHeads()-1)
+	}
+	n.head = int(h[0])
+	return nil
 }
 
 func sameShape(a, b []int) bool {

@@ -150,6 +150,8 @@ func TestSpecErrors(t *testing.T) {
 		{Arch: "mlp", In: 3, K: 0},
 		{Arch: "resnet", K: 3},
 		{Arch: "cifar", InC: 2, H: 30, W: 30, K: 10},
+		{Arch: "mlp", In: 3, K: 3, Heads: -1},
+		{Arch: "mlp", In: 3, K: 3, Heads: MaxHeads + 1},
 	} {
 		if _, err := New(sp, testDevice); err == nil {
 			t.Errorf("New(%+v) succeeded", sp)
@@ -177,5 +179,113 @@ func TestBottleneckNet(t *testing.T) {
 	mlp.Bottleneck(s, x)
 	if s.Err() == nil {
 		t.Fatal("mlp has no bottleneck but no error")
+	}
+}
+
+// A model with heads has one out layer of Heads·K units and normalises each column on
+// its own; Forward is the selected head's K columns of ForwardHeads.
+func TestHeads(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		one, sp Spec
+		x       []int
+		outIn   int // inputs of the out layer
+	}{
+		{"mlp", Spec{Arch: "mlp", In: 5, Hidden: []int{16}, K: 4, Norm: true}, Spec{Arch: "mlp", In: 5, Hidden: []int{16}, K: 4, Heads: 3, Norm: true}, []int{32, 5}, 16},
+		{"mnist", Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 10, Norm: true}, Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 10, Heads: 5, Norm: true}, []int{8, 2, 28, 28}, 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			one, n := build(t, tc.one), build(t, tc.sp)
+			k, heads := tc.sp.K, tc.sp.Heads
+			last := n.Params()[len(n.Params())-1].Tensor.Shape() // out.bias
+			if d, want := n.NumParams()-one.NumParams(), (heads-1)*k*(tc.outIn+1); d != want || last[0] != heads*k {
+				t.Fatalf("%d heads add %d params (out bias %v), want %d (%d)", heads, d, last, want, heads*k)
+			}
+			s := torch.NoGrad()
+			defer s.Close()
+			x := s.Randn(tc.x, torch.Float32, testDevice)
+			all := n.ForwardHeads(s, x, true)
+			if sh := all.Shape(); sh[0] != tc.x[0] || sh[1] != heads*k {
+				t.Fatalf("ForwardHeads shape %v, want [%d %d]", sh, tc.x[0], heads*k)
+			}
+			// Per-column normalisation: every head's columns have zero batch mean.
+			for j, m := range s.Float32s(s.Mean(all, false, 0)) {
+				if math.Abs(float64(m)) > 1e-4 {
+					t.Fatalf("column %d: batch mean %v, want 0", j, m)
+				}
+			}
+			allV := s.Float32s(n.ForwardHeads(s, x, false))
+			for _, h := range []int{0, heads - 1, 1} {
+				if err := n.SetHead(h); err != nil {
+					t.Fatal(err)
+				}
+				if n.Head() != h {
+					t.Fatalf("Head() = %d after SetHead(%d)", n.Head(), h)
+				}
+				got := s.Float32s(n.Forward(s, x, false))
+				for i := 0; i < tc.x[0]; i++ {
+					for j := 0; j < k; j++ {
+						if got[i*k+j] != allV[i*heads*k+h*k+j] {
+							t.Fatalf("head %d row %d col %d: Forward %v, ForwardHeads %v", h, i, j, got[i*k+j], allV[i*heads*k+h*k+j])
+						}
+					}
+				}
+			}
+			if err := n.SetHead(heads); err == nil {
+				t.Fatalf("SetHead(%d) of %d heads succeeded", heads, heads)
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// A checkpoint carries the selected head; a value that names no head is refused.
+func TestHeadsCheckpoint(t *testing.T) {
+	sp := Spec{Arch: "mlp", In: 3, Hidden: []int{8}, K: 4, Heads: 3, Norm: true}
+	a := build(t, sp)
+	if err := a.SetHead(2); err != nil {
+		t.Fatal(err)
+	}
+	save := func(t *testing.T, net *Net) *torch.SafeFile {
+		path := filepath.Join(t.TempDir(), "m.safetensors")
+		if err := torch.SaveSafetensors(path, append(net.Params(), net.Buffers()...), map[string]string{"spec": sp.JSON()}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := torch.ReadSafetensors(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	b := build(t, sp)
+	if err := b.Load(save(t, a), ""); err != nil {
+		t.Fatal(err)
+	}
+	if b.Head() != 2 {
+		t.Fatalf("loaded head %d, saved 2", b.Head())
+	}
+	for _, bad := range []float64{3, -1, 0.5} {
+		c := build(t, sp)
+		s := torch.NoGrad()
+		s.CopyInto(c.selected, s.Full([]int{1}, bad, torch.Float32, testDevice))
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		err := build(t, sp).Load(save(t, c), "")
+		if err == nil || !strings.Contains(err.Error(), "heads.selected") {
+			t.Errorf("selected head %v: load error %v, want one naming heads.selected", bad, err)
+		}
+	}
+	// One head: no buffer, and the spec's JSON is that of models before heads.
+	one := Spec{Arch: "mlp", In: 3, Hidden: []int{8}, K: 4, Norm: true}
+	for _, nt := range build(t, one).Buffers() {
+		if strings.HasPrefix(nt.Name, "heads.") {
+			t.Fatalf("one-head model has buffer %s", nt.Name)
+		}
+	}
+	if strings.Contains(one.JSON(), "heads") {
+		t.Fatalf("one-head spec JSON %s names heads", one.JSON())
 	}
 }
