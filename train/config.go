@@ -42,6 +42,10 @@ type Config struct {
 	Hidden []int  `json:"hidden,omitempty"` // MLP hidden widths
 	K      int    `json:"k"`
 	Norm   bool   `json:"norm"` // relevance normalisation (off only for the ablation)
+	// Heads trains that many clustering heads on the shared network, each with the
+	// objective (their mean), and predicts with the one whose clustering agrees best
+	// with the others' at the last evaluation; 0 and 1: one head, the paper's.
+	Heads int `json:"heads,omitempty"`
 	// Arithmetic (model.Compute): products in fp32 or bf16, images channels-last.
 	Precision    string `json:"precision,omitempty"`
 	ChannelsLast bool   `json:"channels_last,omitempty"`
@@ -156,6 +160,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("eval-every %d: want ≥ 0", c.EvalEvery)
 	case c.Restarts < 0 || c.Restarts > 1000:
 		return fmt.Errorf("restarts %d: want 0 to 1000", c.Restarts)
+	case c.Heads < 0 || c.Heads > model.MaxHeads:
+		return fmt.Errorf("heads %d: want 1 to %d", c.Heads, model.MaxHeads)
+	case c.Heads > 1 && obj.Supervised:
+		return fmt.Errorf("heads %d: the supervised objective trains one head", c.Heads)
+	case c.Heads > 1 && c.Prior == "learned":
+		return fmt.Errorf("heads %d: a learned prior is one head's; use --prior uniform or one head", c.Heads)
 	}
 	return c.Compute().Validate()
 }

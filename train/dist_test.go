@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -127,6 +128,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 		{"em", func(*Config) {}, true},
 		{"em learned prior", func(c *Config) { c.Prior = "learned" }, true},
 		{"em local stats", func(c *Config) { c.LocalStats = true }, false},
+		{"em heads", func(c *Config) { c.Heads = 3 }, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			// On the CPU whatever the test device: ranks in one process on one CUDA
@@ -180,6 +182,15 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 				other := runs[1].History[i].Criteria
 				if m.Criteria == nil || other == nil || *m.Criteria != *other {
 					t.Fatalf("epoch %d: the ranks' criteria %+v and %+v, want the same", i+1, m.Criteria, other)
+				}
+				// and with heads, every head's, gathered in one collective.
+				if o := runs[1].History[i]; !reflect.DeepEqual(m.Head, o.Head) || !reflect.DeepEqual(m.Heads, o.Heads) || len(m.Heads) != len(want.Heads) {
+					t.Fatalf("epoch %d: the ranks chose different heads, or scored them differently; one process had %d heads", i+1, len(want.Heads))
+				}
+				for h := range m.Heads {
+					if d := math.Abs(m.Heads[h].Criteria.MaxPosterior - want.Heads[h].Criteria.MaxPosterior); d > tol {
+						t.Errorf("epoch %d head %d: max posterior %v, one process %v", i+1, h, m.Heads[h].Criteria.MaxPosterior, want.Heads[h].Criteria.MaxPosterior)
+					}
 				}
 				if d := math.Abs(m.Criteria.MaxPosterior - want.Criteria.MaxPosterior); c.equal && d > tol {
 					t.Errorf("epoch %d: max posterior %v, one process %v", i+1, m.Criteria.MaxPosterior, want.Criteria.MaxPosterior)

@@ -71,7 +71,7 @@ func (vs *VectorSource) Spec(cfg *Config) (model.Spec, error) {
 	if cfg.Arch != "" && cfg.Arch != "mlp" {
 		return model.Spec{}, fmt.Errorf("arch %s takes images; vectors use mlp", cfg.Arch)
 	}
-	return model.Spec{Arch: "mlp", In: vs.v.D, Hidden: cfg.Hidden, K: cfg.K, Norm: cfg.Norm}, nil
+	return model.Spec{Arch: "mlp", In: vs.v.D, Hidden: cfg.Hidden, K: cfg.K, Heads: cfg.Heads, Norm: cfg.Norm}, nil
 }
 
 // ImageSource holds N×C×H×W uint8 images on the device; batches are made float,
@@ -167,5 +167,5 @@ func (is *ImageSource) Spec(cfg *Config) (model.Spec, error) {
 	if arch == "mlp" {
 		return model.Spec{}, fmt.Errorf("arch mlp takes vectors; images use mnist, cifar or stl10")
 	}
-	return model.Spec{Arch: arch, InC: 2, H: is.im.H, W: is.im.W, K: cfg.K, Norm: cfg.Norm}, nil
+	return model.Spec{Arch: arch, InC: 2, H: is.im.H, W: is.im.W, K: cfg.K, Heads: cfg.Heads, Norm: cfg.Norm}, nil
 }

@@ -37,6 +37,19 @@ type EpochMetrics struct {
 	// Agreement is the mean adjusted Rand index between this evaluation's clustering
 	// and those of the AgreementWindow evaluations before it (fewer at the start).
 	Agreement *float64 `json:"agreement,omitempty"`
+	// Head is the head a run with several selected at this evaluation; the clustering,
+	// criteria and scores above are its. Heads has every head's.
+	Head  *int          `json:"head,omitempty"`
+	Heads []HeadMetrics `json:"heads,omitempty"`
+}
+
+// HeadMetrics is one head's clustering at an evaluation of a run with several heads.
+type HeadMetrics struct {
+	Head int `json:"head"`
+	// Agreement is the mean adjusted Rand index with the other heads' clusterings.
+	Agreement float64   `json:"agreement"`
+	Criteria  *Criteria `json:"criteria"`
+	ACC       *float64  `json:"acc,omitempty"`
 }
 
 // AgreementWindow is how many earlier evaluations an epoch's agreement spans. Of 1, 3
@@ -509,17 +522,18 @@ func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tenso
 		logPrior = s.Log(r.prior)
 	}
 	em := torch.NewScope()
-	aStar := r.Net.Forward(em, x, true)
+	aHeads := r.Net.ForwardHeads(em, x, true)
+	aStar := perHead(em, aHeads, cfg.K)
 	p := loss.Posterior(em, aStar, logPrior)
 	switch cfg.Objective {
 	case "em":
 		l = loss.EM(em, aStar, p, cfg.GammaVal)
 	case "em-aug", "twofold":
-		l = loss.EMAug(em, aStar, r.Net.Forward(em, xt, true), p, cfg.GammaVal)
+		l = loss.EMAug(em, aStar, perHead(em, r.Net.ForwardHeads(em, xt, true), cfg.K), p, cfg.GammaVal)
 	case "iic":
-		l = loss.IIC(em, aStar, r.Net.Forward(em, xt, true), r.syncGroup())
+		l = r.iic(em, aHeads, r.Net.ForwardHeads(em, xt, true))
 	}
-	hMean = s.Adopt(em.Mean(em.Sigmoid(em.DivScalar(em.Detach(aStar), cfg.GammaVal)), false, 0))
+	hMean = s.Adopt(em.Mean(em.Sigmoid(em.DivScalar(em.Detach(r.Net.SelectHead(em, aHeads)), cfg.GammaVal)), false, 0))
 	r.update(em, r.optA, l)
 	if r.prior != nil {
 		// π ← 0.99 π + 0.01 mean_i p_i: the priors come from the previous posteriors.
@@ -539,14 +553,43 @@ func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tenso
 	// KL step with optimiser B: fresh posteriors of the originals under the updated θ
 	// (constants, so computed without a graph), and q of the transformed batch.
 	ng := torch.NoGrad()
-	pNew := loss.Posterior(ng, r.Net.Forward(ng, x, true), logPrior)
+	pNew := loss.Posterior(ng, perHead(ng, r.Net.ForwardHeads(ng, x, true), cfg.K), logPrior)
 	if err := ng.Err(); err != nil {
 		s.Fail(err)
 	}
-	kl = loss.KL(s, pNew, r.Net.Forward(s, xt, true))
+	kl = loss.KL(s, pNew, perHead(s, r.Net.ForwardHeads(s, xt, true), cfg.K))
 	r.update(s, r.optB, kl)
 	ng.Close()
 	return l, kl, hMean
+}
+
+// perHead lays the n×(H·K) scores of H heads out as (n·H)×K, a row per row and head,
+// so that the per-row losses, which divide by their row count, are the mean over
+// heads of each head's loss. One head's scores are returned as they are.
+func perHead(s *torch.Scope, a *torch.Tensor, k int) *torch.Tensor {
+	if a == nil || a.Dim(1) == k {
+		return a
+	}
+	return s.Reshape(a, a.Dim(0)*a.Dim(1)/k, k)
+}
+
+// iic is the IIC loss averaged over the heads: mutual information is a property of a
+// head's joint distribution over the whole batch, so each head gets its own.
+func (r *Run) iic(s *torch.Scope, a, aTr *torch.Tensor) *torch.Tensor {
+	k, heads := r.Cfg.K, r.Spec.NumHeads()
+	if heads == 1 {
+		return loss.IIC(s, a, aTr, r.syncGroup())
+	}
+	var sum *torch.Tensor
+	for h := 0; h < heads; h++ {
+		l := loss.IIC(s, s.Narrow(a, 1, h*k, k), s.Narrow(aTr, 1, h*k, k), r.syncGroup())
+		if sum == nil {
+			sum = l
+		} else {
+			sum = s.Add(sum, l)
+		}
+	}
+	return s.DivScalar(sum, float64(heads))
 }
 
 func (r *Run) update(s *torch.Scope, opt *torch.Adam, l *torch.Tensor) {
@@ -591,9 +634,14 @@ type Criteria struct {
 	SizeEntropy float64 `json:"size_entropy"`
 }
 
-// Predict clusters every row in eval mode (running statistics), 1024 rows at a time.
+// Predict clusters every row in eval mode (running statistics), 1024 rows at a time,
+// with the network's selected head.
 func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) (*Prediction, error) {
-	return predict(net, src, dev, prior, 0, 0, src.Len())
+	preds, err := predict(net, src, dev, prior, 0, 0, src.Len(), false)
+	if err != nil {
+		return nil, err
+	}
+	return preds[0], nil
 }
 
 // PredictWithCriteria is Predict with the Criteria of the clustering under γ.
@@ -601,14 +649,31 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 	if !(gamma > 0) {
 		return nil, fmt.Errorf("criteria need γ > 0, got %v", gamma)
 	}
-	return predict(net, src, dev, prior, gamma, 0, src.Len())
+	preds, err := predict(net, src, dev, prior, gamma, 0, src.Len(), false)
+	if err != nil {
+		return nil, err
+	}
+	return preds[0], nil
 }
 
 // predict runs the model over rows from to to-1 of src in eval mode, in chunks; with
-// γ > 0 it also sums the criteria.
-func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64, from, to int) (*Prediction, error) {
+// γ > 0 it also sums the criteria. It returns the selected head's prediction, or with
+// allHeads every head's, indexed by head, from one pass through the network.
+func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64, from, to int, allHeads bool) ([]*Prediction, error) {
 	n, k := to-from, net.Spec.K
-	out := &Prediction{Cluster: make([]int, n), Posterior: make([]float32, 0, n*k), K: k}
+	heads := []int{net.Head()}
+	if allHeads {
+		heads = make([]int, net.Spec.NumHeads())
+		for h := range heads {
+			heads[h] = h
+		}
+	}
+	out := make([]*Prediction, len(heads))
+	for i := range out {
+		out[i] = &Prediction{Cluster: make([]int, n), Posterior: make([]float32, 0, n*k), K: k}
+	}
+	emSum := make([]float64, len(heads))
+	llSum := make([]float64, len(heads))
 	const chunk = 1024
 	all := torch.NoGrad()
 	defer all.Close()
@@ -616,46 +681,61 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 	if err := all.Err(); err != nil {
 		return nil, err
 	}
-	var emSum, llSum float64
 	for lo := 0; lo < n; lo += chunk {
 		s := torch.NoGrad()
 		m := min(chunk, n-lo)
 		idx := s.Narrow(rows, 0, from+lo, m)
 		x, _ := src.Batch(s, idx, nil)
-		aStar := net.Forward(s, x, false)
-		var logPrior *torch.Tensor
+		var aHeads *torch.Tensor
+		if allHeads {
+			aHeads = net.ForwardHeads(s, x, false)
+		} else {
+			aHeads = net.Forward(s, x, false)
+		}
+		var logPrior, llPrior *torch.Tensor
 		if prior != nil {
 			logPrior = s.Log(prior)
+			llPrior = logPrior
+		} else if gamma > 0 {
+			llPrior = s.Full([]int{1, k}, -math.Log(float64(k)), torch.Float32, dev)
 		}
-		p := loss.Posterior(s, aStar, logPrior)
-		am := s.Int64s(s.ArgMax(p, false, 1))
-		out.Posterior = append(out.Posterior, s.Float32s(p)...)
-		if gamma > 0 {
-			logH := loss.LogLikelihood(s, aStar, gamma)
-			if logPrior == nil {
-				logPrior = s.Full([]int{1, k}, -math.Log(float64(k)), torch.Float32, dev)
+		ams := make([][]int64, len(heads))
+		for i := range heads {
+			aStar := aHeads
+			if allHeads && len(heads) > 1 {
+				aStar = s.Narrow(aHeads, 1, i*k, k)
 			}
-			// Both sums in one copy to the host.
-			sums := s.Float32s(s.Stack(0, s.Neg(s.Sum(s.Mul(p, logH), false)),
-				s.Sum(s.LogSumExp(s.Add(logH, logPrior), false, 1), false)))
-			if len(sums) == 2 {
-				emSum += float64(sums[0])
-				llSum += float64(sums[1])
+			p := loss.Posterior(s, aStar, logPrior)
+			ams[i] = s.Int64s(s.ArgMax(p, false, 1))
+			out[i].Posterior = append(out[i].Posterior, s.Float32s(p)...)
+			if gamma > 0 {
+				logH := loss.LogLikelihood(s, aStar, gamma)
+				// Both sums in one copy to the host.
+				sums := s.Float32s(s.Stack(0, s.Neg(s.Sum(s.Mul(p, logH), false)),
+					s.Sum(s.LogSumExp(s.Add(logH, llPrior), false, 1), false)))
+				if len(sums) == 2 {
+					emSum[i] += float64(sums[0])
+					llSum[i] += float64(sums[1])
+				}
 			}
 		}
 		if err := s.Close(); err != nil {
 			return nil, err
 		}
-		for i, c := range am {
-			out.Cluster[lo+i] = int(c)
+		for i, am := range ams {
+			for j, c := range am {
+				out[i].Cluster[lo+j] = int(c)
+			}
 		}
 	}
 	if gamma > 0 {
-		var maxPost float64
-		for i, cl := range out.Cluster {
-			maxPost += float64(out.Posterior[i*k+cl])
+		for i, pred := range out {
+			var maxPost float64
+			for j, cl := range pred.Cluster {
+				maxPost += float64(pred.Posterior[j*k+cl])
+			}
+			pred.Criteria = newCriteria(emSum[i], llSum[i], maxPost, pred.Cluster, k)
 		}
-		out.Criteria = newCriteria(emSum, llSum, maxPost, out.Cluster, k)
 	}
 	return out, nil
 }
@@ -682,11 +762,22 @@ func newCriteria(emSum, llSum, maxPostSum float64, cluster []int, k int) *Criter
 }
 
 func (r *Run) evaluate(m *EpochMetrics) error {
-	cluster, crit, err := r.predictClusters()
+	heads, err := r.predictClusters()
 	if err != nil {
 		return err
 	}
-	m.Criteria = crit
+	best := 0
+	if len(heads) > 1 {
+		if m.Heads, best, err = r.compareHeads(heads); err != nil {
+			return err
+		}
+		if err := r.Net.SetHead(best); err != nil {
+			return err
+		}
+		m.Head = &best
+	}
+	cluster := heads[best].Cluster
+	m.Criteria = heads[best].Criteria
 	if len(r.recent) > 0 {
 		var sum float64
 		for _, c := range r.recent {
@@ -720,49 +811,96 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 	return nil
 }
 
-// predictClusters is every row's cluster and the clustering's criteria. Ranks each
-// predict an equal share of the rows and gather the rest.
-func (r *Run) predictClusters() ([]int, *Criteria, error) {
-	n, k := r.Src.Len(), r.Cfg.K
-	if r.group == nil {
-		pred, err := PredictWithCriteria(r.Net, r.Src, r.Dev, r.prior, r.Cfg.GammaVal)
-		if err != nil {
-			return nil, nil, err
+// compareHeads scores each head's clustering by its mean adjusted Rand index with the
+// other heads' and returns the scores and the head that agrees most: as with
+// restarts (docs/RESULTS.md section 20), the clustering the others agree with is the
+// settled one, and no label is needed to find it.
+func (r *Run) compareHeads(heads []*Prediction) ([]HeadMetrics, int, error) {
+	out := make([]HeadMetrics, len(heads))
+	sum := make([]float64, len(heads))
+	for i := range heads {
+		for j := i + 1; j < len(heads); j++ {
+			ari, err := eval.ARI(heads[i].Cluster, heads[j].Cluster)
+			if err != nil {
+				return nil, 0, fmt.Errorf("agreement between heads: %w", err)
+			}
+			sum[i] += ari
+			sum[j] += ari
 		}
-		return pred.Cluster, pred.Criteria, nil
 	}
-	w, rank := r.group.Size(), r.group.Rank()
-	lo, hi := rank*n/w, (rank+1)*n/w
-	pred, err := predict(r.Net, r.Src, r.Dev, r.prior, r.Cfg.GammaVal, lo, hi)
+	labels := r.Src.Labels()
+	best := 0
+	for i, h := range heads {
+		out[i] = HeadMetrics{Head: i, Agreement: round6(sum[i] / float64(len(heads)-1)), Criteria: h.Criteria}
+		if out[i].Agreement > out[best].Agreement {
+			best = i
+		}
+		if labels != nil {
+			sc, err := eval.Score(labels, h.Cluster)
+			if err != nil {
+				return nil, 0, err
+			}
+			acc := round6(sc.ACC)
+			out[i].ACC = &acc
+		}
+	}
+	return out, best, nil
+}
+
+// predictClusters is, for each head, every row's cluster and the clustering's
+// criteria (Posterior left out). Ranks each predict an equal share of the rows and
+// gather the rest.
+func (r *Run) predictClusters() ([]*Prediction, error) {
+	n, k, heads := r.Src.Len(), r.Cfg.K, r.Net.Spec.NumHeads()
+	lo, hi := 0, n
+	if r.group != nil {
+		w, rank := r.group.Size(), r.group.Rank()
+		lo, hi = rank*n/w, (rank+1)*n/w
+	}
+	preds, err := predict(r.Net, r.Src, r.Dev, r.prior, r.Cfg.GammaVal, lo, hi, heads > 1)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	// Each rank fills its rows of a zero vector; the sum over ranks is all of them.
-	// The criteria are means: each rank gives its rows' sums.
-	all := make([]int64, n)
-	for i, c := range pred.Cluster {
-		all[lo+i] = int64(c)
+	for _, p := range preds {
+		p.Posterior = nil
 	}
+	if r.group == nil {
+		return preds, nil
+	}
+	// Each rank fills its rows of a zero matrix (a row per head); the sum over ranks
+	// is all of them. The criteria are means: each rank gives its rows' sums.
+	all := make([]int64, heads*n)
+	sums := make([]float32, 0, 3*heads)
 	m := float64(hi - lo)
-	c := pred.Criteria
+	for h, p := range preds {
+		for i, c := range p.Cluster {
+			all[h*n+lo+i] = int64(c)
+		}
+		c := p.Criteria
+		sums = append(sums, float32(c.EMObjective*m), float32(c.LogLikelihood*m), float32(c.MaxPosterior*m))
+	}
 	s := torch.NoGrad()
 	defer s.Close()
-	t := s.FromInt64(all, []int{n}, r.Dev) // NCCL moves only CUDA tensors
-	sums := s.FromFloat32([]float32{float32(c.EMObjective * m), float32(c.LogLikelihood * m), float32(c.MaxPosterior * m)}, []int{3}, r.Dev)
+	t := s.FromInt64(all, []int{heads, n}, r.Dev) // NCCL moves only CUDA tensors
+	st := s.FromFloat32(sums, []int{heads, 3}, r.Dev)
 	if err := s.Err(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	for _, x := range []*torch.Tensor{t, sums} { // one dtype per collective
+	for _, x := range []*torch.Tensor{t, st} { // one dtype per collective
 		if err := r.group.AllReduce(x); err != nil {
-			return nil, nil, fmt.Errorf("gather predictions: %w", err)
+			return nil, fmt.Errorf("gather predictions: %w", err)
 		}
 	}
-	cluster := ints64To(s.Int64s(t))
-	sum := s.Float32s(sums)
+	clusters := ints64To(s.Int64s(t))
+	sum := s.Float32s(st)
 	if err := s.Err(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return cluster, newCriteria(float64(sum[0]), float64(sum[1]), float64(sum[2]), cluster, k), nil
+	for h, p := range preds {
+		p.Cluster = clusters[h*n : (h+1)*n]
+		p.Criteria = newCriteria(float64(sum[3*h]), float64(sum[3*h+1]), float64(sum[3*h+2]), p.Cluster, k)
+	}
+	return preds, nil
 }
 
 // Checkpoint layout: model tensors under "model.", optimiser moments under

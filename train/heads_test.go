@@ -1,0 +1,144 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"emclust/loss"
+	"emclust/torch"
+)
+
+// Laid out a row per head, the heads' scores give each loss as the mean over heads of
+// the loss of each head on its own columns.
+func TestPerHeadLossIsMeanOverHeads(t *testing.T) {
+	const n, k, heads, gamma = 16, 4, 3, 2.0
+	s := torch.NoGrad()
+	defer s.Close()
+	a := s.Randn([]int{n, heads * k}, torch.Float32, testDevice)
+	aTr := s.Randn([]int{n, heads * k}, torch.Float32, testDevice)
+	for _, tc := range []struct {
+		name string
+		f    func(a, aTr *torch.Tensor) *torch.Tensor
+	}{
+		{"em", func(a, _ *torch.Tensor) *torch.Tensor { return loss.EM(s, a, loss.Posterior(s, a, nil), gamma) }},
+		{"em-aug", func(a, aTr *torch.Tensor) *torch.Tensor {
+			return loss.EMAug(s, a, aTr, loss.Posterior(s, a, nil), gamma)
+		}},
+		{"kl", func(a, aTr *torch.Tensor) *torch.Tensor { return loss.KL(s, loss.Posterior(s, a, nil), aTr) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := s.Float32s(tc.f(perHead(s, a, k), perHead(s, aTr, k)))
+			var want float64
+			for h := 0; h < heads; h++ {
+				one := s.Float32s(tc.f(s.Narrow(a, 1, h*k, k), s.Narrow(aTr, 1, h*k, k)))
+				want += float64(one[0]) / heads
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(float64(got[0])-want) > 1e-5*math.Max(1, math.Abs(want)) {
+				t.Fatalf("loss over heads %v, mean of the heads' losses %v", got[0], want)
+			}
+		})
+	}
+	if one := perHead(s, s.Narrow(a, 1, 0, k), k); one.Dim(0) != n || one.Dim(1) != k {
+		t.Fatalf("one head laid out as %v, want [%d %d]", one.Shape(), n, k)
+	}
+}
+
+// A run with heads evaluates every head, predicts with the one that agrees most with
+// the others, and saves that choice with the model.
+func TestHeadsRun(t *testing.T) {
+	cfg := VectorDefaults()
+	cfg.MinSteps = 0
+	cfg.Epochs, cfg.EvalEvery, cfg.Heads = 3, 1, 3
+	r := newRun(t, cfg, digitsSource(t), t.TempDir())
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range r.History {
+		if m.Head == nil || len(m.Heads) != cfg.Heads {
+			t.Fatalf("epoch %d: head %v of %d heads, want one of %d", m.Epoch, m.Head, len(m.Heads), cfg.Heads)
+		}
+		best := 0
+		for i, h := range m.Heads {
+			if h.Head != i || h.Criteria == nil || h.ACC == nil || !(h.Agreement >= -1 && h.Agreement <= 1) {
+				t.Fatalf("epoch %d head %d: %+v", m.Epoch, i, h)
+			}
+			if h.Agreement > m.Heads[best].Agreement {
+				best = i
+			}
+		}
+		sel := m.Heads[*m.Head]
+		if *m.Head != best || *m.ACC != *sel.ACC || *m.Criteria != *sel.Criteria {
+			t.Fatalf("epoch %d: selected head %d (ACC %v), want the most agreeing head %d with its scores %+v", m.Epoch, *m.Head, *m.ACC, best, sel)
+		}
+		if len(m.HMean) != cfg.K {
+			t.Fatalf("epoch %d: h_mean of %d clusters, want %d", m.Epoch, len(m.HMean), cfg.K)
+		}
+	}
+	last := r.History[len(r.History)-1]
+	if r.Net.Head() != *last.Head {
+		t.Fatalf("network predicts with head %d, the last evaluation chose %d", r.Net.Head(), *last.Head)
+	}
+	pred, err := PredictWithCriteria(r.Net, r.Src, testDevice, r.Prior(), r.Cfg.GammaVal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pred.Posterior) != r.Src.Len()*cfg.K || *pred.Criteria != *last.Criteria {
+		t.Fatalf("Predict: %d posteriors and criteria %+v, want %d and the evaluation's %+v", len(pred.Posterior), pred.Criteria, r.Src.Len()*cfg.K, last.Criteria)
+	}
+	if got := modelCriteria(t, filepath.Join(r.Dir, checkpointName), r); got != *last.Criteria {
+		t.Fatalf("the checkpoint predicts with criteria %+v, the last evaluation had %+v", got, *last.Criteria)
+	}
+}
+
+// Heads train on images with every augmenting objective, and resume exactly.
+func TestHeadsImages(t *testing.T) {
+	im := mnistSet(t, 128)
+	for _, obj := range []string{"twofold", "iic"} {
+		t.Run(obj, func(t *testing.T) {
+			cfg := imageConfig(obj, 2, 32)
+			cfg.Heads = 3
+			r := trainImages(t, im, cfg)
+			checkRun(t, r, im.N, false)
+			if last := r.History[len(r.History)-1]; last.Head == nil || len(last.Heads) != 3 {
+				t.Fatalf("last epoch: head %v of %d heads", last.Head, len(last.Heads))
+			}
+		})
+	}
+	src, err := NewImageSource(im, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	cfg := imageConfig("twofold", 2, 32)
+	cfg.Heads, cfg.EvalEvery, cfg.Deterministic = 3, 1, true
+	checkImageResume(t, im, cfg, src)
+}
+
+func TestHeadsConfigErrors(t *testing.T) {
+	src := digitsSource(t)
+	for _, tc := range []struct {
+		heads            int
+		prior, objective string
+		want             string
+	}{
+		{-1, "uniform", "em", "heads -1"},
+		{33, "uniform", "em", "heads 33"},
+		{2, "learned", "em", "learned prior"},
+		{2, "uniform", "supervised", "supervised objective"},
+	} {
+		t.Run(fmt.Sprint(tc.heads, tc.prior, tc.objective), func(t *testing.T) {
+			cfg := VectorDefaults()
+			cfg.Heads, cfg.Prior, cfg.Objective = tc.heads, tc.prior, tc.objective
+			if _, err := New(cfg, src, testDevice, ""); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("heads %d, prior %s, %s: error %v, want one with %q", tc.heads, tc.prior, tc.objective, err, tc.want)
+			}
+		})
+	}
+}
