@@ -325,6 +325,7 @@ func TestErrors(t *testing.T) {
 		{name: "k above rows", args: append(ten, "--k", "50"), code: 1, want: []string{"--k 50", "10 rows", "ten.csv"}},
 		{name: "unknown device", args: append(ten, "--device", "gpu"), code: 2, want: []string{"--device", `"gpu"`, "cuda:N"}},
 		{name: "cuda on a CPU build", args: append(ten, "--device", "cuda"), code: 1, want: []string{`device "cuda"`, "CUDA"}, skip: !noCUDA},
+		{name: "too many heads", args: append(ten, "--heads", "40"), code: 2, want: []string{"heads 40", "1 to 32"}},
 		{name: "unknown objective", args: append(ten, "--objective", "foo"), code: 2, want: []string{"objective", `"foo"`, "em, em-aug, twofold, iic"}},
 		// Was a nil-tensor panic in loss.KL: image objectives on vectors.
 		{name: "twofold on vectors", args: append(ten, "--objective", "twofold"), code: 2, want: []string{"twofold", "--objective em"}},
@@ -568,6 +569,32 @@ func TestTrainJSON(t *testing.T) {
 	}
 	if s.Run != "run" || s.Epochs != 1 || s.Scores == nil || s.KMeans == nil {
 		t.Errorf("JSON summary %+v", s)
+	}
+}
+
+// A run with heads says which head it predicts with, and predict uses that head.
+func TestTrainHeads(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, dir, "train", "--quiet", "--json", "--epochs", "2", "--heads", "3", "--restarts", "1", "--kmeans=false", "--out", "run")
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("exit status %d: %s", r.code, r.stderr)
+	}
+	var s struct {
+		Scores *struct{ ACC float64 }
+		Head   *struct{ Head int }
+		Heads  int
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
+		t.Fatalf("stdout is not JSON: %v: %q", err, r.stdout)
+	}
+	if s.Heads != 3 || s.Head == nil || s.Head.Head < 0 || s.Head.Head > 2 || s.Scores == nil {
+		t.Fatalf("JSON summary %q: want the head chosen of 3 and the scores", r.stdout)
+	}
+	p := run(t, dir, "eval", "--model", "run")
+	noCrash(t, p)
+	if p.code != 0 || !strings.Contains(p.stdout, fmt.Sprintf("ACC %.4f", s.Scores.ACC)) {
+		t.Fatalf("eval of the run: exit %d, %q; want the training summary's ACC %.4f", p.code, p.stdout, s.Scores.ACC)
 	}
 }
 
@@ -1546,7 +1573,7 @@ func TestInterruptRestarts(t *testing.T) {
 func TestCompareModelFlags(t *testing.T) {
 	dir := t.TempDir()
 	r := run(t, dir, "compare", "--data", filepath.Join(fixtures, "four.csv"), "--label-col", "label", "--methods", "em",
-		"--seeds", "1", "--epochs", "1", "--no-norm", "--precision", "bf16", "--hidden", "8", "--out", "cmp", "--device", "cpu", "--quiet")
+		"--seeds", "1", "--epochs", "1", "--no-norm", "--precision", "bf16", "--hidden", "8", "--heads", "2", "--out", "cmp", "--device", "cpu", "--quiet")
 	if r.code != 0 {
 		t.Fatalf("compare: exit %d: %s", r.code, r.stderr)
 	}
@@ -1555,11 +1582,12 @@ func TestCompareModelFlags(t *testing.T) {
 		Precision string
 		Hidden    []int
 		KMeans    bool
+		Heads     int
 	}
 	readJSON(t, filepath.Join(dir, "cmp", "em-s1", "config.json"), &cfg)
-	if cfg.Norm || cfg.Precision != "bf16" || len(cfg.Hidden) != 1 || cfg.Hidden[0] != 8 || cfg.KMeans {
-		t.Errorf("compare's em run trained with norm %v, precision %q, hidden %v, kmeans %v; want false, bf16, [8], false",
-			cfg.Norm, cfg.Precision, cfg.Hidden, cfg.KMeans)
+	if cfg.Norm || cfg.Precision != "bf16" || len(cfg.Hidden) != 1 || cfg.Hidden[0] != 8 || cfg.KMeans || cfg.Heads != 2 {
+		t.Errorf("compare's em run trained with norm %v, precision %q, hidden %v, kmeans %v, heads %d; want false, bf16, [8], false, 2",
+			cfg.Norm, cfg.Precision, cfg.Hidden, cfg.KMeans, cfg.Heads)
 	}
 }
 

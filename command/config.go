@@ -89,6 +89,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		}
 		cfg.Hidden = hidden
 	}
+	setInt(&cfg.Heads, "heads")
 	if c.IsSet("no-norm") {
 		cfg.Norm = !c.Bool("no-norm")
 	}

@@ -417,6 +417,14 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 	}
 	sum := summary{Run: run.Dir, Epochs: run.EpochsDone(), Seconds: round3(elapsed.Seconds()), K: run.Cfg.K,
 		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K), Criteria: pred.Criteria, Restarts: restarts}
+	if h := run.Spec.NumHeads(); h > 1 {
+		sum.Heads = h
+		for _, m := range run.History {
+			if m.Head != nil {
+				sum.Head = &m.Heads[*m.Head]
+			}
+		}
+	}
 	chosen, err := run.ExportChosen()
 	if err != nil {
 		return err
@@ -474,6 +482,10 @@ type summary struct {
 	Restarts []train.Restart `json:"restarts,omitempty"`
 	// Chosen is the epoch the criteria ranked first, when it is not the last.
 	Chosen *chosenEpoch `json:"chosen,omitempty"`
+	// Head is the head a run with several predicts with, chosen at its last
+	// evaluation (train.HeadMetrics); Heads is how many it has.
+	Head  *train.HeadMetrics `json:"head,omitempty"`
+	Heads int                `json:"heads,omitempty"`
 }
 
 // chosenEpoch is the epoch a run keeps beside its last (train.Chosen), where its
@@ -497,6 +509,9 @@ func printSummary(s summary, asJSON bool, stdout, log io.Writer) error {
 		}
 	}
 	fmt.Fprintf(log, "emclust: %d epochs in %.1fs; cluster sizes %v (%d empty); run saved in %s\n", s.Epochs, s.Seconds, s.Sizes, empty, s.Run)
+	if h := s.Head; h != nil {
+		fmt.Fprintf(log, "emclust: predicting with head %d of %d, which agreed best with the other heads (mean ARI %.4f)\n", h.Head, s.Heads, h.Agreement)
+	}
 	if c := s.Chosen; c != nil {
 		scores := ""
 		if c.Scores != nil {
