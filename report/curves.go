@@ -132,6 +132,41 @@ func criteriaPlot(hist []train.EpochMetrics) (*plot.Plot, error) {
 	return evaluatedPlot(hist, "Label-free criteria", ss)
 }
 
+// headsPlot draws each head's ACC at the evaluated epochs of a run with several heads,
+// or without labels its agreement with the other heads, beside what the run predicted
+// with: the head that agreed most. Nil for one head.
+func headsPlot(hist []train.EpochMetrics) (*plot.Plot, error) {
+	var ss []series
+	var selected plotter.XYs
+	labels := false
+	for _, m := range hist {
+		if m.Head == nil {
+			continue
+		}
+		x := float64(m.Epoch)
+		for len(ss) < len(m.Heads) {
+			ss = append(ss, series{name: fmt.Sprintf("head %d", len(ss))})
+		}
+		labels = m.Heads[*m.Head].ACC != nil
+		for i, h := range m.Heads {
+			y := h.Agreement
+			if h.ACC != nil {
+				y = *h.ACC
+			}
+			ss[i].xys = append(ss[i].xys, plotter.XY{X: x, Y: y})
+		}
+		selected = append(selected, ss[*m.Head].xys[len(ss[*m.Head].xys)-1])
+	}
+	if len(selected) == 0 {
+		return nil, nil
+	}
+	title := "Each head's agreement with the other heads"
+	if labels {
+		title = "Each head's ACC against the labels"
+	}
+	return evaluatedPlot(hist, title, append([]series{{"selected head", selected}}, ss...))
+}
+
 type series struct {
 	name string
 	xys  plotter.XYs
@@ -161,7 +196,7 @@ func evaluatedPlot(hist []train.EpochMetrics, title string, ss []series) (*plot.
 		if err != nil {
 			return nil, fmt.Errorf("%s curve: %w", s.name, err)
 		}
-		c := tab20[i]
+		c := tab20[i%len(tab20)]
 		line.Color, line.Width = c, vg.Points(1.5)
 		pts.Color, pts.Radius = c, vg.Points(2)
 		pts.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}}[i%3]

@@ -174,6 +174,9 @@ func (b *builder) header() error {
 	if spec.Arch == "mlp" {
 		arch = fmt.Sprintf("mlp %d→%s→%d", spec.In, joinInts(spec.Hidden, "→"), spec.K)
 	}
+	if h := spec.NumHeads(); h > 1 {
+		arch += fmt.Sprintf(", %d heads of K (predicting with head %d)", h, b.run.Net.Head())
+	}
 	b.page.Facts = [][2]string{
 		{"Run folder", b.run.Dir},
 		{"Data", b.src.Describe()},
@@ -269,6 +272,18 @@ func (b *builder) curves() error {
 	if p != nil {
 		f, err := b.w.savePlot(p, curveW, curveH, "criteria.svg",
 			fmt.Sprintf("Without labels, at evaluated epochs: the mean ARI with the %d evaluations before, whose highest picks chosen.safetensors, and the mean max posterior", train.AgreementWindow))
+		if err != nil {
+			return err
+		}
+		figs = append(figs, f)
+	}
+	p, err = headsPlot(hist)
+	if err != nil {
+		return err
+	}
+	if p != nil {
+		f, err := b.w.savePlot(p, curveW, curveH, "heads.svg",
+			"The heads at evaluated epochs (ACC with labels, else the mean ARI with the other heads); the run predicts with the head that agrees most with the others")
 		if err != nil {
 			return err
 		}

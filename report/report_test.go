@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image/png"
 	"math/rand/v2"
 	"os"
@@ -108,31 +109,40 @@ func TestReportDigits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	cfg := train.VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
-	cfg.Epochs = 2
-	cfg.KMeans = false
-	run := trainRun(t, cfg, src)
+	for _, heads := range []int{1, 3} {
+		t.Run(fmt.Sprintf("heads=%d", heads), func(t *testing.T) {
+			cfg := train.VectorDefaults()
+			cfg.MinSteps = 0 // the epochs as set
+			cfg.Epochs = 2
+			cfg.KMeans = false
+			cfg.Heads = heads
+			run := trainRun(t, cfg, src)
 
-	out := filepath.Join(t.TempDir(), "report")
-	index, err := Write(run, src, Options{Out: out, TSNEPoints: 200, Seed: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if index != filepath.Join(out, "index.html") {
-		t.Errorf("index at %s", index)
-	}
-	page, names := checkPage(t, index)
-	if m := has(names, "loss.svg", "scores.svg", "criteria.svg", "sizes.svg", "contingency.svg", "tsne.png"); m != nil {
-		t.Errorf("page lacks %v (has %v)", m, names)
-	}
-	for _, s := range []string{"ACC", "perplexity 30", "Hungarian"} {
-		if !strings.Contains(page, s) {
-			t.Errorf("page does not mention %q", s)
-		}
-	}
-	if strings.Contains(page, "loss_kl.svg") {
-		t.Error("an em run has no KL curve")
+			out := filepath.Join(t.TempDir(), "report")
+			index, err := Write(run, src, Options{Out: out, TSNEPoints: 200, Seed: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if index != filepath.Join(out, "index.html") {
+				t.Errorf("index at %s", index)
+			}
+			page, names := checkPage(t, index)
+			if m := has(names, "loss.svg", "scores.svg", "criteria.svg", "sizes.svg", "contingency.svg", "tsne.png"); m != nil {
+				t.Errorf("page lacks %v (has %v)", m, names)
+			}
+			for _, s := range []string{"ACC", "perplexity 30", "Hungarian"} {
+				if !strings.Contains(page, s) {
+					t.Errorf("page does not mention %q", s)
+				}
+			}
+			if strings.Contains(page, "loss_kl.svg") {
+				t.Error("an em run has no KL curve")
+			}
+			drawn := has(names, "heads.svg") == nil
+			if drawn != (heads > 1) || strings.Contains(page, "3 heads of K") != (heads == 3) {
+				t.Errorf("%d heads: heads.svg drawn %v, page names the heads %v", heads, drawn, strings.Contains(page, "3 heads of K"))
+			}
+		})
 	}
 }
 
