@@ -637,11 +637,11 @@ type Criteria struct {
 // Predict clusters every row in eval mode (running statistics), 1024 rows at a time,
 // with the network's selected head.
 func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) (*Prediction, error) {
-	preds, err := predict(net, src, dev, prior, 0, 0, src.Len(), false)
+	preds, err := predict(net, src, dev, prior, 0, 0, src.Len())
 	if err != nil {
 		return nil, err
 	}
-	return preds[0], nil
+	return preds[net.Head()], nil
 }
 
 // PredictWithCriteria is Predict with the Criteria of the clustering under γ.
@@ -649,31 +649,25 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 	if !(gamma > 0) {
 		return nil, fmt.Errorf("criteria need γ > 0, got %v", gamma)
 	}
-	preds, err := predict(net, src, dev, prior, gamma, 0, src.Len(), false)
+	preds, err := predict(net, src, dev, prior, gamma, 0, src.Len())
 	if err != nil {
 		return nil, err
 	}
-	return preds[0], nil
+	return preds[net.Head()], nil
 }
 
 // predict runs the model over rows from to to-1 of src in eval mode, in chunks; with
-// γ > 0 it also sums the criteria. It returns the selected head's prediction, or with
-// allHeads every head's, indexed by head, from one pass through the network.
-func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64, from, to int, allHeads bool) ([]*Prediction, error) {
-	n, k := to-from, net.Spec.K
-	heads := []int{net.Head()}
-	if allHeads {
-		heads = make([]int, net.Spec.NumHeads())
-		for h := range heads {
-			heads[h] = h
-		}
+// γ > 0 it also sums the criteria. It returns every head's prediction, indexed by
+// head: the network computes them all in any case, and the selected head's criteria
+// then come out of the same sums whichever head a caller wants.
+func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64, from, to int) ([]*Prediction, error) {
+	n, k, heads := to-from, net.Spec.K, net.Spec.NumHeads()
+	out := make([]*Prediction, heads)
+	for h := range out {
+		out[h] = &Prediction{Cluster: make([]int, n), Posterior: make([]float32, 0, n*k), K: k}
 	}
-	out := make([]*Prediction, len(heads))
-	for i := range out {
-		out[i] = &Prediction{Cluster: make([]int, n), Posterior: make([]float32, 0, n*k), K: k}
-	}
-	emSum := make([]float64, len(heads))
-	llSum := make([]float64, len(heads))
+	emSum := make([]float64, heads)
+	llSum := make([]float64, heads)
 	const chunk = 1024
 	all := torch.NoGrad()
 	defer all.Close()
@@ -686,55 +680,53 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 		m := min(chunk, n-lo)
 		idx := s.Narrow(rows, 0, from+lo, m)
 		x, _ := src.Batch(s, idx, nil)
-		var aHeads *torch.Tensor
-		if allHeads {
-			aHeads = net.ForwardHeads(s, x, false)
-		} else {
-			aHeads = net.Forward(s, x, false)
-		}
-		var logPrior, llPrior *torch.Tensor
+		// Row i·heads+h holds row i's scores under head h: every head in one softmax,
+		// one argmax and one copy to the host.
+		aStar := perHead(s, net.ForwardHeads(s, x, false), k)
+		var logPrior *torch.Tensor
 		if prior != nil {
 			logPrior = s.Log(prior)
-			llPrior = logPrior
-		} else if gamma > 0 {
-			llPrior = s.Full([]int{1, k}, -math.Log(float64(k)), torch.Float32, dev)
 		}
-		ams := make([][]int64, len(heads))
-		for i := range heads {
-			aStar := aHeads
-			if allHeads && len(heads) > 1 {
-				aStar = s.Narrow(aHeads, 1, i*k, k)
+		p := loss.Posterior(s, aStar, logPrior)
+		am := s.Int64s(s.ArgMax(p, false, 1))
+		post := s.Float32s(p)
+		if gamma > 0 {
+			logH := loss.LogLikelihood(s, aStar, gamma)
+			if logPrior == nil {
+				logPrior = s.Full([]int{1, k}, -math.Log(float64(k)), torch.Float32, dev)
 			}
-			p := loss.Posterior(s, aStar, logPrior)
-			ams[i] = s.Int64s(s.ArgMax(p, false, 1))
-			out[i].Posterior = append(out[i].Posterior, s.Float32s(p)...)
-			if gamma > 0 {
-				logH := loss.LogLikelihood(s, aStar, gamma)
-				// Both sums in one copy to the host.
-				sums := s.Float32s(s.Stack(0, s.Neg(s.Sum(s.Mul(p, logH), false)),
-					s.Sum(s.LogSumExp(s.Add(logH, llPrior), false, 1), false)))
-				if len(sums) == 2 {
-					emSum[i] += float64(sums[0])
-					llSum[i] += float64(sums[1])
+			em := s.Neg(s.Mul(p, logH))
+			ll := s.LogSumExp(s.Add(logH, logPrior), false, 1)
+			if heads == 1 {
+				em, ll = s.Sum(em, false), s.Sum(ll, false)
+			} else {
+				em = s.Sum(s.Reshape(em, m, heads, k), false, 0, 2)
+				ll = s.Sum(s.Reshape(ll, m, heads), false, 0)
+			}
+			// Both sums of every head in one copy to the host.
+			if sums := s.Float32s(s.Stack(0, em, ll)); len(sums) == 2*heads {
+				for h := range heads {
+					emSum[h] += float64(sums[h])
+					llSum[h] += float64(sums[heads+h])
 				}
 			}
 		}
 		if err := s.Close(); err != nil {
 			return nil, err
 		}
-		for i, am := range ams {
-			for j, c := range am {
-				out[i].Cluster[lo+j] = int(c)
-			}
+		for r, c := range am {
+			i, h := r/heads, r%heads
+			out[h].Cluster[lo+i] = int(c)
+			out[h].Posterior = append(out[h].Posterior, post[r*k:(r+1)*k]...)
 		}
 	}
 	if gamma > 0 {
-		for i, pred := range out {
+		for h, pred := range out {
 			var maxPost float64
-			for j, cl := range pred.Cluster {
-				maxPost += float64(pred.Posterior[j*k+cl])
+			for i, cl := range pred.Cluster {
+				maxPost += float64(pred.Posterior[i*k+cl])
 			}
-			pred.Criteria = newCriteria(emSum[i], llSum[i], maxPost, pred.Cluster, k)
+			pred.Criteria = newCriteria(emSum[h], llSum[h], maxPost, pred.Cluster, k)
 		}
 	}
 	return out, nil
@@ -768,7 +760,7 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 	}
 	best := 0
 	if len(heads) > 1 {
-		if m.Heads, best, err = r.compareHeads(heads); err != nil {
+		if m.Heads, best, err = compareHeads(heads); err != nil {
 			return err
 		}
 		if err := r.Net.SetHead(best); err != nil {
@@ -800,13 +792,22 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 			m.Empty++
 		}
 	}
-	if labels := r.Src.Labels(); labels != nil {
-		sc, err := eval.Score(labels, cluster)
+	labels := r.Src.Labels()
+	if labels == nil {
+		return nil
+	}
+	for h, pred := range heads {
+		sc, err := eval.Score(labels, pred.Cluster)
 		if err != nil {
 			return err
 		}
 		acc, nmi, ari := round6(sc.ACC), round6(sc.NMI), round6(sc.ARI)
-		m.ACC, m.NMI, m.ARI = &acc, &nmi, &ari
+		if m.Heads != nil {
+			m.Heads[h].ACC = &acc
+		}
+		if h == best {
+			m.ACC, m.NMI, m.ARI = &acc, &nmi, &ari
+		}
 	}
 	return nil
 }
@@ -815,7 +816,7 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 // other heads' and returns the scores and the head that agrees most: as with
 // restarts (docs/RESULTS.md section 20), the clustering the others agree with is the
 // settled one, and no label is needed to find it.
-func (r *Run) compareHeads(heads []*Prediction) ([]HeadMetrics, int, error) {
+func compareHeads(heads []*Prediction) ([]HeadMetrics, int, error) {
 	out := make([]HeadMetrics, len(heads))
 	sum := make([]float64, len(heads))
 	for i := range heads {
@@ -828,20 +829,11 @@ func (r *Run) compareHeads(heads []*Prediction) ([]HeadMetrics, int, error) {
 			sum[j] += ari
 		}
 	}
-	labels := r.Src.Labels()
 	best := 0
 	for i, h := range heads {
 		out[i] = HeadMetrics{Head: i, Agreement: round6(sum[i] / float64(len(heads)-1)), Criteria: h.Criteria}
 		if out[i].Agreement > out[best].Agreement {
 			best = i
-		}
-		if labels != nil {
-			sc, err := eval.Score(labels, h.Cluster)
-			if err != nil {
-				return nil, 0, err
-			}
-			acc := round6(sc.ACC)
-			out[i].ACC = &acc
 		}
 	}
 	return out, best, nil
@@ -857,7 +849,7 @@ func (r *Run) predictClusters() ([]*Prediction, error) {
 		w, rank := r.group.Size(), r.group.Rank()
 		lo, hi = rank*n/w, (rank+1)*n/w
 	}
-	preds, err := predict(r.Net, r.Src, r.Dev, r.prior, r.Cfg.GammaVal, lo, hi, heads > 1)
+	preds, err := predict(r.Net, r.Src, r.Dev, r.prior, r.Cfg.GammaVal, lo, hi)
 	if err != nil {
 		return nil, err
 	}
