@@ -598,6 +598,25 @@ func TestTrainHeads(t *testing.T) {
 	}
 }
 
+// --hidden none trains a linear map from features to scores (breast cancer: 30
+// features, 2 clusters), and the run folder reloads it as one.
+func TestTrainLinear(t *testing.T) {
+	dir := t.TempDir()
+	r := run(t, dir, "train", "--dataset", "breast-cancer", "--hidden", "none", "--epochs", "1", "--restarts", "1",
+		"--kmeans=false", "--out", "run")
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("exit status %d: %s", r.code, r.stderr)
+	}
+	if want := fmt.Sprintf("mlp net, %d params, K=2", 30*2+2); !strings.Contains(r.stderr, want) {
+		t.Errorf("train's log %q: want %q", r.stderr, want)
+	}
+	line := wantScoreLine(t, run(t, dir, "eval", "--model", "run"))
+	if !strings.Contains(r.stdout+r.stderr, line) {
+		t.Errorf("eval of the linear run says %q; training said %q", line, r.stdout+r.stderr)
+	}
+}
+
 func TestPredictEvalCSV(t *testing.T) {
 	dir := t.TempDir()
 	model := filepath.Join(fixtures, "r4")

@@ -83,11 +83,14 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		return cfg, usageError{fmt.Errorf("--arch %s is a network for images; vectors train an mlp", cfg.Arch)}
 	}
 	if c.IsSet("hidden") {
-		hidden, err := parseInts(c.String("hidden"), 1)
-		if err != nil {
-			return cfg, usageError{fmt.Errorf("--hidden: %w", err)}
+		cfg.Hidden = nil // none (or empty): the scores are a linear map of the features
+		if v := c.String("hidden"); v != "none" {
+			hidden, err := parseInts(v, 1)
+			if err != nil {
+				return cfg, usageError{fmt.Errorf("--hidden: %w", err)}
+			}
+			cfg.Hidden = hidden
 		}
-		cfg.Hidden = hidden
 	}
 	setInt(&cfg.Heads, "heads")
 	if c.IsSet("no-norm") {

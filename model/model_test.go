@@ -60,9 +60,20 @@ func TestParamCountsMatchPaper(t *testing.T) {
 }
 
 func TestMLPParamCount(t *testing.T) {
-	n := build(t, Spec{Arch: "mlp", In: 2, Hidden: []int{32, 32}, K: 10, Norm: true})
-	if got, want := n.NumParams(), (2*32+32)+(32*32+32)+(32*10+10); got != want {
-		t.Fatalf("mlp params %d, want %d", got, want)
+	for _, tc := range []struct {
+		in, k  int
+		hidden []int
+		want   int
+	}{
+		{2, 10, []int{32, 32}, (2*32 + 32) + (32*32 + 32) + (32*10 + 10)},
+		{13, 3, []int{16}, (13*16 + 16) + (16*3 + 3)},
+		// No hidden layer: the scores are a linear map of the features.
+		{30, 2, nil, 30*2 + 2},
+	} {
+		n := build(t, Spec{Arch: "mlp", In: tc.in, Hidden: tc.hidden, K: tc.k, Norm: true})
+		if got := n.NumParams(); got != tc.want {
+			t.Errorf("mlp %d→%v→%d: %d params, want %d", tc.in, tc.hidden, tc.k, got, tc.want)
+		}
 	}
 }
 

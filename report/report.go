@@ -171,7 +171,10 @@ func (b *builder) header() error {
 		lr += ", KL step " + strconv.FormatFloat(cfg.LRKL, 'g', -1, 64)
 	}
 	arch := spec.Arch
-	if spec.Arch == "mlp" {
+	switch {
+	case spec.Arch == "mlp" && len(spec.Hidden) == 0:
+		arch = fmt.Sprintf("linear %d→%d (mlp, no hidden layer)", spec.In, spec.K)
+	case spec.Arch == "mlp":
 		arch = fmt.Sprintf("mlp %d→%s→%d", spec.In, joinInts(spec.Hidden, "→"), spec.K)
 	}
 	if h := spec.NumHeads(); h > 1 {

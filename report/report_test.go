@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"image/png"
 	"math/rand/v2"
 	"os"
@@ -109,13 +108,24 @@ func TestReportDigits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	for _, heads := range []int{1, 3} {
-		t.Run(fmt.Sprintf("heads=%d", heads), func(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		heads   int
+		hidden  []int
+		network string // the Network fact starts so
+	}{
+		{"heads=1", 1, []int{32, 32}, "mlp 64→32→32→10,"},
+		{"heads=3", 3, []int{32, 32}, "mlp 64→32→32→10, 3 heads of K"},
+		{"linear", 1, nil, "linear 64→10 "},
+	} {
+		heads := tc.heads
+		t.Run(tc.name, func(t *testing.T) {
 			cfg := train.VectorDefaults()
 			cfg.MinSteps = 0 // the epochs as set
 			cfg.Epochs = 2
 			cfg.KMeans = false
 			cfg.Heads = heads
+			cfg.Hidden = tc.hidden
 			run := trainRun(t, cfg, src)
 
 			out := filepath.Join(t.TempDir(), "report")
@@ -139,6 +149,9 @@ func TestReportDigits(t *testing.T) {
 				t.Error("an em run has no KL curve")
 			}
 			drawn := has(names, "heads.svg") == nil
+			if !strings.Contains(page, tc.network) {
+				t.Errorf("page does not describe the network as %q", tc.network)
+			}
 			if drawn != (heads > 1) || strings.Contains(page, "3 heads of K") != (heads == 3) {
 				t.Errorf("%d heads: heads.svg drawn %v, page names the heads %v", heads, drawn, strings.Contains(page, "3 heads of K"))
 			}
