@@ -2,7 +2,9 @@ package data
 
 import (
 	"fmt"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -83,5 +85,37 @@ func TestTables(t *testing.T) {
 	}
 	if _, err := Table("nope"); err == nil {
 		t.Error("an unknown table loaded")
+	}
+}
+
+// The held-out tables of data/heldout load as their README describes them.
+func TestHeldoutTables(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		n, d       int
+		classSizes []int // sorted
+	}{
+		{"glass", 214, 9, []int{9, 13, 17, 29, 70, 76}},
+		{"ionosphere", 351, 33, []int{126, 225}},
+		{"sonar", 208, 60, []int{97, 111}},
+		{"vehicle", 846, 18, []int{199, 212, 217, 218}},
+		{"satellite", 6435, 36, []int{626, 703, 707, 1358, 1508, 1533}},
+	} {
+		v, err := LoadVectors(filepath.Join("heldout", tc.name+".csv.gz"), CSVOptions{LabelCol: "label"})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if err := v.Validate(); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		sizes := make([]int, len(v.Classes))
+		for _, l := range v.Labels {
+			sizes[l]++
+		}
+		slices.Sort(sizes)
+		if v.N != tc.n || v.D != tc.d || len(v.Features) != tc.d || !slices.Equal(sizes, tc.classSizes) {
+			t.Errorf("%s: %d rows × %d features (%d named), class sizes %v; want %d × %d, %v",
+				tc.name, v.N, v.D, len(v.Features), sizes, tc.n, tc.d, tc.classSizes)
+		}
 	}
 }
