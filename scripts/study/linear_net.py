@@ -9,7 +9,7 @@ writes each run's clustering with `emclust predict`, and for each group of ten s
 Rand index with the others) of the MLP's ten, of the linear map's ten, and of all
 twenty pooled. ACC comes from `emclust eval`; the script itself needs no labels.
 
-Standard library only; run it from outside the repository."""
+Standard library only."""
 import csv
 import json
 import os
