@@ -608,7 +608,7 @@ func TestTrainLinear(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit status %d: %s", r.code, r.stderr)
 	}
-	if want := fmt.Sprintf("mlp net, %d params, K=2", 30*2+2); !strings.Contains(r.stderr, want) {
+	if want := fmt.Sprintf("linear 30→2 net, %d params, K=2", 30*2+2); !strings.Contains(r.stderr, want) {
 		t.Errorf("train's log %q: want %q", r.stderr, want)
 	}
 	line := wantScoreLine(t, run(t, dir, "eval", "--model", "run"))

@@ -305,7 +305,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads, %v)\n", src.Describe(), dev, torch.Version(), torch.NumThreads(), run.Net.Compute())
 	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %d epochs → %s\n",
-		run.Spec.Arch, run.Net.NumParams(), run.Cfg.K, run.Cfg.Objective, run.Cfg.GammaVal, run.Cfg.BatchSize, run.Cfg.Epochs, runDir)
+		run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.Objective, run.Cfg.GammaVal, run.Cfg.BatchSize, run.Cfg.Epochs, runDir)
 	if ckpt != nil {
 		fmt.Fprintf(log, "emclust: resuming after epoch %d\n", run.EpochsDone())
 	}
@@ -401,7 +401,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 		}
 	}
 	fmt.Fprintf(log, "emclust: kept seed %d%s: %s net, %d params, K=%d, γ=%.4g, %d epochs → %s\n",
-		run.Cfg.Seed, agree, run.Spec.Arch, run.Net.NumParams(), run.Cfg.K, run.Cfg.GammaVal, run.Cfg.Epochs, runDir)
+		run.Cfg.Seed, agree, run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.GammaVal, run.Cfg.Epochs, runDir)
 	return finishRun(run, src, dev, time.Since(start), restarts, asJSON, stdout, log)
 }
 

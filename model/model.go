@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"emclust/torch"
@@ -64,6 +65,22 @@ const MaxHeads = 32
 
 // NumHeads is the number of clustering heads: Heads, or 1 when unset.
 func (sp Spec) NumHeads() int { return max(sp.Heads, 1) }
+
+// Layers names the network for logs and reports: "mlp 64→32→32→10", "linear 30→2" for
+// an MLP without hidden layers, or the CNN's name.
+func (sp Spec) Layers() string {
+	if sp.Arch != "mlp" {
+		return sp.Arch
+	}
+	if len(sp.Hidden) == 0 {
+		return fmt.Sprintf("linear %d→%d", sp.In, sp.K)
+	}
+	parts := []string{"mlp " + strconv.Itoa(sp.In)}
+	for _, h := range sp.Hidden {
+		parts = append(parts, strconv.Itoa(h))
+	}
+	return strings.Join(append(parts, strconv.Itoa(sp.K)), "→")
+}
 
 func (sp Spec) validate() error {
 	if sp.K < 1 {

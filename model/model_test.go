@@ -64,15 +64,19 @@ func TestMLPParamCount(t *testing.T) {
 		in, k  int
 		hidden []int
 		want   int
+		layers string
 	}{
-		{2, 10, []int{32, 32}, (2*32 + 32) + (32*32 + 32) + (32*10 + 10)},
-		{13, 3, []int{16}, (13*16 + 16) + (16*3 + 3)},
+		{2, 10, []int{32, 32}, (2*32 + 32) + (32*32 + 32) + (32*10 + 10), "mlp 2→32→32→10"},
+		{13, 3, []int{16}, (13*16 + 16) + (16*3 + 3), "mlp 13→16→3"},
 		// No hidden layer: the scores are a linear map of the features.
-		{30, 2, nil, 30*2 + 2},
+		{30, 2, nil, 30*2 + 2, "linear 30→2"},
 	} {
 		n := build(t, Spec{Arch: "mlp", In: tc.in, Hidden: tc.hidden, K: tc.k, Norm: true})
 		if got := n.NumParams(); got != tc.want {
 			t.Errorf("mlp %d→%v→%d: %d params, want %d", tc.in, tc.hidden, tc.k, got, tc.want)
+		}
+		if got := n.Spec.Layers(); got != tc.layers {
+			t.Errorf("Layers() = %q, want %q", got, tc.layers)
 		}
 	}
 }

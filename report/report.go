@@ -170,13 +170,7 @@ func (b *builder) header() error {
 	if o, err := train.LookupObjective(cfg.Objective); err == nil && o.KLStep {
 		lr += ", KL step " + strconv.FormatFloat(cfg.LRKL, 'g', -1, 64)
 	}
-	arch := spec.Arch
-	switch {
-	case spec.Arch == "mlp" && len(spec.Hidden) == 0:
-		arch = fmt.Sprintf("linear %d→%d (mlp, no hidden layer)", spec.In, spec.K)
-	case spec.Arch == "mlp":
-		arch = fmt.Sprintf("mlp %d→%s→%d", spec.In, joinInts(spec.Hidden, "→"), spec.K)
-	}
+	arch := spec.Layers()
 	if h := spec.NumHeads(); h > 1 {
 		arch += fmt.Sprintf(", %d heads of K (predicting with head %d)", h, b.run.Net.Head())
 	}
@@ -742,14 +736,6 @@ func normLabel(r *Run) string {
 		return "with normalisation (a*)"
 	}
 	return "without normalisation (a)"
-}
-
-func joinInts(v []int, sep string) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, sep)
 }
 
 func thousands(n int) string {

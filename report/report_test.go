@@ -116,15 +116,14 @@ func TestReportDigits(t *testing.T) {
 	}{
 		{"heads=1", 1, []int{32, 32}, "mlp 64→32→32→10,"},
 		{"heads=3", 3, []int{32, 32}, "mlp 64→32→32→10, 3 heads of K"},
-		{"linear", 1, nil, "linear 64→10 "},
+		{"linear", 1, nil, "linear 64→10,"},
 	} {
-		heads := tc.heads
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := train.VectorDefaults()
 			cfg.MinSteps = 0 // the epochs as set
 			cfg.Epochs = 2
 			cfg.KMeans = false
-			cfg.Heads = heads
+			cfg.Heads = tc.heads
 			cfg.Hidden = tc.hidden
 			run := trainRun(t, cfg, src)
 
@@ -152,8 +151,8 @@ func TestReportDigits(t *testing.T) {
 			if !strings.Contains(page, tc.network) {
 				t.Errorf("page does not describe the network as %q", tc.network)
 			}
-			if drawn != (heads > 1) || strings.Contains(page, "3 heads of K") != (heads == 3) {
-				t.Errorf("%d heads: heads.svg drawn %v, page names the heads %v", heads, drawn, strings.Contains(page, "3 heads of K"))
+			if drawn != (tc.heads > 1) || strings.Contains(page, "3 heads of K") != (tc.heads == 3) {
+				t.Errorf("%d heads: heads.svg drawn %v, page names the heads %v", tc.heads, drawn, strings.Contains(page, "3 heads of K"))
 			}
 		})
 	}
