@@ -1416,51 +1416,75 @@ int et_abi_version(void) { return %d; }`, abi+1),
 	}
 }
 
-// --restarts keeps the restart that agrees best with the others: summary.json lists
-// every seed with its criteria and agreement, and the run folder holds the kept
-// seed's run.
+// --restarts keeps the restart that agrees best with the others, or with --keep-by
+// silhouette the one of the highest silhouette: summary.json lists every seed with its
+// criteria, agreement and silhouette, config.json says what kept it, and the run
+// folder holds the kept seed's run.
 func TestTrainRestarts(t *testing.T) {
+	for _, keepBy := range []string{"", train.KeepBySilhouette} {
+		t.Run("keep-by="+keepBy, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"train", "--quiet", "--restarts", "3", "--seed", "5", "--epochs", "2", "--kmeans=false", "--out", "run"}
+			if keepBy != "" {
+				args = append(args, "--keep-by", keepBy)
+			}
+			wantScoreLine(t, run(t, dir, args...))
+			type criteria struct {
+				MaxPosterior float64 `json:"max_posterior"`
+			}
+			var sum struct {
+				Criteria criteria
+				Restarts []struct {
+					Seed       uint64
+					Criteria   criteria
+					Agreement  *float64
+					Silhouette *float64
+				}
+			}
+			readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
+			if len(sum.Restarts) != 3 {
+				t.Fatalf("summary lists %d restarts, want 3", len(sum.Restarts))
+			}
+			bySilhouette := keepBy == train.KeepBySilhouette
+			score := func(i int) float64 {
+				if bySilhouette {
+					return *sum.Restarts[i].Silhouette
+				}
+				return *sum.Restarts[i].Agreement
+			}
+			best := 0
+			for i, rs := range sum.Restarts {
+				if rs.Seed != uint64(5+i) || rs.Agreement == nil || (rs.Silhouette != nil) != bySilhouette {
+					t.Fatalf("restart %d has seed %d, agreement %v, silhouette %v; want seed %d, an agreement, and a silhouette only when kept by it",
+						i, rs.Seed, rs.Agreement, rs.Silhouette, 5+i)
+				}
+				// Ties (the same partition twice) go to the max posterior, as train's.
+				if score(i) > score(best) || (score(i) == score(best) && rs.Criteria.MaxPosterior > sum.Restarts[best].Criteria.MaxPosterior) {
+					best = i
+				}
+			}
+			var cfg struct {
+				Seed     uint64
+				Restarts int
+				KeepBy   string `json:"keep_by"`
+			}
+			readJSON(t, filepath.Join(dir, "run", "config.json"), &cfg)
+			want := sum.Restarts[best]
+			if cfg.Seed != want.Seed || cfg.Restarts != 3 || sum.Criteria.MaxPosterior != want.Criteria.MaxPosterior {
+				t.Errorf("kept seed %d (restarts %d, max posterior %v), want seed %d of 3 (score %v, max posterior %v)", cfg.Seed, cfg.Restarts,
+					sum.Criteria.MaxPosterior, want.Seed, score(best), want.Criteria.MaxPosterior)
+			}
+			if wantKeepBy := map[bool]string{true: train.KeepBySilhouette, false: train.KeepByAgreement}[bySilhouette]; cfg.KeepBy != wantKeepBy {
+				t.Errorf("config.json keep_by %q, want %q", cfg.KeepBy, wantKeepBy)
+			}
+			if epoch := checkpointEpoch(t, filepath.Join(dir, "run", "checkpoint.safetensors")); epoch != 2 {
+				t.Errorf("checkpoint of epoch %d, want 2", epoch)
+			}
+		})
+	}
 	dir := t.TempDir()
-	r := run(t, dir, "train", "--quiet", "--restarts", "3", "--seed", "5", "--epochs", "2", "--kmeans=false", "--out", "run")
-	wantScoreLine(t, r)
-	type criteria struct {
-		MaxPosterior float64 `json:"max_posterior"`
-	}
-	var sum struct {
-		Criteria criteria
-		Restarts []struct {
-			Seed      uint64
-			Criteria  criteria
-			Agreement *float64
-		}
-	}
-	readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
-	if len(sum.Restarts) != 3 {
-		t.Fatalf("summary lists %d restarts, want 3", len(sum.Restarts))
-	}
-	best := sum.Restarts[0]
-	for i, rs := range sum.Restarts {
-		if rs.Seed != uint64(5+i) || rs.Agreement == nil {
-			t.Fatalf("restart %d has seed %d and agreement %v, want seed %d and an agreement", i, rs.Seed, rs.Agreement, 5+i)
-		}
-		// Ties (the same partition twice) go to the max posterior, as train's.
-		if *rs.Agreement > *best.Agreement || (*rs.Agreement == *best.Agreement && rs.Criteria.MaxPosterior > best.Criteria.MaxPosterior) {
-			best = rs
-		}
-	}
-	var cfg struct {
-		Seed     uint64
-		Restarts int
-	}
-	readJSON(t, filepath.Join(dir, "run", "config.json"), &cfg)
-	if cfg.Seed != best.Seed || cfg.Restarts != 3 || sum.Criteria.MaxPosterior != best.Criteria.MaxPosterior {
-		t.Errorf("kept seed %d (restarts %d, max posterior %v), want seed %d of 3 (agreement %v, max posterior %v)", cfg.Seed, cfg.Restarts,
-			sum.Criteria.MaxPosterior, best.Seed, *best.Agreement, best.Criteria.MaxPosterior)
-	}
-	if epoch := checkpointEpoch(t, filepath.Join(dir, "run", "checkpoint.safetensors")); epoch != 2 {
-		t.Errorf("checkpoint of epoch %d, want 2", epoch)
-	}
 	wantError(t, run(t, dir, "train", "--restarts", "-1", "--out", "neg"), 2, "restarts -1")
+	wantError(t, run(t, dir, "train", "--keep-by", "medoid", "--out", "bad"), 2, `keep-by "medoid"`)
 }
 
 // Vectors train ten restarts unless told.

@@ -41,7 +41,7 @@ func compareCommand() *cli.Command {
 		&cli.StringFlag{Name: "out", Usage: "keep each neural run's folder as DIR/<method>-s<seed>, and the JSON report as DIR/compare.json", DefaultText: "keep nothing"},
 		&cli.BoolFlag{Name: "force", Usage: "replace an earlier comparison's files in --out and --markdown"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
-		&cli.IntFlag{Name: "restarts", Usage: "neural methods: train R restarts per seed and keep the one that agrees best with the others, as train --restarts does (seed s trains seeds s·R … s·R+R−1)", DefaultText: "10 for vectors, 1 for images; 1 in a K sweep"},
+		&cli.IntFlag{Name: "restarts", Usage: "neural methods: train R restarts per seed and keep the one --keep-by chooses, as train --restarts does (seed s trains seeds s·R … s·R+R−1)", DefaultText: "10 for vectors, 1 for images; 1 in a K sweep"},
 		&cli.BoolFlag{Name: "suite", Usage: "compare on every embedded table (" + strings.Join(data.TableNames(), ", ") + ") with the defaults, and print one table of ACC"},
 	)
 	return &cli.Command{

@@ -111,6 +111,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	setInt(&cfg.Threads, "threads")
 	setInt(&cfg.EvalEvery, "eval-every")
 	setInt(&cfg.Restarts, "restarts")
+	setString(&cfg.KeepBy, "keep-by")
 	if images {
 		setInt(&cfg.ImageSize, "image-size")
 		setBool(&cfg.Gray, "gray")

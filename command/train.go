@@ -27,7 +27,7 @@ func trainCommand() *cli.Command {
 	flags = append(flags,
 		&cli.StringFlag{Name: "objective", Usage: objectiveHelp(), DefaultText: "em for vectors, twofold for images"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},
-		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the run whose clustering agrees best with the others' (mean adjusted Rand index; no labels needed; with 2, the higher mean max posterior)", DefaultText: "10 for vectors, 1 for images"},
+		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the one --keep-by chooses", DefaultText: "10 for vectors, 1 for images"},
 		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations; the one that agrees best with those before it is kept as chosen.safetensors (0: only at the end; restarts evaluate only their last epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
@@ -339,8 +339,8 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	return finishRun(run, src, dev, time.Since(start), nil, opts.JSON, stdout, log)
 }
 
-// trainRestarts trains cfg.Restarts seeds, keeps the run that agrees best with the
-// others in runDir, and finishes it like a single run.
+// trainRestarts trains cfg.Restarts seeds, keeps the run cfg.KeepBy chooses in
+// runDir, and finishes it like a single run.
 func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, runDir string, asJSON bool, stdout, log io.Writer) error {
 	start := time.Now()
 	// The folder is the run's from now: no other run may take it while these train.
@@ -357,7 +357,10 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 		return err
 	}
 	by := "the agreement between their clusterings"
-	if cfg.Restarts < train.MinAgreementRestarts {
+	switch {
+	case cfg.KeepBy == train.KeepBySilhouette:
+		by = "the silhouette of their clusterings"
+	case cfg.Restarts < train.MinAgreementRestarts:
 		by = "the mean max posterior"
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads); %d restarts, kept by %s\n",
@@ -396,7 +399,11 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	agree := ""
 	for _, r := range restarts {
-		if r.Seed == run.Cfg.Seed && r.Agreement != nil {
+		switch {
+		case r.Seed != run.Cfg.Seed:
+		case r.Silhouette != nil:
+			agree = fmt.Sprintf(" (silhouette %.4f)", *r.Silhouette)
+		case r.Agreement != nil:
 			agree = fmt.Sprintf(" (mean ARI %.4f with the other restarts)", *r.Agreement)
 		}
 	}

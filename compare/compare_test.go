@@ -304,3 +304,23 @@ func TestRunRestarts(t *testing.T) {
 		t.Errorf("the table does not say the runs had restarts:\n%s", rep.Markdown())
 	}
 }
+
+// The header names what train.TrainRestarts keeps restarts by.
+func TestRestartsNote(t *testing.T) {
+	tests := []struct {
+		n      int
+		keepBy string
+		want   string
+	}{
+		{10, train.KeepBySilhouette, "10 restarts per seed kept by silhouette"},
+		{2, train.KeepBySilhouette, "2 restarts per seed kept by silhouette"},
+		{10, train.KeepByAgreement, "10 restarts per seed kept by agreement"},
+		{10, "", "10 restarts per seed kept by agreement"}, // a report written before keep_by
+		{2, train.KeepByAgreement, "2 restarts per seed kept by max posterior"},
+	}
+	for _, tt := range tests {
+		if got := restartsNote(tt.n, tt.keepBy); got != tt.want {
+			t.Errorf("restartsNote(%d, %q) = %q, want %q", tt.n, tt.keepBy, got, tt.want)
+		}
+	}
+}

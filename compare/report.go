@@ -76,10 +76,12 @@ type Report struct {
 	Seeds  []uint64 `json:"seeds"`
 	Epochs int      `json:"epochs,omitempty"` // of the neural methods; 0 when only baselines ran
 	// Restarts per seed of the neural methods, when more than one.
-	Restarts int       `json:"restarts,omitempty"`
-	Device   string    `json:"device"`
-	Runs     []Result  `json:"runs"`
-	Methods  []Summary `json:"methods"`
+	Restarts int `json:"restarts,omitempty"`
+	// KeepBy is what kept one of the restarts (train.Config.KeepBy).
+	KeepBy  string    `json:"keep_by,omitempty"`
+	Device  string    `json:"device"`
+	Runs    []Result  `json:"runs"`
+	Methods []Summary `json:"methods"`
 }
 
 // NewReport summarises results for the methods of opt.
@@ -90,7 +92,7 @@ func NewReport(data string, n int, opt Options, device string, results []Result)
 		if Neural(m) {
 			r.Epochs = opt.Train.EpochsFor(n)
 			if opt.Train.Restarts > 1 {
-				r.Restarts = opt.Train.Restarts
+				r.Restarts, r.KeepBy = opt.Train.Restarts, opt.Train.KeepBy
 			}
 		}
 	}
@@ -111,7 +113,7 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, ", %s", plural(r.Epochs, "epoch"))
 	}
 	if r.Restarts > 0 {
-		fmt.Fprintf(&b, ", %s", restartsNote(r.Restarts))
+		fmt.Fprintf(&b, ", %s", restartsNote(r.Restarts, r.KeepBy))
 	}
 	fmt.Fprintf(&b, ", device %s", r.Device)
 	if len(r.Seeds) > 1 {
@@ -140,7 +142,7 @@ func SuiteMarkdown(reps []*Report) string {
 	first := reps[0]
 	restarts := ""
 	if first.Restarts > 0 {
-		restarts = ", " + restartsNote(first.Restarts)
+		restarts = ", " + restartsNote(first.Restarts, first.KeepBy)
 	}
 	fmt.Fprintf(&b, "suite: ACC, %s%s, device %s; mean ± 95%% confidence half-width (Student's t over seeds)\n\n",
 		plural(len(first.Seeds), "seed"), restarts, first.Device)
@@ -254,9 +256,13 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-// restartsNote says how many restarts each seed trained and what kept one.
-func restartsNote(n int) string {
-	if n < train.MinAgreementRestarts {
+// restartsNote says how many restarts each seed trained and what kept one, as
+// train.TrainRestarts decides.
+func restartsNote(n int, keepBy string) string {
+	switch {
+	case keepBy == train.KeepBySilhouette:
+		return fmt.Sprintf("%d restarts per seed kept by silhouette", n)
+	case n < train.MinAgreementRestarts:
 		return fmt.Sprintf("%d restarts per seed kept by max posterior", n)
 	}
 	return fmt.Sprintf("%d restarts per seed kept by agreement", n)

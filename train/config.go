@@ -75,6 +75,10 @@ type Config struct {
 	// Restarts trains seeds Seed, Seed+1, ... and keeps the run whose clustering
 	// agrees best with the others' (TrainRestarts); 0 and 1 train one run.
 	Restarts int `json:"restarts,omitempty"`
+	// KeepBy is what keeps one of several restarts: "silhouette" (of the clustering
+	// on the z-scored features) or "agreement" (with the other restarts' clusterings);
+	// "" in runs saved before it existed, which kept by agreement.
+	KeepBy string `json:"keep_by,omitempty"`
 	// WorldSize is the number of data-parallel ranks that train the run; BatchSize is
 	// the global batch, split evenly over them.
 	WorldSize int `json:"world_size"`
@@ -91,7 +95,7 @@ func VectorDefaults() Config {
 		Arch: "mlp", Hidden: []int{32, 32}, K: 10, Norm: true,
 		Objective: "em", Epochs: 30, MinSteps: 1000, BatchSize: 128, Gamma: "5", LR: 1e-3, LRKL: 1e-4,
 		Prior: "uniform", Seed: 1, Device: "auto", EvalEvery: 1, KMeans: true, LogEvery: 20, Precision: "fp32",
-		Restarts: DefaultVectorRestarts,
+		Restarts: DefaultVectorRestarts, KeepBy: KeepByAgreement,
 	}
 }
 
@@ -108,7 +112,7 @@ func ImageDefaults() Config {
 		K: 10, Norm: true,
 		Objective: "twofold", Epochs: 250, BatchSize: 128, Gamma: "5", LR: 5e-5, LRKL: 1e-4,
 		Prior: "uniform", Seed: 1, Device: "auto", EvalEvery: 1, KMeans: false, LogEvery: 20, Precision: "fp32",
-		Augment: &aug,
+		Augment: &aug, KeepBy: KeepByAgreement,
 	}
 }
 
@@ -160,6 +164,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("eval-every %d: want ≥ 0", c.EvalEvery)
 	case c.Restarts < 0 || c.Restarts > 1000:
 		return fmt.Errorf("restarts %d: want 0 to 1000", c.Restarts)
+	case c.KeepBy != "" && c.KeepBy != KeepBySilhouette && c.KeepBy != KeepByAgreement:
+		return fmt.Errorf("keep-by %q: want %s or %s", c.KeepBy, KeepBySilhouette, KeepByAgreement)
 	case c.Heads < 0 || c.Heads > model.MaxHeads:
 		return fmt.Errorf("heads %d: want 1 to %d", c.Heads, model.MaxHeads)
 	case c.Heads > 1 && obj.Supervised:

@@ -24,7 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HELDOUT = os.path.join(HERE, "..", "..", "data", "heldout")
 
 
-def clusterings(emclust, out, name, src, std, seeds):
+def runs_of(emclust, out, name, src, std, seeds):
+    """The clusterings of the runs of seeds 1..seeds, trained if missing, and their folder."""
     d = os.path.join(out, f"{name}-{std}")
     if not os.path.exists(os.path.join(d, "compare.json")):
         subprocess.run([emclust, "compare", *src, "--methods", "em", "--restarts", "1", "--seeds", str(seeds),
@@ -38,6 +39,11 @@ def clusterings(emclust, out, name, src, std, seeds):
                            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(f) as fh:
             runs.append([int(r["cluster"]) for r in csv.DictReader(fh)])
+    return runs, d
+
+
+def clusterings(emclust, out, name, src, std, seeds):
+    runs, d = runs_of(emclust, out, name, src, std, seeds)
     with open(os.path.join(d, "compare.json")) as fh:
         acc = json.load(fh)["methods"][0]["acc"]["mean"]
     pairs = [ari(runs[i], runs[j]) for i in range(seeds) for j in range(i + 1, seeds)]

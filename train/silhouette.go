@@ -1,0 +1,127 @@
+package train
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+
+	"emclust/eval"
+	"emclust/torch"
+)
+
+// silhouetteRows caps the rows a silhouette is computed on, since its distances grow
+// as the square of the rows: a larger set is scored on a seeded sample of this many
+// (scikit-learn's silhouette_score offers the same sample_size).
+const silhouetteRows = 4000
+
+// silhouetteChunk is how many rows' distances are held at once (chunk × rows float64).
+const silhouetteChunk = 512
+
+// silhouettes returns the mean silhouette of each clustering (cluster ids in 0..k-1,
+// one per row of features) on the z-scored features of at most limit rows
+// (sampleRows): each column shifted and scaled to mean 0 and variance 1, so that the
+// score weighs features alike whatever their units and whether or not the run
+// standardised them. The Euclidean distances are computed on features' device in
+// float64, one chunk of rows at a time, and summed per cluster of every clustering in
+// the same pass.
+func silhouettes(features *torch.Tensor, clusterings [][]int, k, limit int, seed uint64) ([]float64, error) {
+	s := torch.NoGrad()
+	defer s.Close()
+	shape := features.Shape()
+	n := shape[0]
+	for i, c := range clusterings {
+		if len(c) != n {
+			return nil, fmt.Errorf("silhouette: clustering %d has %d rows, the features %d", i+1, len(c), n)
+		}
+	}
+	dev := features.Device()
+	x := s.Reshape(features, n, -1)
+	rows := sampleRows(n, limit, seed)
+	if len(rows) < n {
+		idx := make([]int64, len(rows))
+		for i, r := range rows {
+			idx[i] = int64(r)
+		}
+		x = s.IndexSelect(x, 0, s.FromInt64(idx, []int{len(idx)}, dev))
+	}
+	x = s.Cast(x, torch.Float64)
+	m := len(rows)
+	// z-score: a constant column stays 0 rather than dividing by its zero spread.
+	x = s.Sub(x, s.Mean(x, true, 0))
+	std := s.Float32s(s.Cast(s.Sqrt(s.Mean(s.Square(x), true, 0)), torch.Float32))
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("silhouette: %w", err)
+	}
+	for i, v := range std {
+		if v < 1e-6 {
+			std[i] = 1
+		}
+	}
+	x = s.Div(x, s.Cast(s.FromFloat32(std, []int{1, len(std)}, dev), torch.Float64))
+
+	// One-hot columns of every clustering side by side: m × (len(clusterings)·k).
+	ids := make([]int64, 0, m*len(clusterings))
+	for _, r := range rows {
+		for _, c := range clusterings {
+			if c[r] < 0 || c[r] >= k {
+				return nil, fmt.Errorf("silhouette: row %d has cluster %d, want 0..%d", r, c[r], k-1)
+			}
+			ids = append(ids, int64(c[r]))
+		}
+	}
+	onehot := s.Reshape(s.Cast(s.OneHot(s.FromInt64(ids, []int{m, len(clusterings)}, dev), k), torch.Float64), m, len(clusterings)*k)
+	sq := s.Sum(s.Square(x), false, 1) // |x_j|², m
+	xt := s.Transpose(x, 0, 1)
+	sums := make([]float32, 0, m*len(clusterings)*k)
+	for lo := 0; lo < m; lo += silhouetteChunk {
+		cs := torch.NoGrad()
+		w := min(silhouetteChunk, m-lo)
+		xc := cs.Narrow(x, 0, lo, w)
+		// |a−b|² = |a|² + |b|² − 2a·b, clamped at 0 against rounding.
+		d2 := cs.Add(cs.Add(cs.Unsqueeze(cs.Narrow(sq, 0, lo, w), 1), cs.Unsqueeze(sq, 0)), cs.MulScalar(cs.MatMul(xc, xt), -2))
+		d := cs.Sqrt(cs.ClampMin(d2, 0))
+		sums = append(sums, cs.Float32s(cs.Cast(cs.MatMul(d, onehot), torch.Float32))...)
+		err := cs.Close()
+		if err != nil {
+			return nil, fmt.Errorf("silhouette: %w", err)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("silhouette: %w", err)
+	}
+	out := make([]float64, len(clusterings))
+	width := len(clusterings) * k
+	per := make([][]float64, m)
+	own := make([]int, m)
+	for ci, c := range clusterings {
+		for i, r := range rows {
+			row := sums[i*width+ci*k : i*width+(ci+1)*k]
+			per[i] = per[i][:0]
+			for _, v := range row {
+				per[i] = append(per[i], float64(v))
+			}
+			own[i] = c[r]
+		}
+		sil, err := eval.SilhouetteFromSums(own, per)
+		if err != nil {
+			return nil, err
+		}
+		out[ci] = sil
+	}
+	return out, nil
+}
+
+// sampleRows returns all n row indices if n ≤ limit, else limit of them drawn without
+// replacement from a PCG seeded by seed, in increasing order.
+func sampleRows(n, limit int, seed uint64) []int {
+	if n <= limit {
+		rows := make([]int, n)
+		for i := range rows {
+			rows[i] = i
+		}
+		return rows
+	}
+	rows := rand.New(rand.NewPCG(seed, 0x5111)).Perm(n)[:limit]
+	slices.Sort(rows)
+	return rows
+}
