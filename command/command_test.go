@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -340,6 +341,9 @@ func TestErrors(t *testing.T) {
 		{name: "bad hidden", args: append(ten, "--hidden", "32,x"), code: 2, want: []string{"--hidden", `"x"`}},
 		{name: "nproc -1", args: append(ten, "--nproc", "-1"), code: 2, want: []string{"--nproc -1", "1 to 1024"}},
 		{name: "suite with data", args: []string{"compare", "--suite", "--data", "ten.csv"}, code: 2, want: []string{"--data with --suite"}},
+		{name: "tables without suite", args: []string{"compare", "--tables", "ten.csv", "--label-col", "label"}, code: 2, want: []string{"--tables without --suite"}},
+		{name: "tables without labels", args: []string{"compare", "--suite", "--tables", "ten.csv"}, code: 2, want: []string{"--tables needs --label-col"}},
+		{name: "tables missing", args: []string{"compare", "--suite", "--tables", "ten.csv,gone.csv", "--label-col", "label"}, code: 2, want: []string{"--tables", "gone.csv"}},
 		{name: "k sweep with a repeat", args: []string{"compare", "--data", "ten.csv", "--k", "2,3,2"}, code: 2, want: []string{"--k", "K = 2 given twice"}},
 		{name: "k not a number", args: []string{"compare", "--data", "ten.csv", "--k", "2,x"}, code: 2, want: []string{"--k", `"2,x"`}},
 		{name: "k sweep of a baseline", args: []string{"compare", "--data", "ten.csv", "--k", "2,3", "--methods", "kmeans"}, code: 2, want: []string{"--methods kmeans", "one neural method"}},
@@ -516,12 +520,13 @@ func TestTrainDigits(t *testing.T) {
 		Scores    *struct{ ACC, NMI, ARI float64 }
 		KMeans    *struct{ ACC float64 } `json:"kmeans"`
 		KMeansRaw *struct{ ACC float64 } `json:"kmeans_raw"`
+		KMeansStd *struct{ ACC float64 } `json:"kmeans_standardized"`
 	}
 	readJSON(t, filepath.Join(runDir, "summary.json"), &sum)
-	// The digits' 64 pixels share a unit, so they stay raw by default, and k-means runs
-	// on the same raw features only.
-	if sum.KMeans == nil || sum.KMeansRaw != nil || !(sum.KMeans.ACC > 0.1 && sum.KMeans.ACC <= 1) {
-		t.Errorf("summary.json k-means %+v, on the raw features %+v; want the first alone, ACC in (0.1, 1]", sum.KMeans, sum.KMeansRaw)
+	// The digits' 64 pixels share a unit, so they stay raw by default: k-means runs on
+	// the same raw features, and on the standardized ones beside.
+	if sum.KMeans == nil || sum.KMeansRaw != nil || sum.KMeansStd == nil || !(sum.KMeans.ACC > 0.1 && sum.KMeans.ACC <= 1) || !(sum.KMeansStd.ACC > 0.1 && sum.KMeansStd.ACC <= 1) {
+		t.Errorf("summary.json k-means %+v, on the raw features %+v, on the standardized %+v; want the first and the last, ACC in (0.1, 1]", sum.KMeans, sum.KMeansRaw, sum.KMeansStd)
 	}
 	var saved struct {
 		Standardize     bool    `json:"standardize"`
@@ -546,6 +551,36 @@ func TestTrainDigits(t *testing.T) {
 	// The same run folder again is refused, not overwritten.
 	r = run(t, dir, "train", "--quiet", "--epochs", "3", "--out", "run")
 	wantError(t, r, 1, "run", "--resume run")
+}
+
+// A run shows k-means on the features it did not use too: a standardized run on the
+// raw ones, a raw run on the standardized ones, which are the standardized run's own.
+func TestTrainKMeansBothFeatures(t *testing.T) {
+	dir := t.TempDir()
+	type scores struct{ ACC, NMI, ARI float64 }
+	type sum struct {
+		KMeans    *scores `json:"kmeans"`
+		KMeansRaw *scores `json:"kmeans_raw"`
+		KMeansStd *scores `json:"kmeans_standardized"`
+	}
+	var std, raw sum
+	for _, tc := range []struct {
+		flag string
+		into *sum
+	}{{"--standardize", &std}, {"--standardize=false", &raw}} {
+		wantScoreLine(t, run(t, dir, "train", "--dataset", "wine", "--quiet", "--epochs", "1", "--restarts", "1", tc.flag, "--out", tc.flag))
+		readJSON(t, filepath.Join(dir, tc.flag, "summary.json"), tc.into)
+	}
+	if std.KMeans == nil || std.KMeansRaw == nil || std.KMeansStd != nil {
+		t.Fatalf("standardized run: k-means %+v, raw %+v, standardized %+v; want the first two", std.KMeans, std.KMeansRaw, std.KMeansStd)
+	}
+	if raw.KMeans == nil || raw.KMeansRaw != nil || raw.KMeansStd == nil {
+		t.Fatalf("raw run: k-means %+v, raw %+v, standardized %+v; want the first and the last", raw.KMeans, raw.KMeansRaw, raw.KMeansStd)
+	}
+	// The same z-scores, seed and restarts: the same clustering.
+	if *raw.KMeansStd != *std.KMeans {
+		t.Errorf("k-means on the raw run's standardized features %+v, on the standardized run's %+v; want the same", *raw.KMeansStd, *std.KMeans)
+	}
 }
 
 func TestTrainJSON(t *testing.T) {
@@ -1689,6 +1724,48 @@ func TestCompareSweepK(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(dir, "k.md")); err != nil || string(b) != r.stdout {
 		t.Errorf("k.md differs from what was printed (%v)", err)
 	}
+}
+
+// compare --suite --tables runs on a folder's CSV tables (other files ignored) or on
+// the files listed, a row each, in the folder's name order.
+func TestCompareSuiteTables(t *testing.T) {
+	heldout, err := filepath.Abs(filepath.Join("..", "data", "heldout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	tables := filepath.Join(dir, "tables")
+	if err := os.Mkdir(tables, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"sonar.csv.gz", "glass.csv.gz", "README.md"} {
+		b, err := os.ReadFile(filepath.Join(heldout, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tables, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, arg := range []string{"tables", "tables/glass.csv.gz,tables/sonar.csv.gz"} {
+		r := run(t, dir, "compare", "--suite", "--tables", arg, "--label-col", "label", "--methods", "kmeans", "--seeds", "1", "--quiet")
+		if r.code != 0 {
+			t.Fatalf("--tables %s: exit %d: %s", arg, r.code, r.stderr)
+		}
+		var rows []string
+		for _, line := range strings.Split(r.stdout, "\n") {
+			if f := strings.Fields(strings.ReplaceAll(line, "|", " ")); len(f) == 4 && f[0] != "data" && !strings.HasPrefix(f[0], ":") {
+				rows = append(rows, strings.Join(f[:3], " "))
+			}
+		}
+		if want := []string{"glass.csv 214 6", "sonar.csv 208 2"}; !slices.Equal(rows, want) {
+			t.Errorf("--tables %s: rows %q, want %q:\n%s", arg, rows, want, r.stdout)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "none"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, run(t, dir, "compare", "--suite", "--tables", "none", "--label-col", "label"), 2, "--tables none: the folder holds no .csv")
 }
 
 // compare --suite runs on every embedded table and prints one table, a row each.

@@ -43,6 +43,7 @@ func compareCommand() *cli.Command {
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
 		&cli.IntFlag{Name: "restarts", Usage: "neural methods: train R restarts per seed and keep the one --keep-by chooses, as train --restarts does (seed s trains seeds s·R … s·R+R−1)", DefaultText: "10 for vectors, 1 for images; 1 in a K sweep"},
 		&cli.BoolFlag{Name: "suite", Usage: "compare on every embedded table (" + strings.Join(data.TableNames(), ", ") + ") with the defaults, and print one table of ACC"},
+		&cli.StringFlag{Name: "tables", Usage: "with --suite: these CSV tables instead of the embedded ones, each with the label column --label-col names: comma-separated files, or a folder's *.csv and *.csv.gz (data/heldout holds six that the defaults were not chosen on)"},
 	)
 	return &cli.Command{
 		Name:  "compare",
@@ -70,8 +71,9 @@ type compareOptions struct {
 	Out, Markdown string
 	Force         bool
 	JSON, Quiet   bool
-	Suite         bool  // every embedded table in turn
-	Ks            []int // several: a K sweep of Methods[0] instead of a comparison
+	Suite         bool     // every embedded table in turn, or every one of Tables
+	Tables        []string // CSV files the suite runs on instead of the embedded tables
+	Ks            []int    // several: a K sweep of Methods[0] instead of a comparison
 }
 
 // compareOptionsFrom reads and checks everything the command line alone decides,
@@ -79,14 +81,25 @@ type compareOptions struct {
 func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 	opts := compareOptions{Out: c.String("out"), Markdown: c.String("markdown"), Force: c.Bool("force"),
 		JSON: c.Bool("json"), Quiet: c.Bool("quiet"), Suite: c.Bool("suite")}
+	var err error
+	if c.IsSet("tables") {
+		if !opts.Suite {
+			return opts, usageError{errors.New("--tables without --suite: --data compares on one table")}
+		}
+		if !c.IsSet("label-col") {
+			return opts, usageError{errors.New("--tables needs --label-col: compare scores every run against the labels")}
+		}
+		if opts.Tables, err = suiteTables(c.String("tables")); err != nil {
+			return opts, usageError{err}
+		}
+	}
 	if opts.Suite {
 		for _, f := range []string{"data", "dataset", "data-dir", "label-col", "out"} {
-			if c.IsSet(f) {
-				return opts, usageError{fmt.Errorf("--%s with --suite: the suite runs on the embedded tables and keeps no run folders", f)}
+			if c.IsSet(f) && !(f == "label-col" && opts.Tables != nil) {
+				return opts, usageError{fmt.Errorf("--%s with --suite: the suite runs on the embedded tables (or --tables) and keeps no run folders", f)}
 			}
 		}
 	}
-	var err error
 	if c.IsSet("k") {
 		if opts.Ks, err = parseInts(c.String("k"), 1); err != nil || len(opts.Ks) == 0 {
 			return opts, usageError{fmt.Errorf("--k %q: want a number of clusters, or several comma-separated", c.String("k"))}
@@ -161,9 +174,7 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 	}
 	if opts.Suite {
 		var reps []*compare.Report
-		for _, name := range data.TableNames() {
-			cfg := opts.Run.Config
-			cfg.Dataset = name
+		for _, cfg := range suiteConfigs(opts) {
 			rep, err := compareOn(ctx, opts, cfg, dev, log)
 			if err != nil {
 				return err // an interrupted suite prints nothing: its table would be partial
@@ -187,6 +198,59 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 		return err
 	}
 	return writeCompare(rep, opts, stdout)
+}
+
+// suiteTables lists the CSV files --tables names: the comma-separated files as given,
+// or a folder's *.csv and *.csv.gz in name order.
+func suiteTables(arg string) ([]string, error) {
+	if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
+		entries, err := os.ReadDir(arg)
+		if err != nil {
+			return nil, fmt.Errorf("--tables: %w", err)
+		}
+		var files []string
+		for _, e := range entries {
+			if n := e.Name(); !e.IsDir() && (strings.HasSuffix(n, ".csv") || strings.HasSuffix(n, ".csv.gz")) {
+				files = append(files, absPath(filepath.Join(arg, n)))
+			}
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("--tables %s: the folder holds no .csv or .csv.gz file", arg)
+		}
+		return files, nil // ReadDir sorts by name
+	}
+	var files []string
+	for _, f := range splitList(arg) {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("--tables: %w", err)
+		}
+		files = append(files, absPath(f))
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("--tables %q: name CSV files or a folder of them", arg)
+	}
+	return files, nil
+}
+
+// suiteConfigs are the suite's data sets, each with opts' training config: the
+// embedded tables, or the files of --tables (each standardised or not by the rule
+// train.OpenSource applies, unless --standardize says).
+func suiteConfigs(opts compareOptions) []train.Config {
+	var cfgs []train.Config
+	if opts.Tables == nil {
+		for _, name := range data.TableNames() {
+			cfg := opts.Run.Config
+			cfg.Dataset = name
+			cfgs = append(cfgs, cfg)
+		}
+		return cfgs
+	}
+	for _, f := range opts.Tables {
+		cfg := opts.Run.Config
+		cfg.Dataset, cfg.DataFile = "", f
+		cfgs = append(cfgs, cfg)
+	}
+	return cfgs
 }
 
 // compareOn runs every method and seed of opts on the data cfg names. Interrupted, it

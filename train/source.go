@@ -65,6 +65,9 @@ func (vs *VectorSource) Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.
 
 func (vs *VectorSource) Features(s *torch.Scope) *torch.Tensor { return vs.x }
 
+// Vectors returns the host table the source was made from; callers must not change it.
+func (vs *VectorSource) Vectors() *data.Vectors { return vs.v }
+
 func (vs *VectorSource) IndexDevice() torch.Device { return vs.x.Device() }
 
 func (vs *VectorSource) Spec(cfg *Config) (model.Spec, error) {
