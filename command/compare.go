@@ -43,7 +43,7 @@ func compareCommand() *cli.Command {
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
 		&cli.IntFlag{Name: "restarts", Usage: "neural methods: train R restarts per seed and keep the one --keep-by chooses, as train --restarts does (seed s trains seeds s·R … s·R+R−1)", DefaultText: "10 for vectors, 1 for images; 1 in a K sweep"},
 		&cli.BoolFlag{Name: "suite", Usage: "compare on every embedded table (" + strings.Join(data.TableNames(), ", ") + ") with the defaults, and print one table of ACC"},
-		&cli.StringFlag{Name: "tables", Usage: "with --suite: these CSV tables instead of the embedded ones, each with the label column --label-col names: comma-separated files, or a folder's *.csv and *.csv.gz (data/heldout holds six that the defaults were not chosen on)"},
+		&cli.StringFlag{Name: "tables", Usage: "with --suite: these CSV tables instead of the embedded ones, each with the label column --label-col names: comma-separated files, or a folder's *.csv and *.csv.gz (data/heldout holds five that the defaults were not chosen on)"},
 	)
 	return &cli.Command{
 		Name:  "compare",
