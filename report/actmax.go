@@ -42,6 +42,10 @@ func (c *ActMaxConfig) defaults() {
 	}
 }
 
+// gradientTries is how many times a step computes its gradient before it gives up on
+// a non-finite one (see ascend).
+const gradientTries = 3
+
 // gauss3 is a 3×3 Gaussian kernel with σ = 0.5, normalised.
 var gauss3 = func() []float32 {
 	w := []float64{math.Exp(-2), 1, math.Exp(-2)} // exp(−d²/2σ²) at d = −1, 0, 1
@@ -172,14 +176,27 @@ func ascend(net *model.Net, c, h, w, n, width int, targets []int, cfg ActMaxConf
 	if res.Before, err = scores(); err != nil {
 		return nil, fmt.Errorf("activation maximisation: %w", err)
 	}
-	for step := 0; step < cfg.Steps; step++ {
-		s := torch.NewScope()
+	// gradient computes the loss's gradient in x.grad, within s, and reports whether it
+	// is finite. Under libtorch 2.6 on the CPU, with two threads, some processes get
+	// NaN gradients from a finite input (from some step of 25 on, in about one process
+	// of eight; not seen with one thread or with 1.13), and Adam would spread them over
+	// the image. So a step retries, and skips the update when its gradient stays
+	// non-finite: the image is then the last finite one.
+	gradient := func(s *torch.Scope) bool {
 		score := s.Sum(s.Mul(unit(s, transform.Preprocess(s, x)), m), false)
 		penalty := s.Sum(s.Square(s.SubScalar(x, 0.5)), false)
 		loss := s.Sub(s.MulScalar(penalty, cfg.L2), score)
 		s.Fail(opt.ZeroGrad())
 		s.Backward(loss)
-		if s.Err() == nil {
+		return s.Item(s.Sum(s.Not(s.IsFinite(s.Grad(x))), false)) == 0
+	}
+	for step := 0; step < cfg.Steps; step++ {
+		s := torch.NewScope()
+		finite := gradient(s)
+		for try := 1; !finite && try < gradientTries && s.Err() == nil; try++ {
+			finite = gradient(s)
+		}
+		if finite && s.Err() == nil {
 			s.Fail(opt.Step())
 		}
 		next := s.Detach(x)
