@@ -318,6 +318,53 @@ func TestReportImages(t *testing.T) {
 	}
 }
 
+// A step whose gradient is not finite does not reach the image: with a unit that
+// gives NaN gradients on some calls (as libtorch 2.6 sometimes does, see ascend), the
+// ascent still ends finite and higher. Without the check, Adam turns the whole image
+// to NaN.
+func TestActMaxSkipsNonFiniteGradients(t *testing.T) {
+	torch.ManualSeed(4)
+	net, err := model.New(model.Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 3, Norm: true}, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer net.Close()
+	for _, tc := range []struct {
+		name string
+		bad  func(call int) bool // the call's gradient is NaN
+	}{
+		{"once, then retried", func(call int) bool { return call == 6 }},
+		{"every try of some steps", func(call int) bool { return call >= 6 && call < 12 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			unit := func(s *torch.Scope, x *torch.Tensor) *torch.Tensor {
+				calls++
+				y := net.Forward(s, x, false)
+				if tc.bad(calls) {
+					// sqrt at 0 has an infinite slope: the value is y, the gradient NaN.
+					y = s.Add(y, s.Sqrt(s.MulScalar(s.Sum(x, false), 0)))
+				}
+				return y
+			}
+			am, err := ascend(net, 1, 28, 28, 3, 3, []int{0, 1, 2}, ActMaxConfig{Steps: 10, Seed: 1}, unit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range 3 {
+				if !(am.After[j] > am.Before[j]) {
+					t.Errorf("cluster %d: a* %v → %v, want a finite rise", j, am.Before[j], am.After[j])
+				}
+			}
+			for _, v := range am.Images {
+				if !(v >= 0 && v <= 1) {
+					t.Fatalf("pixel %v, want one in [0, 1]", v)
+				}
+			}
+		})
+	}
+}
+
 // Gradient ascent raises what it maximises: each cluster's a*_j and each filter's
 // mean activation end higher than at the random start, and the images stay in [0,1].
 // How much higher depends on the initial weights, which libtorch 1.13 and 2.6 draw
