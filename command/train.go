@@ -357,11 +357,9 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	if err := checkNewRunDir(runDir); err != nil {
 		return err
 	}
-	by := "the agreement between their clusterings"
-	switch {
-	case cfg.KeepBy == train.KeepBySilhouette:
-		by = "the silhouette of their clusterings"
-	case cfg.Restarts < train.MinAgreementRestarts:
+	by := map[string]string{train.KeepBySilhouette: "the silhouette of their clusterings",
+		train.KeepByAgreement: "the agreement between their clusterings"}[train.KeptBy(cfg.KeepBy, cfg.Restarts)]
+	if by == "" {
 		by = "the mean max posterior"
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads); %d restarts, kept by %s\n",

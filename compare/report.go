@@ -259,11 +259,5 @@ func plural(n int, word string) string {
 // restartsNote says how many restarts each seed trained and what kept one, as
 // train.TrainRestarts decides.
 func restartsNote(n int, keepBy string) string {
-	switch {
-	case keepBy == train.KeepBySilhouette:
-		return fmt.Sprintf("%d restarts per seed kept by silhouette", n)
-	case n < train.MinAgreementRestarts:
-		return fmt.Sprintf("%d restarts per seed kept by max posterior", n)
-	}
-	return fmt.Sprintf("%d restarts per seed kept by agreement", n)
+	return fmt.Sprintf("%d restarts per seed kept by %s", n, train.KeptBy(keepBy, n))
 }

@@ -323,12 +323,7 @@ func TestReportImages(t *testing.T) {
 // ascent still ends finite and higher. Without the check, Adam turns the whole image
 // to NaN.
 func TestActMaxSkipsNonFiniteGradients(t *testing.T) {
-	torch.ManualSeed(4)
-	net, err := model.New(model.Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 3, Norm: true}, testDevice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer net.Close()
+	net := randomMNISTNet(t)
 	for _, tc := range []struct {
 		name string
 		bad  func(call int) bool // the call's gradient is NaN
@@ -351,17 +346,36 @@ func TestActMaxSkipsNonFiniteGradients(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for j := range 3 {
-				if !(am.After[j] > am.Before[j]) {
-					t.Errorf("cluster %d: a* %v → %v, want a finite rise", j, am.Before[j], am.After[j])
-				}
-			}
-			for _, v := range am.Images {
-				if !(v >= 0 && v <= 1) {
-					t.Fatalf("pixel %v, want one in [0, 1]", v)
-				}
-			}
+			wantRise(t, am, "cluster", "a*")
 		})
+	}
+}
+
+// randomMNISTNet is a freshly initialised 3-cluster mnist CNN, closed with the test.
+func randomMNISTNet(t *testing.T) *model.Net {
+	t.Helper()
+	torch.ManualSeed(4)
+	net, err := model.New(model.Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 3, Norm: true}, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(net.Close)
+	return net
+}
+
+// wantRise checks an ascent: every target's score (what, of each unit) ends higher
+// than it started, and every pixel is in [0, 1] (NaN is not).
+func wantRise(t *testing.T, am *ActMax, unit, what string) {
+	t.Helper()
+	for j := range am.After {
+		if !(am.After[j] > am.Before[j]) {
+			t.Errorf("%s %d: %s %v → %v, want a finite rise", unit, j, what, am.Before[j], am.After[j])
+		}
+	}
+	for _, v := range am.Images {
+		if !(v >= 0 && v <= 1) {
+			t.Fatalf("pixel %v, want one in [0, 1]", v)
+		}
 	}
 }
 
@@ -371,39 +385,24 @@ func TestActMaxSkipsNonFiniteGradients(t *testing.T) {
 // differently from one seed (on 2.6 each a* rose by about 0.025, not 0.1), so only
 // the rise is asserted.
 func TestActMaxIncreases(t *testing.T) {
-	torch.ManualSeed(4)
-	net, err := model.New(model.Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 3, Norm: true}, testDevice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer net.Close()
+	net := randomMNISTNet(t)
 	cfg := ActMaxConfig{Steps: 25, Seed: 1}
 	am, err := MaximizeRelevance(net, 1, 28, 28, []int{0, 1, 2}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for j := range 3 {
-		if !(am.After[j] > am.Before[j]) {
-			t.Errorf("cluster %d: a* %v → %v, want a rise", j, am.Before[j], am.After[j])
-		}
-	}
-	for _, v := range am.Images {
-		if v < 0 || v > 1 {
-			t.Fatalf("pixel %v outside [0, 1]", v)
-		}
-	}
-	if len(am.Images) != 3*28*28 {
-		t.Errorf("%d pixels, want 3 images of 28×28", len(am.Images))
+	wantRise(t, am, "cluster", "a*")
+	if len(am.After) != 3 || len(am.Images) != 3*28*28 {
+		t.Errorf("%d scores and %d pixels, want 3 and 3 images of 28×28", len(am.After), len(am.Images))
 	}
 	conv := net.ConvLayers()
 	fm, err := MaximizeChannels(net, conv[len(conv)-1], 3, 28, 28, []int{0, 5}, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range 2 {
-		if !(fm.After[i] > fm.Before[i]) {
-			t.Errorf("filter %d: mean activation %v → %v, want a rise", i, fm.Before[i], fm.After[i])
-		}
+	wantRise(t, fm, "filter", "mean activation")
+	if len(fm.After) != 2 {
+		t.Errorf("%d filters scored, want 2", len(fm.After))
 	}
 	// The weights were only frozen for the ascent.
 	for _, p := range net.Params() {

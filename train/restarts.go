@@ -39,6 +39,22 @@ const (
 // with two, each agrees with the other alike, and the max posterior decides.
 const MinAgreementRestarts = 3
 
+// keptByMaxPosterior is KeptBy's answer when no other rule can choose.
+const keptByMaxPosterior = "max posterior"
+
+// KeptBy is the rule that chooses among n restarts under keepBy (Config.KeepBy):
+// KeepBySilhouette, KeepByAgreement, or "max posterior" where the agreement has
+// fewer than MinAgreementRestarts to go by. Logs and reports name it from here.
+func KeptBy(keepBy string, n int) string {
+	switch {
+	case keepBy == KeepBySilhouette && n >= 2:
+		return KeepBySilhouette
+	case keepBy != KeepBySilhouette && n >= MinAgreementRestarts:
+		return KeepByAgreement
+	}
+	return keptByMaxPosterior
+}
+
 // RestartHooks let a caller follow TrainRestarts; either may be nil.
 type RestartHooks struct {
 	// Progress follows every restart's epochs, one after another.
@@ -120,8 +136,10 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 // kept run's config counts the restarts it was chosen from; its seed is its own,
 // which a resume's later epochs draw from.
 func choose(runs []*Run, clusterings [][]int, all []Restart, src Source) (*Run, error) {
+	rule := KeptBy(runs[0].Cfg.KeepBy, len(runs))
 	var score []float64 // higher is kept; nil: the max posterior decides
 	err := func() error {
+		// The agreement is recorded whichever rule keeps.
 		if len(runs) >= MinAgreementRestarts {
 			agree, err := meanAgreement(clusterings)
 			if err != nil {
@@ -130,9 +148,11 @@ func choose(runs []*Run, clusterings [][]int, all []Restart, src Source) (*Run, 
 			for i := range all {
 				all[i].Agreement = &agree[i]
 			}
-			score = agree
+			if rule == KeepByAgreement {
+				score = agree
+			}
 		}
-		if len(runs) >= 2 && runs[0].Cfg.KeepBy == KeepBySilhouette {
+		if rule == KeepBySilhouette {
 			s := torch.NoGrad()
 			sil, err := silhouettes(src.Features(s), clusterings, runs[0].Cfg.K, silhouetteRows, runs[0].Cfg.Seed)
 			if cerr := s.Close(); err == nil && cerr != nil {
