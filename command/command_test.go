@@ -354,6 +354,8 @@ func TestErrors(t *testing.T) {
 		{name: "unknown dist-backend", args: append(ten, "--dist-backend", "mpi"), code: 2, want: []string{"--dist-backend", `"mpi"`, "gloo"}},
 		{name: "sync-stats on resume", args: []string{"train", "--resume", "nonexistent-run", "--sync-stats=false"}, code: 2, want: []string{"--sync-stats with --resume"}},
 		{name: "hidden width 0", args: append(ten, "--hidden", "0"), code: 2, want: []string{"--hidden", `"0"`}},
+		{name: "hidden auto on images", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--hidden", "auto"}, code: 2, want: []string{"--hidden auto", "CNN"}},
+		{name: "hidden auto with heads", args: append(ten, "--hidden", "auto", "--heads", "2"), code: 2, want: []string{"--heads 2", "--hidden auto"}},
 		{name: "negative cluster index", args: []string{"report", "r4", "--clusters", "1,-2"}, code: 2, want: []string{"--clusters", `"1,-2"`}},
 		// Were exit 1: usage mistakes found only when the data were read.
 		{name: "header maybe", args: append(ten, "--header", "maybe"), code: 2, want: []string{"--header", `"maybe"`, "auto, yes or no"}},
@@ -649,6 +651,39 @@ func TestTrainLinear(t *testing.T) {
 	line := wantScoreLine(t, run(t, dir, "eval", "--model", "run"))
 	if !strings.Contains(r.stdout+r.stderr, line) {
 		t.Errorf("eval of the linear run says %q; training said %q", line, r.stdout+r.stderr)
+	}
+}
+
+// Which networks a vector run's restarts train: both unless --hidden names one, or
+// --heads asks for several heads on one network.
+func TestHiddenFlag(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args     []string
+		auto     bool
+		restarts int
+	}{
+		{nil, true, 6},
+		{[]string{"--hidden", "auto"}, true, 6},
+		{[]string{"--hidden", "16"}, false, 3},
+		{[]string{"--heads", "2"}, false, 3},
+	} {
+		out := "run" + strings.Join(tc.args, "")
+		args := append([]string{"train", "--quiet", "--data", filepath.Join(fixtures, "four.csv"), "--label-col", "label", "--epochs", "1", "--restarts", "3", "--kmeans=false", "--out", out}, tc.args...)
+		if r := run(t, dir, args...); r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, r.code, r.stderr)
+		}
+		var cfg struct {
+			HiddenAuto bool `json:"hidden_auto"`
+		}
+		var sum struct {
+			Restarts []struct{ Network string }
+		}
+		readJSON(t, filepath.Join(dir, out, "config.json"), &cfg)
+		readJSON(t, filepath.Join(dir, out, "summary.json"), &sum)
+		if cfg.HiddenAuto != tc.auto || len(sum.Restarts) != tc.restarts || (sum.Restarts[0].Network != "") != tc.auto {
+			t.Errorf("%v: hidden_auto %v, %d restarts (the first's network %q); want %v and %d", tc.args, cfg.HiddenAuto, len(sum.Restarts), sum.Restarts[0].Network, tc.auto, tc.restarts)
+		}
 	}
 }
 
@@ -1451,10 +1486,12 @@ int et_abi_version(void) { return %d; }`, abi+1),
 	}
 }
 
-// --restarts keeps the restart that agrees best with the others, or with --keep-by
-// silhouette the one of the highest silhouette: summary.json lists every seed with its
-// criteria, agreement and silhouette, config.json says what kept it, and the run
-// folder holds the kept seed's run.
+// --restarts keeps, of each network's restarts, the one that agrees best with the
+// others, or with --keep-by silhouette the one of the highest silhouette, and of the
+// two networks the one whose kept clustering has the higher silhouette on the
+// features: summary.json lists every network and seed with its criteria, agreement
+// and silhouettes, config.json says what kept it, and the run folder holds the kept
+// seed's run.
 func TestTrainRestarts(t *testing.T) {
 	for _, keepBy := range []string{"", train.KeepBySilhouette} {
 		t.Run("keep-by="+keepBy, func(t *testing.T) {
@@ -1470,15 +1507,17 @@ func TestTrainRestarts(t *testing.T) {
 			var sum struct {
 				Criteria criteria
 				Restarts []struct {
-					Seed       uint64
-					Criteria   criteria
-					Agreement  *float64
-					Silhouette *float64
+					Seed              uint64
+					Criteria          criteria
+					Agreement         *float64
+					Silhouette        *float64
+					Network           string
+					NetworkSilhouette *float64 `json:"network_silhouette"`
 				}
 			}
 			readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
-			if len(sum.Restarts) != 3 {
-				t.Fatalf("summary lists %d restarts, want 3", len(sum.Restarts))
+			if len(sum.Restarts) != 6 {
+				t.Fatalf("summary lists %d restarts, want 3 of each network", len(sum.Restarts))
 			}
 			bySilhouette := keepBy == train.KeepBySilhouette
 			score := func(i int) float64 {
@@ -1487,27 +1526,45 @@ func TestTrainRestarts(t *testing.T) {
 				}
 				return *sum.Restarts[i].Agreement
 			}
-			best := 0
+			best := map[string]int{}    // each network's kept restart
+			network := map[string]int{} // the restart of each that the network choice scored
 			for i, rs := range sum.Restarts {
-				if rs.Seed != uint64(5+i) || rs.Agreement == nil || (rs.Silhouette != nil) != bySilhouette {
-					t.Fatalf("restart %d has seed %d, agreement %v, silhouette %v; want seed %d, an agreement, and a silhouette only when kept by it",
-						i, rs.Seed, rs.Agreement, rs.Silhouette, 5+i)
+				net := []string{"mlp", "linear"}[i/3]
+				if rs.Seed != uint64(5+i%3) || rs.Network != net || rs.Agreement == nil || (rs.Silhouette != nil) != bySilhouette {
+					t.Fatalf("restart %d: %s seed %d, agreement %v, silhouette %v; want %s seed %d, an agreement, and a silhouette only when kept by it",
+						i, rs.Network, rs.Seed, rs.Agreement, rs.Silhouette, net, 5+i%3)
 				}
+				b, ok := best[net]
 				// Ties (the same partition twice) go to the max posterior, as train's.
-				if score(i) > score(best) || (score(i) == score(best) && rs.Criteria.MaxPosterior > sum.Restarts[best].Criteria.MaxPosterior) {
-					best = i
+				if !ok || score(i) > score(b) || (score(i) == score(b) && rs.Criteria.MaxPosterior > sum.Restarts[b].Criteria.MaxPosterior) {
+					best[net] = i
 				}
+				if rs.NetworkSilhouette != nil {
+					network[net] = i
+				}
+			}
+			if len(network) != 2 || network["mlp"] != best["mlp"] || network["linear"] != best["linear"] {
+				t.Fatalf("the network choice scored restarts %v, want each network's kept one %v", network, best)
+			}
+			kept := "mlp"
+			if *sum.Restarts[best["linear"]].NetworkSilhouette > *sum.Restarts[best["mlp"]].NetworkSilhouette {
+				kept = "linear"
 			}
 			var cfg struct {
 				Seed     uint64
 				Restarts int
 				KeepBy   string `json:"keep_by"`
+				Hidden   []int
+				Prior    string
 			}
 			readJSON(t, filepath.Join(dir, "run", "config.json"), &cfg)
-			want := sum.Restarts[best]
+			want := sum.Restarts[best[kept]]
 			if cfg.Seed != want.Seed || cfg.Restarts != 3 || sum.Criteria.MaxPosterior != want.Criteria.MaxPosterior {
-				t.Errorf("kept seed %d (restarts %d, max posterior %v), want seed %d of 3 (score %v, max posterior %v)", cfg.Seed, cfg.Restarts,
-					sum.Criteria.MaxPosterior, want.Seed, score(best), want.Criteria.MaxPosterior)
+				t.Errorf("kept seed %d (restarts %d, max posterior %v), want %s seed %d of 3 (score %v, max posterior %v)", cfg.Seed, cfg.Restarts,
+					sum.Criteria.MaxPosterior, kept, want.Seed, score(best[kept]), want.Criteria.MaxPosterior)
+			}
+			if (kept == "linear") != (len(cfg.Hidden) == 0) || (kept == "linear") != (cfg.Prior == "learned") {
+				t.Errorf("kept the %s, config.json has hidden %v and a %s prior", kept, cfg.Hidden, cfg.Prior)
 			}
 			if wantKeepBy := map[bool]string{true: train.KeepBySilhouette, false: train.KeepByAgreement}[bySilhouette]; cfg.KeepBy != wantKeepBy {
 				t.Errorf("config.json keep_by %q, want %q", cfg.KeepBy, wantKeepBy)
@@ -1528,8 +1585,8 @@ func TestTrainDefaultRestarts(t *testing.T) {
 	wantScoreLine(t, run(t, dir, "train", "--quiet", "--epochs", "1", "--kmeans=false", "--out", "run"))
 	var sum struct{ Restarts []json.RawMessage }
 	readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
-	if len(sum.Restarts) != train.DefaultVectorRestarts {
-		t.Errorf("summary lists %d restarts, want %d", len(sum.Restarts), train.DefaultVectorRestarts)
+	if len(sum.Restarts) != 2*train.DefaultVectorRestarts {
+		t.Errorf("summary lists %d restarts, want %d of each network", len(sum.Restarts), train.DefaultVectorRestarts)
 	}
 }
 
@@ -1598,7 +1655,7 @@ func TestInterruptRestarts(t *testing.T) {
 	interrupt := func(out, after string, during func()) (code int, last string) {
 		pr, pw := io.Pipe()
 		// Restarts of about 6 s each: 30 epochs of 625 steps.
-		cmd, done := startTrain(t, dir, pw, "--restarts", "3", "--epochs", "30", "--batch-size", "32", "--out", out)
+		cmd, done := startTrain(t, dir, pw, "--restarts", "3", "--hidden", "32,32", "--epochs", "30", "--batch-size", "32", "--out", out)
 		go func() { <-done; pw.Close() }()
 		lines := bufio.NewScanner(pr)
 		var all []string

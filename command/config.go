@@ -82,17 +82,30 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	if c.IsSet("arch") && !images && cfg.Arch != "mlp" {
 		return cfg, usageError{fmt.Errorf("--arch %s is a network for images; vectors train an mlp", cfg.Arch)}
 	}
-	if c.IsSet("hidden") {
-		cfg.Hidden = nil // none (or empty): the scores are a linear map of the features
-		if v := c.String("hidden"); v != "none" {
-			hidden, err := parseInts(v, 1)
-			if err != nil {
-				return cfg, usageError{fmt.Errorf("--hidden: %w", err)}
-			}
-			cfg.Hidden = hidden
+	switch v := c.String("hidden"); {
+	case !c.IsSet("hidden"):
+	case v == "auto":
+		if images {
+			return cfg, usageError{errors.New("--hidden auto chooses between an MLP and a linear map for vectors; images train a CNN")}
 		}
+		cfg.HiddenAuto = true
+	case v == "none" || v == "":
+		cfg.Hidden, cfg.HiddenAuto = nil, false // the scores are a linear map of the features
+	default:
+		hidden, err := parseInts(v, 1)
+		if err != nil {
+			return cfg, usageError{fmt.Errorf("--hidden: %w", err)}
+		}
+		cfg.Hidden, cfg.HiddenAuto = hidden, false
 	}
 	setInt(&cfg.Heads, "heads")
+	if cfg.Heads > 1 && cfg.HiddenAuto {
+		// Heads share one network (train.NetworkCandidates).
+		if c.IsSet("hidden") {
+			return cfg, usageError{fmt.Errorf("--hidden auto with --heads %d: the heads share the MLP, and the linear map's learned prior is one head's; name the network", cfg.Heads)}
+		}
+		cfg.HiddenAuto = false
+	}
 	if c.IsSet("no-norm") {
 		cfg.Norm = !c.Bool("no-norm")
 	}

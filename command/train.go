@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -362,13 +363,22 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	if by == "" {
 		by = "the mean max posterior"
 	}
-	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads); %d restarts, kept by %s\n",
-		src.Describe(), dev, torch.Version(), torch.NumThreads(), cfg.Restarts, by)
+	networks := ""
+	if cfg.RestartRuns() > cfg.Restarts {
+		networks = " for each of the MLP and the linear map (learned prior), which the silhouette of their clusterings then chooses between"
+	}
+	total := cfg.RestartRuns()
+	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads); %d restarts kept by %s%s\n",
+		src.Describe(), dev, torch.Version(), torch.NumThreads(), max(cfg.Restarts, 1), by, networks)
 	hooks := train.RestartHooks{
-		Progress: newRestartsProgress(log, log == io.Discard, cfg.Restarts),
+		Progress: newRestartsProgress(log, log == io.Discard, total),
 		Done: func(i int, r train.Restart) {
-			fmt.Fprintf(log, "emclust: restart %d/%d, seed %d: max posterior %.4f, EM objective %.4f\n",
-				i+1, cfg.Restarts, r.Seed, r.Criteria.MaxPosterior, r.Criteria.EMObjective)
+			net := ""
+			if r.Network != "" {
+				net = " " + r.Network
+			}
+			fmt.Fprintf(log, "emclust: restart %d/%d%s, seed %d: max posterior %.4f, EM objective %.4f\n",
+				i+1, total, net, r.Seed, r.Criteria.MaxPosterior, r.Criteria.EMObjective)
 		},
 	}
 	run, restarts, err := train.TrainRestarts(ctx, cfg, src, dev, hooks)
@@ -394,21 +404,46 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 		// The choice among the restarts that finished is a whole run; a resume
 		// writes the assignments and summary this exit leaves out.
 		return interruptedError{fmt.Errorf("interrupted after %d of %d restarts; kept seed %d of those in %s: emclust train --resume %s writes its assignments and scores",
-			len(restarts), cfg.Restarts, run.Cfg.Seed, runDir, runDir)}
+			len(restarts), total, run.Cfg.Seed, runDir, runDir)}
 	}
 	agree := ""
 	for _, r := range restarts {
 		switch {
-		case r.Seed != run.Cfg.Seed:
+		case r.Seed != run.Cfg.Seed || r.Network != train.NetworkName(run.Cfg):
 		case r.Silhouette != nil:
 			agree = fmt.Sprintf(" (silhouette %.4f)", *r.Silhouette)
 		case r.Agreement != nil:
 			agree = fmt.Sprintf(" (mean ARI %.4f with the other restarts)", *r.Agreement)
 		}
 	}
+	for _, r := range restarts {
+		if r.NetworkSilhouette != nil && r.Network != train.NetworkName(run.Cfg) {
+			agree += fmt.Sprintf("; silhouette %.4f against the %s's %.4f",
+				keptNetworkSilhouette(restarts, run.Cfg), networkLabel(r.Network), *r.NetworkSilhouette)
+		}
+	}
 	fmt.Fprintf(log, "emclust: kept seed %d%s: %s net, %d params, K=%d, γ=%.4g, %d epochs → %s\n",
 		run.Cfg.Seed, agree, run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.GammaVal, run.Cfg.Epochs, runDir)
 	return finishRun(run, src, dev, time.Since(start), restarts, asJSON, stdout, log)
+}
+
+// keptNetworkSilhouette is the silhouette that chose the network of the run cfg
+// describes, among restarts.
+func keptNetworkSilhouette(restarts []train.Restart, cfg train.Config) float64 {
+	for _, r := range restarts {
+		if r.NetworkSilhouette != nil && r.Network == train.NetworkName(cfg) {
+			return *r.NetworkSilhouette
+		}
+	}
+	return math.NaN()
+}
+
+// networkLabel names a network of train.NetworkCandidates for people.
+func networkLabel(name string) string {
+	if name == "linear" {
+		return "linear map"
+	}
+	return strings.ToUpper(name)
 }
 
 // finishRun writes assignments and the summary, runs the k-means baseline and prints.

@@ -151,14 +151,16 @@ type Options struct {
 
 // Result is one run: a method with a seed, scored against the labels.
 type Result struct {
-	Method  string  `json:"method"`
-	Seed    uint64  `json:"seed"`
-	ACC     float64 `json:"acc"`
-	NMI     float64 `json:"nmi"`
-	ARI     float64 `json:"ari"`
-	Empty   int     `json:"empty_clusters"`
-	Reg     float64 `json:"reg,omitempty"` // the GMMs' covariance regulariser
-	Seconds float64 `json:"seconds"`       // wall time of fitting and predicting, not scoring
+	Method string  `json:"method"`
+	Seed   uint64  `json:"seed"`
+	ACC    float64 `json:"acc"`
+	NMI    float64 `json:"nmi"`
+	ARI    float64 `json:"ari"`
+	Empty  int     `json:"empty_clusters"`
+	Reg    float64 `json:"reg,omitempty"` // the GMMs' covariance regulariser
+	// Network is the network a neural run kept when it chose one (train.NetworkName).
+	Network string  `json:"network,omitempty"`
+	Seconds float64 `json:"seconds"` // wall time of fitting and predicting, not scoring
 }
 
 // Run makes every (method, seed) run on src, methods in order and each over all
@@ -275,12 +277,15 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 	if err != nil {
 		return Result{}, fmt.Errorf("predict: %w", err)
 	}
-	return score(method, seed, src.Labels(), pred.Cluster, cfg.K, time.Since(start))
+	res, err := score(method, seed, src.Labels(), pred.Cluster, cfg.K, time.Since(start))
+	res.Network = train.NetworkName(run.Cfg)
+	return res, err
 }
 
 // trainRun trains the run cfg describes, in dir when dir is set: one seed, or
 // cfg.Restarts of them from cfg.Seed·cfg.Restarts (disjoint for each seed, as
-// k-means' are; see KMeansRestarts) of which train.TrainRestarts keeps one. The
+// k-means' are; see KMeansRestarts) of which train.TrainRestarts keeps one (for
+// each network, with HiddenAuto, and then one of the networks). The
 // caller closes the run.
 func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string) (*train.Run, error) {
 	if cfg.Restarts <= 1 {

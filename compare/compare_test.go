@@ -239,11 +239,11 @@ func TestStatString(t *testing.T) {
 
 func TestMarkdown(t *testing.T) {
 	runs := []Result{
-		{Method: "em", Seed: 1, ACC: 0.5, NMI: 0.4, ARI: 0.3, Seconds: 12},
+		{Method: "em", Seed: 1, ACC: 0.5, NMI: 0.4, ARI: 0.3, Seconds: 12, Network: "linear"},
 		{Method: "kmeans", Seed: 1, ACC: 0.7, NMI: 0.6, ARI: 0.5, Seconds: 0.25},
-		{Method: "em", Seed: 2, ACC: 0.6, NMI: 0.5, ARI: 0.4, Seconds: 13},
+		{Method: "em", Seed: 2, ACC: 0.6, NMI: 0.5, ARI: 0.4, Seconds: 13, Network: "mlp"},
 		{Method: "kmeans", Seed: 2, ACC: 0.7, NMI: 0.6, ARI: 0.5, Seconds: 0.35},
-		{Method: "em", Seed: 3, ACC: 0.7, NMI: 0.6, ARI: 0.5, Seconds: 14},
+		{Method: "em", Seed: 3, ACC: 0.7, NMI: 0.6, ARI: 0.5, Seconds: 14, Network: "linear"},
 		{Method: "kmeans", Seed: 3, ACC: 0.7, NMI: 0.6, ARI: 0.5, Seconds: 0.3},
 	}
 	opt := digitsOptions([]string{"em", "kmeans", "gmm-diag"}, 1, 2, 3)
@@ -251,12 +251,15 @@ func TestMarkdown(t *testing.T) {
 	if len(r.Methods) != 2 {
 		t.Fatalf("%d summaries, want em and kmeans (gmm-diag has no runs)", len(r.Methods))
 	}
-	want := "digits (standardized): N=1797, K=10, 3 seeds (1,2,3), 3 epochs, 10 restarts per seed kept by agreement, device cpu; mean ± 95% confidence half-width (Student's t over seeds)\n" +
+	want := "digits (standardized): N=1797, K=10, 3 seeds (1,2,3), 3 epochs, 10 restarts per seed kept by agreement, " +
+		"network: the MLP or the linear map (learned prior), whichever clusters with the higher silhouette, device cpu; mean ± 95% confidence half-width (Student's t over seeds)\n" +
 		"\n" +
 		"| method |             ACC |             NMI |             ARI | s/run |\n" +
 		"| :----- | --------------: | --------------: | --------------: | ----: |\n" +
 		"| em     | 0.6000 ± 0.2484 | 0.5000 ± 0.2484 | 0.4000 ± 0.2484 |  13.0 |\n" +
-		"| kmeans | 0.7000 ± 0.0000 | 0.6000 ± 0.0000 | 0.5000 ± 0.0000 |  0.30 |\n"
+		"| kmeans | 0.7000 ± 0.0000 | 0.6000 ± 0.0000 | 0.5000 ± 0.0000 |  0.30 |\n" +
+		"\n" +
+		"em kept the linear map for 2 of 3 seeds and the MLP for the rest.\n"
 	if got := r.Markdown(); got != want {
 		t.Errorf("Markdown:\n%s\nwant:\n%s", got, want)
 	}
@@ -285,8 +288,12 @@ func TestRunRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer run.Close()
-	if all[0].Seed != 6 || len(all) != 3 {
-		t.Fatalf("restarts %+v, want seeds 6, 7, 8", all)
+	// Seeds 6, 7, 8 of the MLP, then of the linear map (the network is left to the data).
+	if len(all) != 6 || all[0].Seed != 6 || all[3].Seed != 6 || all[5].Seed != 8 {
+		t.Fatalf("restarts %+v, want seeds 6, 7, 8 of each network", all)
+	}
+	if res[0].Network == "" || res[0].Network != train.NetworkName(run.Cfg) {
+		t.Errorf("compare kept the %q network, the restarts run directly %q", res[0].Network, train.NetworkName(run.Cfg))
 	}
 	pred, err := train.Predict(run.Net, src, testDevice, run.Prior())
 	if err != nil {
@@ -300,8 +307,9 @@ func TestRunRestarts(t *testing.T) {
 		t.Errorf("compare with 3 restarts: ACC %v NMI %v; the restarts run directly: %v %v", res[0].ACC, res[0].NMI, want.ACC, want.NMI)
 	}
 	rep := NewReport("digits", src.Len(), opt, "cpu", res)
-	if !strings.Contains(rep.Markdown(), "3 restarts per seed") {
-		t.Errorf("the table does not say the runs had restarts:\n%s", rep.Markdown())
+	if md := rep.Markdown(); !strings.Contains(md, "3 restarts per seed") || !strings.Contains(md, "network: the MLP or the linear map") ||
+		!strings.Contains(md, fmt.Sprintf("em kept the linear map for %d of 1 seed", strings.Count(res[0].Network, "linear"))) {
+		t.Errorf("the table does not say the runs had restarts, and which network each kept:\n%s", md)
 	}
 }
 

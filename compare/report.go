@@ -78,10 +78,13 @@ type Report struct {
 	// Restarts per seed of the neural methods, when more than one.
 	Restarts int `json:"restarts,omitempty"`
 	// KeepBy is what kept one of the restarts (train.Config.KeepBy).
-	KeepBy  string    `json:"keep_by,omitempty"`
-	Device  string    `json:"device"`
-	Runs    []Result  `json:"runs"`
-	Methods []Summary `json:"methods"`
+	KeepBy string `json:"keep_by,omitempty"`
+	// ChoosesNetwork: each neural run trained the MLP and the linear map and kept one
+	// (train.Config.HiddenAuto); Result.Network says which.
+	ChoosesNetwork bool      `json:"chooses_network,omitempty"`
+	Device         string    `json:"device"`
+	Runs           []Result  `json:"runs"`
+	Methods        []Summary `json:"methods"`
 }
 
 // NewReport summarises results for the methods of opt.
@@ -94,6 +97,7 @@ func NewReport(data string, n int, opt Options, device string, results []Result)
 			if opt.Train.Restarts > 1 {
 				r.Restarts, r.KeepBy = opt.Train.Restarts, opt.Train.KeepBy
 			}
+			r.ChoosesNetwork = len(train.NetworkCandidates(opt.Train)) > 1
 		}
 	}
 	return r
@@ -115,6 +119,9 @@ func (r *Report) Markdown() string {
 	if r.Restarts > 0 {
 		fmt.Fprintf(&b, ", %s", restartsNote(r.Restarts, r.KeepBy))
 	}
+	if r.ChoosesNetwork {
+		b.WriteString(", " + networkNote)
+	}
 	fmt.Fprintf(&b, ", device %s", r.Device)
 	if len(r.Seeds) > 1 {
 		b.WriteString("; mean ± 95% confidence half-width (Student's t over seeds)")
@@ -126,10 +133,31 @@ func (r *Report) Markdown() string {
 		rows = append(rows, []string{s.Method, s.ACC.String(), s.NMI.String(), s.ARI.String(), formatSeconds(s.Seconds)})
 	}
 	writeTable(&b, rows)
-	for _, n := range r.regNotes() {
+	for _, n := range append(r.networkNotes(), r.regNotes()...) {
 		b.WriteString("\n" + n + "\n")
 	}
 	return b.String()
+}
+
+// networkNote says how the neural runs chose their network (train.NetworkCandidates).
+const networkNote = "network: the MLP or the linear map (learned prior), whichever clusters with the higher silhouette"
+
+// networkNotes says, for each neural method that chose its network, which it kept
+// for how many seeds.
+func (r *Report) networkNotes() []string {
+	var notes []string
+	for _, s := range r.Methods {
+		linear := 0
+		for _, run := range r.Runs {
+			if run.Method == s.Method && run.Network == "linear" {
+				linear++
+			}
+		}
+		if r.ChoosesNetwork && Neural(s.Method) {
+			notes = append(notes, fmt.Sprintf("%s kept the linear map for %d of %s and the MLP for the rest.", s.Method, linear, plural(s.Runs, "seed")))
+		}
+	}
+	return notes
 }
 
 // SuiteMarkdown renders several reports of the same methods and seeds as one table:
@@ -143,6 +171,9 @@ func SuiteMarkdown(reps []*Report) string {
 	restarts := ""
 	if first.Restarts > 0 {
 		restarts = ", " + restartsNote(first.Restarts, first.KeepBy)
+	}
+	if first.ChoosesNetwork {
+		restarts += ", " + networkNote
 	}
 	fmt.Fprintf(&b, "suite: ACC, %s%s, device %s; mean ± 95%% confidence half-width (Student's t over seeds)\n\n",
 		plural(len(first.Seeds), "seed"), restarts, first.Device)
@@ -172,6 +203,14 @@ func SuiteMarkdown(reps []*Report) string {
 		rows = append(rows, row)
 	}
 	writeTable(&b, rows)
+	for _, r := range reps {
+		for _, n := range r.networkNotes() {
+			fmt.Fprintf(&b, "\n%s: %s", r.Data, n)
+		}
+	}
+	if first.ChoosesNetwork {
+		b.WriteString("\n")
+	}
 	return b.String()
 }
 

@@ -40,8 +40,14 @@ type Config struct {
 	// Model.
 	Arch   string `json:"arch"`             // mlp, mnist, cifar, stl10 (chosen from the data when empty)
 	Hidden []int  `json:"hidden,omitempty"` // MLP hidden widths
-	K      int    `json:"k"`
-	Norm   bool   `json:"norm"` // relevance normalisation (off only for the ablation)
+	// HiddenAuto has TrainRestarts train Restarts runs of two networks, the MLP of
+	// Hidden (with Prior) and a linear map with a learned prior, and keep the one
+	// whose clustering has the higher silhouette on the features trained on
+	// (NetworkCandidates); one restart, or several heads, train the MLP. A saved
+	// run's Hidden and Prior are the network it kept.
+	HiddenAuto bool `json:"hidden_auto,omitempty"`
+	K          int  `json:"k"`
+	Norm       bool `json:"norm"` // relevance normalisation (off only for the ablation)
 	// Heads trains that many clustering heads on the shared network, each with the
 	// objective (their mean), and predicts with the one whose clustering agrees best
 	// with the others' at the last evaluation; 0 and 1: one head, the paper's.
@@ -92,7 +98,7 @@ type Config struct {
 // VectorDefaults are the paper's §8.1 settings for vector data.
 func VectorDefaults() Config {
 	return Config{
-		Arch: "mlp", Hidden: []int{32, 32}, K: 10, Norm: true,
+		Arch: "mlp", Hidden: []int{32, 32}, HiddenAuto: true, K: 10, Norm: true,
 		Objective: "em", Epochs: 30, MinSteps: 1000, BatchSize: 128, Gamma: "5", LR: 1e-3, LRKL: 1e-4,
 		Prior: "uniform", Seed: 1, Device: "auto", EvalEvery: 1, KMeans: true, LogEvery: 20, Precision: "fp32",
 		Restarts: DefaultVectorRestarts, KeepBy: KeepByAgreement,

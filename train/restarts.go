@@ -19,7 +19,52 @@ type Restart struct {
 	// Silhouette is the mean silhouette of the clustering on the z-scored features;
 	// set once all have trained, when they are kept by it.
 	Silhouette *float64 `json:"silhouette,omitempty"`
+	// Network names the restart's network when Config.HiddenAuto trained two:
+	// "mlp" or "linear".
+	Network string `json:"network,omitempty"`
+	// NetworkSilhouette is the mean silhouette on the features trained on of each
+	// network's kept restart, which chose between the networks.
+	NetworkSilhouette *float64 `json:"network_silhouette,omitempty"`
 }
+
+// NetworkCandidate is one of the networks Config.HiddenAuto chooses between.
+type NetworkCandidate struct {
+	Name string // "mlp" or "linear", as Restart.Network records it
+	Cfg  Config
+}
+
+// NetworkCandidates are the networks TrainRestarts trains for cfg: cfg itself, or
+// with HiddenAuto and several restarts the MLP of cfg.Hidden with cfg.Prior and then
+// a linear map with a learned prior. (One restart is one run of the MLP: a single
+// run checkpoints and evaluates as it goes, which a choice made at the end cannot.
+// Several heads share the MLP: a learned prior is one head's.) The
+// MLP makes clusters of about equal size, which the linear map does not, and each
+// won on a different half of ten tables; the silhouette on the features trained on
+// picked the better of the two on eight of them (docs/RESULTS.md section 29).
+func NetworkCandidates(cfg Config) []NetworkCandidate {
+	if !cfg.HiddenAuto || cfg.Restarts <= 1 || cfg.Heads > 1 {
+		return []NetworkCandidate{{Cfg: cfg}}
+	}
+	linear := cfg
+	linear.Hidden, linear.Prior = nil, "learned"
+	return []NetworkCandidate{{Name: "mlp", Cfg: cfg}, {Name: "linear", Cfg: linear}}
+}
+
+// NetworkName is the name NetworkCandidates gives the network of cfg, a run whose
+// network was left to HiddenAuto; "" for one whose network was named.
+func NetworkName(cfg Config) string {
+	switch {
+	case !cfg.HiddenAuto:
+		return ""
+	case len(cfg.Hidden) == 0:
+		return "linear"
+	}
+	return "mlp"
+}
+
+// RestartRuns is how many runs TrainRestarts trains for cfg: its restarts for each
+// candidate network.
+func (c *Config) RestartRuns() int { return max(c.Restarts, 1) * len(NetworkCandidates(*c)) }
 
 // What keeps one of several restarts (Config.KeepBy).
 const (
@@ -74,13 +119,104 @@ type RestartHooks struct {
 // By agreement, fewer than MinAgreementRestarts fall back to the max posterior
 // (Criteria.Better).
 //
+// With cfg.HiddenAuto it does so for each of NetworkCandidates in turn (the same
+// seeds), and of the two runs kept returns the one whose clustering has the higher
+// silhouette on the features as trained: raw or standardised, as the run chose. (On
+// z-scored features the digits' near-constant pixels weigh like the others, and the
+// silhouette there picked the network that lost 0.13 ACC; section 29.)
+//
 // The caller owns the returned run (Attach gives it a folder); the others are closed.
-// They stay open until all have trained, so R networks are held at once.
+// A network's restarts stay open until all of them have trained, so R networks are
+// held at once.
 //
 // Cancelling ctx stops the restart in training. If earlier restarts finished, the
 // one they choose comes back with the error (which wraps ctx's), so that an
 // interrupted run keeps what it finished; its Cfg.Restarts counts those restarts.
 func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks) (*Run, []Restart, error) {
+	var kept []*Run
+	var names []string
+	var all []Restart
+	closeKept := func() {
+		for _, r := range kept {
+			r.Close()
+		}
+	}
+	var err error
+	for _, cand := range NetworkCandidates(cfg) {
+		h := hooks
+		if done, offset := hooks.Done, len(all); done != nil {
+			h.Done = func(i int, r Restart) { done(offset+i, r) }
+		}
+		var run *Run
+		var restarts []Restart
+		run, restarts, err = trainNetwork(ctx, cand.Cfg, src, dev, h, cand.Name)
+		all = append(all, restarts...)
+		if run != nil {
+			kept, names = append(kept, run), append(names, cand.Name)
+		}
+		if err != nil {
+			if ctx.Err() == nil || len(kept) == 0 {
+				closeKept()
+				return nil, nil, err
+			}
+			break // choose among what finished
+		}
+	}
+	if len(kept) == 1 {
+		return kept[0], all, err
+	}
+	best, cerr := chooseNetwork(kept, src)
+	if cerr != nil {
+		closeKept()
+		return nil, nil, cerr
+	}
+	for i, r := range kept {
+		for j := range all {
+			if all[j].Network == names[i] && all[j].Seed == r.Cfg.Seed {
+				all[j].NetworkSilhouette = &best.silhouettes[i]
+			}
+		}
+		if i != best.index {
+			r.Close()
+		}
+	}
+	return kept[best.index], all, err
+}
+
+// networkChoice is what chooseNetwork found: the index of the run kept and every
+// run's silhouette on the features trained on.
+type networkChoice struct {
+	index       int
+	silhouettes []float64
+}
+
+// chooseNetwork picks, of runs of different networks on src, the one whose last
+// clustering has the highest mean silhouette on src's features as trained.
+func chooseNetwork(runs []*Run, src Source) (networkChoice, error) {
+	clusterings := make([][]int, len(runs))
+	for i, r := range runs {
+		clusterings[i] = r.recent[len(r.recent)-1]
+	}
+	s := torch.NoGrad()
+	sil, err := silhouettes(src.Features(s), clusterings, runs[0].Cfg.K, silhouetteRows, runs[0].Cfg.Seed, false)
+	if cerr := s.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return networkChoice{}, fmt.Errorf("choosing the network: %w", err)
+	}
+	best := 0
+	for i := range sil {
+		if sil[i] > sil[best] {
+			best = i
+		}
+	}
+	return networkChoice{index: best, silhouettes: sil}, nil
+}
+
+// trainNetwork trains the restarts of one network, named name in their records (""
+// when only one network trains), and keeps one by cfg.KeepBy.
+func trainNetwork(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks, name string) (*Run, []Restart, error) {
 	n := max(cfg.Restarts, 1)
 	var runs []*Run
 	var clusterings [][]int
@@ -121,7 +257,7 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 		runs = append(runs, r)
 		// Train evaluated the last epoch: its clustering and criteria.
 		clusterings = append(clusterings, r.recent[len(r.recent)-1])
-		all = append(all, Restart{Seed: c.Seed, Criteria: *r.History[len(r.History)-1].Criteria})
+		all = append(all, Restart{Seed: c.Seed, Criteria: *r.History[len(r.History)-1].Criteria, Network: name})
 		if hooks.Done != nil {
 			hooks.Done(i, all[i])
 		}
@@ -154,7 +290,7 @@ func choose(runs []*Run, clusterings [][]int, all []Restart, src Source) (*Run, 
 		}
 		if rule == KeepBySilhouette {
 			s := torch.NoGrad()
-			sil, err := silhouettes(src.Features(s), clusterings, runs[0].Cfg.K, silhouetteRows, runs[0].Cfg.Seed)
+			sil, err := silhouettes(src.Features(s), clusterings, runs[0].Cfg.K, silhouetteRows, runs[0].Cfg.Seed, true)
 			if cerr := s.Close(); err == nil && cerr != nil {
 				err = fmt.Errorf("silhouette: %w", cerr)
 			}

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"testing"
+
+	"emclust/data"
+	"emclust/torch"
 )
 
 // The agreement of each clustering with the others, by hand: a relabelled partition
@@ -30,7 +34,7 @@ func TestTrainTwoRestarts(t *testing.T) {
 	for _, keepBy := range []string{KeepByAgreement, KeepBySilhouette} {
 		t.Run(keepBy, func(t *testing.T) {
 			cfg := VectorDefaults()
-			cfg.MinSteps = 0
+			cfg.MinSteps, cfg.HiddenAuto = 0, false
 			cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts, cfg.KeepBy = 2, 0, 3, 2, keepBy
 			r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, RestartHooks{})
 			if err != nil {
@@ -67,7 +71,7 @@ func TestTrainRestarts(t *testing.T) {
 func testTrainRestarts(t *testing.T, keepBy string) {
 	src := digitsSource(t)
 	cfg := VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
+	cfg.MinSteps, cfg.HiddenAuto = 0, false // the epochs as set; the MLP alone
 	// On an AMD EPYC the two rules keep different restarts of seeds 5–8.
 	cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts, cfg.KeepBy = 2, 1, 5, 4, keepBy
 	var heard []uint64
@@ -129,20 +133,26 @@ func testTrainRestarts(t *testing.T, keepBy string) {
 }
 
 // An interrupt keeps the choice among the restarts that finished: none when the
-// first is cut short, the better of two when the third is.
+// first is cut short, the better of two when the third is; and when the second
+// network's first restart is, the first network's choice.
 func TestTrainRestartsInterrupted(t *testing.T) {
 	src := digitsSource(t)
-	cfg := VectorDefaults()
-	cfg.MinSteps = 0
-	cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 4
 	for _, tc := range []struct {
 		name     string
+		auto     bool
 		cancelAt int // cancel when this many restarts have finished
 		kept     int // restarts the kept run was chosen from; 0: none kept
 	}{
-		{"during the first", 0, 0},
-		{"during the third", 2, 2},
+		{"during the first", false, 0, 0},
+		{"during the third", false, 2, 2},
+		{"during the linear map's first", true, 2, 2},
 	} {
+		cfg := VectorDefaults()
+		cfg.MinSteps, cfg.HiddenAuto = 0, tc.auto
+		cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 4
+		if tc.auto {
+			cfg.Restarts = 2
+		}
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -175,6 +185,113 @@ func TestTrainRestartsInterrupted(t *testing.T) {
 				t.Errorf("kept seed %d of %d restarts (config says %d) after %d epochs; want seed %d of %d after %d",
 					r.Cfg.Seed, len(all), r.Cfg.Restarts, r.EpochsDone(), best.Seed, tc.kept, cfg.Epochs)
 			}
+			if tc.auto && (NetworkName(r.Cfg) != "mlp" || !slices.Equal(r.Cfg.Hidden, cfg.Hidden) || all[0].NetworkSilhouette != nil) {
+				t.Errorf("kept the %q network (hidden %v, network silhouette %v); want the MLP, the only one trained, unscored",
+					NetworkName(r.Cfg), r.Cfg.Hidden, all[0].NetworkSilhouette)
+			}
 		})
+	}
+}
+
+func TestNetworkCandidates(t *testing.T) {
+	cfg := VectorDefaults()
+	cfg.HiddenAuto = false
+	if c := NetworkCandidates(cfg); len(c) != 1 || c[0].Name != "" || !slices.Equal(c[0].Cfg.Hidden, cfg.Hidden) || cfg.RestartRuns() != cfg.Restarts {
+		t.Errorf("one network: candidates %+v, %d runs; want cfg alone, %d runs", c, cfg.RestartRuns(), cfg.Restarts)
+	}
+	cfg.HiddenAuto, cfg.Prior = true, "uniform"
+	for _, restarts := range []int{0, 1} {
+		cfg.Restarts = restarts
+		if c := NetworkCandidates(cfg); len(c) != 1 || !slices.Equal(c[0].Cfg.Hidden, cfg.Hidden) || cfg.RestartRuns() != 1 {
+			t.Errorf("auto, %d restarts: candidates %+v, %d runs; want the MLP alone, once", restarts, c, cfg.RestartRuns())
+		}
+	}
+	cfg.Restarts, cfg.Heads = 3, 2
+	if c := NetworkCandidates(cfg); len(c) != 1 {
+		t.Errorf("auto with two heads: %d candidates, want the MLP alone", len(c))
+	}
+	cfg.Heads = 1
+	c := NetworkCandidates(cfg)
+	if len(c) != 2 || cfg.RestartRuns() != 6 {
+		t.Fatalf("auto: %d candidates, %d runs; want 2 and 6", len(c), cfg.RestartRuns())
+	}
+	for i, want := range []struct {
+		name   string
+		hidden []int
+		prior  string
+	}{{"mlp", cfg.Hidden, "uniform"}, {"linear", nil, "learned"}} {
+		got := c[i]
+		if got.Name != want.name || !slices.Equal(got.Cfg.Hidden, want.hidden) || got.Cfg.Prior != want.prior || NetworkName(got.Cfg) != want.name {
+			t.Errorf("candidate %d: %s, hidden %v, prior %s, named %q by NetworkName; want %s, %v, %s",
+				i, got.Name, got.Cfg.Hidden, got.Cfg.Prior, NetworkName(got.Cfg), want.name, want.hidden, want.prior)
+		}
+	}
+}
+
+// With HiddenAuto, TrainRestarts trains the restarts of the MLP and then of the
+// linear map with a learned prior, keeps one of each by agreement, and returns the
+// one whose clustering has the higher silhouette on the features as trained: raw
+// digits here, whose z-scored silhouette would differ.
+func TestTrainRestartsChoosesNetwork(t *testing.T) {
+	v, err := data.Digits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := NewVectorSource(v, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cfg := VectorDefaults()
+	cfg.MinSteps, cfg.HiddenAuto = 0, true
+	cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 3
+	var heard []string
+	r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, RestartHooks{Done: func(i int, rs Restart) {
+		if i != len(heard) {
+			t.Errorf("restart %d reported as %d", len(heard), i)
+		}
+		heard = append(heard, rs.Network)
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if want := []string{"mlp", "mlp", "mlp", "linear", "linear", "linear"}; !slices.Equal(heard, want) || len(all) != len(want) {
+		t.Fatalf("restarts reported %v, %d returned; want %v", heard, len(all), want)
+	}
+	scored := map[string]Restart{}
+	for i, rs := range all {
+		if want := cfg.Seed + uint64(i%3); rs.Seed != want || rs.Network != heard[i] {
+			t.Errorf("restart %d: %s seed %d, want %s seed %d", i, rs.Network, rs.Seed, heard[i], want)
+		}
+		if rs.NetworkSilhouette != nil {
+			if _, twice := scored[rs.Network]; twice {
+				t.Errorf("two %s restarts scored for the network choice", rs.Network)
+			}
+			scored[rs.Network] = rs
+		}
+	}
+	kept := NetworkName(r.Cfg)
+	other := map[string]string{"mlp": "linear", "linear": "mlp"}[kept]
+	if len(scored) != 2 || scored[kept].Seed != r.Cfg.Seed || *scored[kept].NetworkSilhouette < *scored[other].NetworkSilhouette {
+		t.Fatalf("kept the %s of seed %d; network silhouettes %+v; want the higher kept", kept, r.Cfg.Seed, scored)
+	}
+	if wantPrior := map[string]string{"mlp": "uniform", "linear": "learned"}[kept]; r.Cfg.Prior != wantPrior || (kept == "linear") != (len(r.Cfg.Hidden) == 0) {
+		t.Errorf("kept %s with hidden %v and a %s prior", kept, r.Cfg.Hidden, r.Cfg.Prior)
+	}
+	// The kept run's score is the silhouette on the raw pixels.
+	s := torch.NoGrad()
+	defer s.Close()
+	x32 := s.Float32s(src.Features(s))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float64, len(x32))
+	for i, f := range x32 {
+		x[i] = float64(f)
+	}
+	want := silhouetteByDefinition(x, v.N, v.D, r.recent[len(r.recent)-1], false)
+	if got := *scored[kept].NetworkSilhouette; math.Abs(got-want) > 1e-5 {
+		t.Errorf("kept run's network silhouette %.7f, want %.7f on the features as trained", got, want)
 	}
 }

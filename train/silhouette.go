@@ -18,13 +18,13 @@ const silhouetteRows = 4000
 const silhouetteChunk = 512
 
 // silhouettes returns the mean silhouette of each clustering (cluster ids in 0..k-1,
-// one per row of features) on the z-scored features of at most limit rows
-// (sampleRows): each column shifted and scaled to mean 0 and variance 1, so that the
-// score weighs features alike whatever their units and whether or not the run
-// standardised them. The Euclidean distances are computed on features' device in
-// float64, one chunk of rows at a time, and summed per cluster of every clustering in
-// the same pass.
-func silhouettes(features *torch.Tensor, clusterings [][]int, k, limit int, seed uint64) ([]float64, error) {
+// one per row of features) on at most limit rows (sampleRows) of the features, or
+// with zscore of their z-scored columns (each shifted and scaled to mean 0 and
+// variance 1, so that the score weighs features alike whatever their units and
+// whether or not the run standardised them). The Euclidean distances are computed
+// on features' device in float64, one chunk of rows at a time, and summed per
+// cluster of every clustering in the same pass.
+func silhouettes(features *torch.Tensor, clusterings [][]int, k, limit int, seed uint64, zscore bool) ([]float64, error) {
 	s := torch.NoGrad()
 	defer s.Close()
 	shape := features.Shape()
@@ -46,18 +46,12 @@ func silhouettes(features *torch.Tensor, clusterings [][]int, k, limit int, seed
 	}
 	x = s.Cast(x, torch.Float64)
 	m := len(rows)
-	// z-score: a constant column stays 0 rather than dividing by its zero spread.
-	x = s.Sub(x, s.Mean(x, true, 0))
-	std := s.Float32s(s.Cast(s.Sqrt(s.Mean(s.Square(x), true, 0)), torch.Float32))
-	if err := s.Err(); err != nil {
-		return nil, fmt.Errorf("silhouette: %w", err)
-	}
-	for i, v := range std {
-		if v < 1e-6 {
-			std[i] = 1
+	var err error
+	if zscore {
+		if x, err = zscoreColumns(s, x); err != nil {
+			return nil, err
 		}
 	}
-	x = s.Div(x, s.Cast(s.FromFloat32(std, []int{1, len(std)}, dev), torch.Float64))
 
 	// One-hot columns of every clustering side by side: m × (len(clusterings)·k).
 	ids := make([]int64, 0, m*len(clusterings))
@@ -124,4 +118,20 @@ func sampleRows(n, limit int, seed uint64) []int {
 	rows := rand.New(rand.NewPCG(seed, 0x5111)).Perm(n)[:limit]
 	slices.Sort(rows)
 	return rows
+}
+
+// zscoreColumns shifts and scales each column of x (float64, rows × columns) to mean
+// 0 and variance 1; a constant column stays 0 rather than dividing by its zero spread.
+func zscoreColumns(s *torch.Scope, x *torch.Tensor) (*torch.Tensor, error) {
+	x = s.Sub(x, s.Mean(x, true, 0))
+	std := s.Float32s(s.Cast(s.Sqrt(s.Mean(s.Square(x), true, 0)), torch.Float32))
+	if err := s.Err(); err != nil {
+		return nil, fmt.Errorf("silhouette: %w", err)
+	}
+	for i, v := range std {
+		if v < 1e-6 {
+			std[i] = 1
+		}
+	}
+	return s.Div(x, s.Cast(s.FromFloat32(std, []int{1, len(std)}, x.Device()), torch.Float64)), nil
 }

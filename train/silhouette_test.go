@@ -10,10 +10,13 @@ import (
 )
 
 // silhouetteByDefinition is Rousseeuw's silhouette of ids on the rows of x (n×d,
-// row-major), z-scored per column, straight from the definition in float64.
-func silhouetteByDefinition(x []float64, n, d int, ids []int) float64 {
+// row-major), z-scored per column if zscore, straight from the definition in float64.
+func silhouetteByDefinition(x []float64, n, d int, ids []int, zscore bool) float64 {
 	z := slices.Clone(x)
 	for c := range d {
+		if !zscore {
+			break
+		}
 		mean, sq := 0.0, 0.0
 		for i := range n {
 			mean += x[i*d+c]
@@ -61,8 +64,9 @@ func silhouetteByDefinition(x []float64, n, d int, ids []int) float64 {
 }
 
 // The device computation (several clusterings in one pass, chunked, sampled) gives
-// the definition's silhouette: columns in wildly different units, a constant column,
-// more rows than a chunk, and a sample smaller than the rows.
+// the definition's silhouette, on the features as they are and z-scored: columns in
+// wildly different units, a constant column, more rows than a chunk, and a sample
+// smaller than the rows.
 func TestSilhouettes(t *testing.T) {
 	const n, d, k = 700, 4, 3
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -88,8 +92,12 @@ func TestSilhouettes(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
 	feat := s.FromFloat32(x32, []int{n, d}, testDevice)
-	for _, limit := range []int{n, 300} {
-		got, err := silhouettes(feat, clusterings, k, limit, 9)
+	for _, tc := range []struct {
+		limit  int
+		zscore bool
+	}{{n, true}, {300, true}, {n, false}, {300, false}} {
+		limit := tc.limit
+		got, err := silhouettes(feat, clusterings, k, limit, 9, tc.zscore)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,21 +111,24 @@ func TestSilhouettes(t *testing.T) {
 			for i, r := range rows {
 				sampled[i] = ids[r]
 			}
-			want := silhouetteByDefinition(sub, len(rows), d, sampled)
+			want := silhouetteByDefinition(sub, len(rows), d, sampled, tc.zscore)
 			if math.Abs(got[c]-want) > 1e-5 {
-				t.Errorf("limit %d, clustering %d: silhouette %.7f, want %.7f", limit, c, got[c], want)
+				t.Errorf("limit %d, z-score %v, clustering %d: silhouette %.7f, want %.7f", limit, tc.zscore, c, got[c], want)
 			}
 		}
-		if got[0] < 0.1 || math.Abs(got[1]) > 0.05 || got[2] != -1 {
-			t.Errorf("limit %d: silhouettes %v; want the true clusters well above a random split, near 0, and -1 for one cluster", limit, got)
+		if got[2] != -1 {
+			t.Errorf("limit %d, z-score %v: one cluster has silhouette %v, want -1", limit, tc.zscore, got[2])
+		}
+		if tc.zscore && (got[0] < 0.1 || math.Abs(got[1]) > 0.05) {
+			t.Errorf("limit %d: silhouettes %v; want the true clusters well above a random split, and that near 0", limit, got)
 		}
 	}
-	if _, err := silhouettes(feat, [][]int{truth[:n-1]}, k, n, 1); err == nil {
+	if _, err := silhouettes(feat, [][]int{truth[:n-1]}, k, n, 1, true); err == nil {
 		t.Error("a clustering of the wrong length was scored")
 	}
 	bad := slices.Clone(truth)
 	bad[5] = k
-	if _, err := silhouettes(feat, [][]int{bad}, k, n, 1); err == nil {
+	if _, err := silhouettes(feat, [][]int{bad}, k, n, 1, true); err == nil {
 		t.Error("a cluster id ≥ k was scored")
 	}
 }
