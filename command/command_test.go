@@ -1819,6 +1819,22 @@ func TestCompareSuiteTables(t *testing.T) {
 			t.Errorf("--tables %s: rows %q, want %q:\n%s", arg, rows, want, r.stdout)
 		}
 	}
+	// Each table's baselines also ran on the other choice of standardisation.
+	r := run(t, dir, "compare", "--suite", "--tables", "tables/glass.csv.gz", "--label-col", "label", "--methods", "kmeans", "--seeds", "1", "--json", "--quiet")
+	var reps []struct {
+		Standardized  bool
+		Runs          []json.RawMessage
+		OtherFeatures *struct {
+			Standardized bool
+			Runs         []json.RawMessage
+		} `json:"other_features"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &reps); err != nil || len(reps) != 1 {
+		t.Fatalf("--json: %v, %d reports: %s", err, len(reps), r.stdout)
+	}
+	if o := reps[0].OtherFeatures; o == nil || o.Standardized == reps[0].Standardized || len(o.Runs) != 1 || len(reps[0].Runs) != 1 {
+		t.Errorf("glass: standardized %v, other features %+v; want one k-means run on each choice", reps[0].Standardized, o)
+	}
 	if err := os.Mkdir(filepath.Join(dir, "none"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -1836,6 +1852,9 @@ func TestCompareSuite(t *testing.T) {
 		if !strings.Contains(r.stdout, "| "+name) {
 			t.Errorf("no row for %s:\n%s", name, r.stdout)
 		}
+	}
+	if !strings.Contains(r.stdout, "each baseline on the features, raw or standardized, it scored higher on") {
+		t.Errorf("the suite does not say the baselines ran on both features:\n%s", r.stdout)
 	}
 	if n := strings.Count(r.stdout, "**"); n < 2*len(data.TableNames()) {
 		t.Errorf("%d bold marks, want a best method in each of %d rows:\n%s", n, len(data.TableNames()), r.stdout)

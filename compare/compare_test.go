@@ -332,3 +332,33 @@ func TestRestartsNote(t *testing.T) {
 		}
 	}
 }
+
+// PreferBaselines shows each baseline at its better choice of standardisation, marked
+// when that is the other report's, and leaves the neural methods on theirs.
+func TestPreferBaselines(t *testing.T) {
+	stat := func(acc float64) Stat { return Stat{Mean: acc, N: 1} }
+	rep := &Report{Data: "wine", N: 178, K: 3, Seeds: []uint64{1}, Device: "cpu", Methods: []Summary{
+		{Method: "em", Runs: 1, ACC: stat(0.8)}, {Method: "kmeans", Runs: 1, ACC: stat(0.7)}, {Method: "gmm-diag", Runs: 1, ACC: stat(0.9)}}}
+	other := &Report{Data: "wine (standardized)", Standardized: true, Methods: []Summary{
+		{Method: "kmeans", Runs: 1, ACC: stat(0.97)}, {Method: "gmm-diag", Runs: 1, ACC: stat(0.85)}}}
+	rep.PreferBaselines(other)
+	want := []struct {
+		method   string
+		acc      float64
+		features string
+	}{{"em", 0.8, ""}, {"kmeans", 0.97, "standardized"}, {"gmm-diag", 0.9, ""}}
+	for i, w := range want {
+		if m := rep.Methods[i]; m.Method != w.method || m.ACC.Mean != w.acc || m.Features != w.features {
+			t.Errorf("row %d: %s %v on %q, want %s %v on %q", i, m.Method, m.ACC.Mean, m.Features, w.method, w.acc, w.features)
+		}
+	}
+	if rep.OtherFeatures != other || other.Methods[0].Features != "" {
+		t.Error("the other report is not kept as it was")
+	}
+	md := SuiteMarkdown([]*Report{rep})
+	for _, s := range []string{"**0.9700** (standardized)", "|   0.9000 |", "each baseline on the features, raw or standardized"} {
+		if !strings.Contains(md, s) {
+			t.Errorf("suite table lacks %q:\n%s", s, md)
+		}
+	}
+}

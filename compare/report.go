@@ -45,6 +45,9 @@ type Summary struct {
 	NMI     Stat    `json:"nmi"`
 	ARI     Stat    `json:"ari"`
 	Seconds float64 `json:"seconds"` // mean wall time of a run
+	// Features is set on a baseline's summary taken from Report.OtherFeatures:
+	// "raw" or "standardized", the features its runs clustered.
+	Features string `json:"features,omitempty"`
 }
 
 // Summarize groups results by method, in the order of methods; a method without
@@ -81,10 +84,39 @@ type Report struct {
 	KeepBy string `json:"keep_by,omitempty"`
 	// ChoosesNetwork: each neural run trained the MLP and the linear map and kept one
 	// (train.Config.HiddenAuto); Result.Network says which.
-	ChoosesNetwork bool      `json:"chooses_network,omitempty"`
-	Device         string    `json:"device"`
-	Runs           []Result  `json:"runs"`
-	Methods        []Summary `json:"methods"`
+	ChoosesNetwork bool   `json:"chooses_network,omitempty"`
+	Device         string `json:"device"`
+	// Standardized: the vectors were z-scored (by the rule or as asked).
+	Standardized bool      `json:"standardized,omitempty"`
+	Runs         []Result  `json:"runs"`
+	Methods      []Summary `json:"methods"`
+	// OtherFeatures is the baselines' comparison on the other choice of
+	// standardisation (PreferBaselines), with its runs.
+	OtherFeatures *Report `json:"other_features,omitempty"`
+}
+
+// PreferBaselines takes other, the same baselines on the other choice of
+// standardisation, and shows each baseline at its better mean ACC: a baseline's
+// summary is replaced by other's where that is higher, marked with its features.
+// The labels choose, so this is the strongest baseline, not a rule a user could
+// apply; the neural methods keep the features their rule chose.
+func (r *Report) PreferBaselines(other *Report) {
+	r.OtherFeatures = other
+	features := "raw"
+	if other.Standardized {
+		features = "standardized"
+	}
+	for i, s := range r.Methods {
+		if Neural(s.Method) {
+			continue
+		}
+		for _, o := range other.Methods {
+			if o.Method == s.Method && o.ACC.Mean > s.ACC.Mean {
+				o.Features = features
+				r.Methods[i] = o
+			}
+		}
+	}
 }
 
 // NewReport summarises results for the methods of opt.
@@ -175,6 +207,12 @@ func SuiteMarkdown(reps []*Report) string {
 	if first.ChoosesNetwork {
 		restarts += ", " + networkNote
 	}
+	for _, r := range reps {
+		if r.OtherFeatures != nil {
+			restarts += "; each baseline on the features, raw or standardized, it scored higher on (marked where not the row's)"
+			break
+		}
+	}
 	fmt.Fprintf(&b, "suite: ACC, %s%s, device %s; mean ± 95%% confidence half-width (Student's t over seeds)\n\n",
 		plural(len(first.Seeds), "seed"), restarts, first.Device)
 	head := []string{"data", "N", "K"}
@@ -195,6 +233,9 @@ func SuiteMarkdown(reps []*Report) string {
 					cell = m.ACC.String()
 					if m.ACC.Mean == best {
 						cell = "**" + cell + "**"
+					}
+					if m.Features != "" {
+						cell += " (" + m.Features + ")"
 					}
 				}
 			}
