@@ -35,12 +35,12 @@ type NetworkCandidate struct {
 
 // NetworkCandidates are the networks TrainRestarts trains for cfg: cfg itself, or
 // with HiddenAuto and several restarts the MLP of cfg.Hidden with cfg.Prior and then
-// a linear map with a learned prior. (One restart is one run of the MLP: a single
-// run checkpoints and evaluates as it goes, which a choice made at the end cannot.
-// Several heads share the MLP: a learned prior is one head's.) The
-// MLP makes clusters of about equal size, which the linear map does not, and each
-// won on a different half of ten tables; the silhouette on the features trained on
-// picked the better of the two on eight of them (docs/RESULTS.md section 29).
+// a linear map with a learned prior. The MLP makes clusters of about equal size,
+// which the linear map does not, and each won on about half of ten tables; the
+// silhouette on the features trained on picked the better on eight of them
+// (docs/RESULTS.md section 29). One restart is one run of the MLP (a single run
+// checkpoints and evaluates as it goes, which a choice made at the end cannot), and
+// so are several heads (a learned prior is one head's).
 func NetworkCandidates(cfg Config) []NetworkCandidate {
 	if !cfg.HiddenAuto || cfg.Restarts <= 1 || cfg.Heads > 1 {
 		return []NetworkCandidate{{Cfg: cfg}}
@@ -54,7 +54,7 @@ func NetworkCandidates(cfg Config) []NetworkCandidate {
 // network was left to HiddenAuto; "" for one whose network was named.
 func NetworkName(cfg Config) string {
 	switch {
-	case !cfg.HiddenAuto:
+	case !cfg.HiddenAuto || cfg.Heads > 1:
 		return ""
 	case len(cfg.Hidden) == 0:
 		return "linear"
