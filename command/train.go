@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -407,35 +406,29 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 			len(restarts), total, run.Cfg.Seed, runDir, runDir)}
 	}
 	agree := ""
+	var keptSil, otherSil *float64 // of each network's kept run, when two trained
+	otherNet := ""
 	for _, r := range restarts {
+		mine := r.Network == train.NetworkName(run.Cfg)
 		switch {
-		case r.Seed != run.Cfg.Seed || r.Network != train.NetworkName(run.Cfg):
+		case !mine || r.Seed != run.Cfg.Seed:
 		case r.Silhouette != nil:
 			agree = fmt.Sprintf(" (silhouette %.4f)", *r.Silhouette)
 		case r.Agreement != nil:
 			agree = fmt.Sprintf(" (mean ARI %.4f with the other restarts)", *r.Agreement)
 		}
-	}
-	for _, r := range restarts {
-		if r.NetworkSilhouette != nil && r.Network != train.NetworkName(run.Cfg) {
-			agree += fmt.Sprintf("; silhouette %.4f against the %s's %.4f",
-				keptNetworkSilhouette(restarts, run.Cfg), networkLabel(r.Network), *r.NetworkSilhouette)
+		if r.NetworkSilhouette != nil && mine {
+			keptSil = r.NetworkSilhouette
+		} else if r.NetworkSilhouette != nil {
+			otherSil, otherNet = r.NetworkSilhouette, r.Network
 		}
+	}
+	if keptSil != nil && otherSil != nil {
+		agree += fmt.Sprintf("; silhouette %.4f against the %s's %.4f", *keptSil, networkLabel(otherNet), *otherSil)
 	}
 	fmt.Fprintf(log, "emclust: kept seed %d%s: %s net, %d params, K=%d, γ=%.4g, %d epochs → %s\n",
 		run.Cfg.Seed, agree, run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.GammaVal, run.Cfg.Epochs, runDir)
 	return finishRun(run, src, dev, time.Since(start), restarts, asJSON, stdout, log)
-}
-
-// keptNetworkSilhouette is the silhouette that chose the network of the run cfg
-// describes, among restarts.
-func keptNetworkSilhouette(restarts []train.Restart, cfg train.Config) float64 {
-	for _, r := range restarts {
-		if r.NetworkSilhouette != nil && r.Network == train.NetworkName(cfg) {
-			return *r.NetworkSilhouette
-		}
-	}
-	return math.NaN()
 }
 
 // networkLabel names a network of train.NetworkCandidates for people.
