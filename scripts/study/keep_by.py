@@ -82,13 +82,19 @@ def spearman(a, b):
     return float(np.corrcoef(rank(np.array(a)), rank(np.array(b)))[0, 1])
 
 
-def main():
-    emclust, out = os.path.abspath(sys.argv[1]), sys.argv[2]
+def study_tables(extra):
+    """The embedded tables, the held-out ones and the CSV files extra: (name, emclust's
+    data flags, the CSV's path, whether it has a header)."""
     tables = [(n, ["--dataset", n], os.path.join(EMBEDDED, n + ".csv.gz"), n != "digits")
               for n in ("digits", "wine", "iris", "breast-cancer")]
     tables += [(n, ["--data", os.path.join(HELDOUT, n + ".csv.gz"), "--label-col", "label"], os.path.join(HELDOUT, n + ".csv.gz"), True)
                for n in ("glass", "ionosphere", "sonar", "vehicle", "satellite")]
-    tables += [(os.path.basename(p).split(".")[0], ["--data", p, "--label-col", "label"], p, True) for p in sys.argv[3:]]
+    return tables + [(os.path.basename(p).split(".")[0], ["--data", os.path.abspath(p), "--label-col", "label"], p, True) for p in extra]
+
+
+def main():
+    emclust, out = os.path.abspath(sys.argv[1]), sys.argv[2]
+    tables = study_tables(sys.argv[3:])
     print("| table | features | mean of all | agreement keeps | silhouette keeps | best | ρ(silhouette, ACC) |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for name, src, path, header in tables:

@@ -20,17 +20,15 @@ picks:
 Scores are computed here with numpy; ACC comes from `emclust score`.
 
 Needs numpy; run it from scripts/study."""
-import csv
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 
-from keep_by import EMBEDDED, acc, distances, silhouette, table, zscore
+from keep_by import acc, distances, silhouette, study_tables, table, zscore
 from linear_net import ari
-from standardize_agreement import HELDOUT, runs_of
+from standardize_agreement import runs_of, trained_runs
 
 SEEDS = 20
 
@@ -38,20 +36,9 @@ SEEDS = 20
 def linear_runs(emclust, out, name, src):
     """The linear map's clusterings of seeds 1..SEEDS and the standardisation the rule chose."""
     d = os.path.join(out, f"{name}-linear")
-    if not os.path.exists(os.path.join(d, "compare.json")):
-        subprocess.run([emclust, "compare", *src, "--methods", "em", "--hidden", "none", "--prior", "learned",
-                        "--restarts", "1", "--seeds", str(SEEDS), "--device", "cpu", "--quiet", "--out", d],
-                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    runs = trained_runs(emclust, d, [*src, "--hidden", "none", "--prior", "learned"], SEEDS)
     with open(os.path.join(d, "em-s1", "config.json")) as fh:
         std = "true" if json.load(fh)["standardize"] else "false"
-    runs = []
-    for s in range(1, SEEDS + 1):
-        f = os.path.join(d, f"a-s{s}.csv")
-        if not os.path.exists(f):
-            subprocess.run([emclust, "predict", "--model", os.path.join(d, f"em-s{s}"), "--out", f],
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        with open(f) as fh:
-            runs.append([int(r["cluster"]) for r in csv.DictReader(fh)])
     return runs, std
 
 
@@ -87,12 +74,7 @@ def medoid(group):
 
 def main():
     emclust, out = os.path.abspath(sys.argv[1]), sys.argv[2]
-    tables = [(n, ["--dataset", n], os.path.join(EMBEDDED, n + ".csv.gz"), n != "digits")
-              for n in ("digits", "wine", "iris", "breast-cancer")]
-    tables += [(n, ["--data", os.path.join(HELDOUT, n + ".csv.gz"), "--label-col", "label"], os.path.join(HELDOUT, n + ".csv.gz"), True)
-               for n in ("glass", "ionosphere", "sonar", "vehicle", "satellite")]
-    tables += [(os.path.basename(p).split(".")[0], ["--data", os.path.abspath(p), "--label-col", "label"], p, True)
-               for p in sys.argv[3:]]
+    tables = study_tables(sys.argv[3:])
     print("| table | features | MLP | linear, learned prior | silhouette picks | silhouette (trained) picks | CH picks | DB picks | better |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---|")
     for name, src, path, header in tables:

@@ -27,9 +27,15 @@ HELDOUT = os.path.join(HERE, "..", "..", "data", "heldout")
 def runs_of(emclust, out, name, src, std, seeds):
     """The clusterings of the runs of seeds 1..seeds, trained if missing, and their folder."""
     d = os.path.join(out, f"{name}-{std}")
+    return trained_runs(emclust, d, [*src, "--standardize=" + std], seeds), d
+
+
+def trained_runs(emclust, d, args, seeds):
+    """The clusterings of em's runs of seeds 1..seeds with emclust compare's flags args,
+    one restart each, kept in d and trained if missing."""
     if not os.path.exists(os.path.join(d, "compare.json")):
-        subprocess.run([emclust, "compare", *src, "--methods", "em", "--restarts", "1", "--seeds", str(seeds),
-                        "--standardize=" + std, "--device", "cpu", "--quiet", "--out", d],
+        subprocess.run([emclust, "compare", *args, "--methods", "em", "--restarts", "1", "--seeds", str(seeds),
+                        "--device", "cpu", "--quiet", "--out", d],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     runs = []
     for s in range(1, seeds + 1):
@@ -39,7 +45,7 @@ def runs_of(emclust, out, name, src, std, seeds):
                            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         with open(f) as fh:
             runs.append([int(r["cluster"]) for r in csv.DictReader(fh)])
-    return runs, d
+    return runs
 
 
 def clusterings(emclust, out, name, src, std, seeds):
