@@ -1513,6 +1513,7 @@ func TestTrainRestarts(t *testing.T) {
 					Silhouette        *float64
 					Network           string
 					NetworkSilhouette *float64 `json:"network_silhouette"`
+					NetworkClusters   int      `json:"network_clusters"`
 				}
 			}
 			readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
@@ -1546,8 +1547,9 @@ func TestTrainRestarts(t *testing.T) {
 			if len(network) != 2 || network["mlp"] != best["mlp"] || network["linear"] != best["linear"] {
 				t.Fatalf("the network choice scored restarts %v, want each network's kept one %v", network, best)
 			}
-			kept := "mlp"
-			if *sum.Restarts[best["linear"]].NetworkSilhouette > *sum.Restarts[best["mlp"]].NetworkSilhouette {
+			kept := "mlp" // unless the linear map uses more clusters, or as many with a higher silhouette
+			m, l := sum.Restarts[best["mlp"]], sum.Restarts[best["linear"]]
+			if l.NetworkClusters > m.NetworkClusters || (l.NetworkClusters == m.NetworkClusters && *l.NetworkSilhouette > *m.NetworkSilhouette) {
 				kept = "linear"
 			}
 			var cfg struct {

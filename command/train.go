@@ -406,9 +406,8 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 			len(restarts), total, run.Cfg.Seed, runDir, runDir)}
 	}
 	agree := ""
-	var keptSil, otherSil *float64 // of each network's kept run, when two trained
-	otherNet := ""
-	for _, r := range restarts {
+	var kept, other *train.Restart // each network's kept restart, when two trained
+	for i, r := range restarts {
 		mine := r.Network == train.NetworkName(run.Cfg)
 		switch {
 		case !mine || r.Seed != run.Cfg.Seed:
@@ -418,13 +417,16 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 			agree = fmt.Sprintf(" (mean ARI %.4f with the other restarts)", *r.Agreement)
 		}
 		if r.NetworkSilhouette != nil && mine {
-			keptSil = r.NetworkSilhouette
+			kept = &restarts[i]
 		} else if r.NetworkSilhouette != nil {
-			otherSil, otherNet = r.NetworkSilhouette, r.Network
+			other = &restarts[i]
 		}
 	}
-	if keptSil != nil && otherSil != nil {
-		agree += fmt.Sprintf("; silhouette %.4f against the %s's %.4f", *keptSil, networkLabel(otherNet), *otherSil)
+	if kept != nil && other != nil {
+		agree += fmt.Sprintf("; silhouette %.4f against the %s's %.4f", *kept.NetworkSilhouette, networkLabel(other.Network), *other.NetworkSilhouette)
+		if other.NetworkClusters < kept.NetworkClusters {
+			agree += fmt.Sprintf(", which uses %d of %d clusters", other.NetworkClusters, run.Cfg.K)
+		}
 	}
 	fmt.Fprintf(log, "emclust: kept seed %d%s: %s net, %d params, K=%d, γ=%.4g, %d epochs → %s\n",
 		run.Cfg.Seed, agree, run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.GammaVal, run.Cfg.Epochs, runDir)

@@ -273,8 +273,12 @@ func TestTrainRestartsChoosesNetwork(t *testing.T) {
 	}
 	kept := NetworkName(r.Cfg)
 	other := map[string]string{"mlp": "linear", "linear": "mlp"}[kept]
-	if len(scored) != 2 || scored[kept].Seed != r.Cfg.Seed || *scored[kept].NetworkSilhouette < *scored[other].NetworkSilhouette {
-		t.Fatalf("kept the %s of seed %d; network silhouettes %+v; want the higher kept", kept, r.Cfg.Seed, scored)
+	if len(scored) != 2 || scored[kept].Seed != r.Cfg.Seed ||
+		betterNetwork([]int{scored[kept].NetworkClusters, scored[other].NetworkClusters}, []float64{*scored[kept].NetworkSilhouette, *scored[other].NetworkSilhouette}) != 0 {
+		t.Fatalf("kept the %s of seed %d; network scores %+v; want the better kept", kept, r.Cfg.Seed, scored)
+	}
+	if used := len(slices.Compact(slices.Sorted(slices.Values(r.recent[len(r.recent)-1])))); scored[kept].NetworkClusters != used {
+		t.Errorf("kept run uses %d clusters, recorded %d", used, scored[kept].NetworkClusters)
 	}
 	if wantPrior := map[string]string{"mlp": "uniform", "linear": "learned"}[kept]; r.Cfg.Prior != wantPrior || (kept == "linear") != (len(r.Cfg.Hidden) == 0) {
 		t.Errorf("kept %s with hidden %v and a %s prior", kept, r.Cfg.Hidden, r.Cfg.Prior)
@@ -293,5 +297,25 @@ func TestTrainRestartsChoosesNetwork(t *testing.T) {
 	want := silhouetteByDefinition(x, v.N, v.D, r.recent[len(r.recent)-1], false)
 	if got := *scored[kept].NetworkSilhouette; math.Abs(got-want) > 1e-5 {
 		t.Errorf("kept run's network silhouette %.7f, want %.7f on the features as trained", got, want)
+	}
+}
+
+// The network kept uses the most clusters and, among those, has the highest
+// silhouette; a tie goes to the first, the MLP.
+func TestBetterNetwork(t *testing.T) {
+	for _, tc := range []struct {
+		used []int
+		sil  []float64
+		want int
+	}{
+		{[]int{10, 10}, []float64{0.2, 0.6}, 1},
+		{[]int{10, 10}, []float64{0.6, 0.2}, 0},
+		{[]int{10, 5}, []float64{0.2, 0.6}, 0}, // the linear map's collapse on 2-d points
+		{[]int{5, 6}, []float64{0.9, 0.1}, 1},
+		{[]int{3, 3}, []float64{0.5, 0.5}, 0},
+	} {
+		if got := betterNetwork(tc.used, tc.sil); got != tc.want {
+			t.Errorf("betterNetwork(%v, %v) = %d, want %d", tc.used, tc.sil, got, tc.want)
+		}
 	}
 }

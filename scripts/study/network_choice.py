@@ -15,6 +15,8 @@ and prints the mean ACC of the MLP's, the linear map's, and of the one each scor
 picks:
     silhouette:          mean silhouette on the z-scored features (train/silhouette.go)
     silhouette (trained): the same on the features the networks trained on (raw or z-scored)
+    rule:                emclust's: the clustering with more clusters in use, then the
+                         higher silhouette as trained
     calinski-harabasz:   between- over within-cluster dispersion, z-scored features
     davies-bouldin:      mean worst ratio of spreads to centre distance (lower is better)
 Scores are computed here with numpy; ACC comes from `emclust score`.
@@ -75,8 +77,8 @@ def medoid(group):
 def main():
     emclust, out = os.path.abspath(sys.argv[1]), sys.argv[2]
     tables = study_tables(sys.argv[3:])
-    print("| table | features | MLP | linear, learned prior | silhouette picks | silhouette (trained) picks | CH picks | DB picks | better |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---|")
+    print("| table | features | MLP | linear, learned prior | silhouette picks | silhouette (trained) picks | rule picks | CH picks | DB picks | better |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for name, src, path, header in tables:
         x, truth = table(path, header)
         z = zscore(x)
@@ -84,7 +86,7 @@ def main():
         lin, std = linear_runs(emclust, out, name, src)
         dt = d if std == "true" else distances(x)
         mlp, _ = runs_of(emclust, out, name, src, std, SEEDS)
-        got = {"mlp": [], "linear": [], "sil": [], "silt": [], "ch": [], "db": []}
+        got = {"mlp": [], "linear": [], "sil": [], "silt": [], "rule": [], "ch": [], "db": []}
         for g in range(0, SEEDS, 10):
             m = mlp[g:g + 10][medoid(mlp[g:g + 10])]
             l = lin[g:g + 10][medoid(lin[g:g + 10])]
@@ -93,12 +95,15 @@ def main():
             got["linear"].append(al)
             got["sil"].append(am if silhouette(d, m) >= silhouette(d, l) else al)
             got["silt"].append(am if silhouette(dt, m) >= silhouette(dt, l) else al)
+            # emclust's rule: more clusters in use first, then the silhouette as trained.
+            key = lambda c: (len(set(c)), silhouette(dt, c))
+            got["rule"].append(am if key(m) >= key(l) else al)
             got["ch"].append(am if calinski_harabasz(z, m) >= calinski_harabasz(z, l) else al)
             got["db"].append(am if davies_bouldin(z, m) <= davies_bouldin(z, l) else al)
         mean = {k: float(np.mean(v)) for k, v in got.items()}
         better = "MLP" if mean["mlp"] >= mean["linear"] else "linear"
         print(f"| {name} | {'standardised' if std == 'true' else 'raw'} | {mean['mlp']:.4f} | {mean['linear']:.4f} "
-              f"| {mean['sil']:.4f} | {mean['silt']:.4f} | {mean['ch']:.4f} | {mean['db']:.4f} | {better} |", flush=True)
+              f"| {mean['sil']:.4f} | {mean['silt']:.4f} | {mean['rule']:.4f} | {mean['ch']:.4f} | {mean['db']:.4f} | {better} |", flush=True)
 
 
 if __name__ == "__main__":
