@@ -364,7 +364,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	networks := ""
 	if cfg.RestartRuns() > cfg.Restarts {
-		networks = " for each of the MLP and the linear map (learned prior), which the silhouette of their clusterings then chooses between"
+		networks = " for each of the MLP and the linear map (learned prior), then the one whose clustering uses more clusters and has the higher silhouette"
 	}
 	total := cfg.RestartRuns()
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads); %d restarts kept by %s%s\n",

@@ -172,7 +172,7 @@ func (r *Report) Markdown() string {
 }
 
 // networkNote says how the neural runs chose their network (train.NetworkCandidates).
-const networkNote = "network: the MLP or the linear map (learned prior), whichever clusters with the higher silhouette"
+const networkNote = "network: the MLP or the linear map (learned prior), whichever uses more clusters, then has the higher silhouette"
 
 // networkNotes says, for each neural method that chose its network, which it kept
 // for how many seeds.
