@@ -121,11 +121,12 @@ type RestartHooks struct {
 // By agreement, fewer than MinAgreementRestarts fall back to the max posterior
 // (Criteria.Better).
 //
-// With cfg.HiddenAuto it does so for each of NetworkCandidates in turn (the same
-// seeds), and of the two runs kept returns the one whose clustering has the higher
-// silhouette on the features as trained: raw or standardised, as the run chose. (On
-// z-scored features the digits' near-constant pixels weigh like the others, and the
-// silhouette there picked the network that lost 0.13 ACC; section 29.)
+// With several NetworkCandidates it does so for each in turn (the same seeds), and of
+// the two runs kept returns the one whose clustering uses more clusters and then has
+// the higher silhouette on the features as trained, raw or standardised as the run
+// chose (chooseNetwork). (On z-scored features the digits' near-constant pixels weigh
+// like the others, and the silhouette there picked the network that lost 0.13 ACC;
+// section 29.)
 //
 // The caller owns the returned run (Attach gives it a folder); the others are closed.
 // A network's restarts stay open until all of them have trained, so R networks are
