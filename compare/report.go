@@ -177,17 +177,21 @@ const networkNote = "network: the MLP or the linear map (learned prior), whichev
 // networkNotes says, for each neural method that chose its network, which it kept
 // for how many seeds.
 func (r *Report) networkNotes() []string {
+	if !r.ChoosesNetwork {
+		return nil
+	}
 	var notes []string
 	for _, s := range r.Methods {
+		if !Neural(s.Method) {
+			continue
+		}
 		linear := 0
 		for _, run := range r.Runs {
 			if run.Method == s.Method && run.Network == "linear" {
 				linear++
 			}
 		}
-		if r.ChoosesNetwork && Neural(s.Method) {
-			notes = append(notes, fmt.Sprintf("%s kept the linear map for %d of %s and the MLP for the rest.", s.Method, linear, plural(s.Runs, "seed")))
-		}
+		notes = append(notes, fmt.Sprintf("%s kept the linear map for %d of %s and the MLP for the rest.", s.Method, linear, plural(s.Runs, "seed")))
 	}
 	return notes
 }
@@ -200,21 +204,21 @@ func SuiteMarkdown(reps []*Report) string {
 		return ""
 	}
 	first := reps[0]
-	restarts := ""
+	how := "" // how the runs were made, after the seeds
 	if first.Restarts > 0 {
-		restarts = ", " + restartsNote(first.Restarts, first.KeepBy)
+		how = ", " + restartsNote(first.Restarts, first.KeepBy)
 	}
 	if first.ChoosesNetwork {
-		restarts += ", " + networkNote
+		how += ", " + networkNote
 	}
 	for _, r := range reps {
 		if r.OtherFeatures != nil {
-			restarts += "; each baseline on the features, raw or standardized, it scored higher on (marked where not the row's)"
+			how += "; each baseline on the features, raw or standardized, it scored higher on (marked where not the row's)"
 			break
 		}
 	}
 	fmt.Fprintf(&b, "suite: ACC, %s%s, device %s; mean ± 95%% confidence half-width (Student's t over seeds)\n\n",
-		plural(len(first.Seeds), "seed"), restarts, first.Device)
+		plural(len(first.Seeds), "seed"), how, first.Device)
 	head := []string{"data", "N", "K"}
 	for _, m := range first.Methods {
 		head = append(head, m.Method)
@@ -244,12 +248,14 @@ func SuiteMarkdown(reps []*Report) string {
 		rows = append(rows, row)
 	}
 	writeTable(&b, rows)
+	noted := false
 	for _, r := range reps {
 		for _, n := range r.networkNotes() {
 			fmt.Fprintf(&b, "\n%s: %s", r.Data, n)
+			noted = true
 		}
 	}
-	if first.ChoosesNetwork {
+	if noted {
 		b.WriteString("\n")
 	}
 	return b.String()
