@@ -29,12 +29,6 @@ type Restart struct {
 	NetworkClusters   int      `json:"network_clusters,omitempty"`
 }
 
-// NetworkCandidate is one of the networks Config.HiddenAuto chooses between.
-type NetworkCandidate struct {
-	Name string // "mlp" or "linear", as Restart.Network records it
-	Cfg  Config
-}
-
 // NetworkCandidates are the networks TrainRestarts trains for cfg: cfg itself, or
 // with HiddenAuto and several restarts the MLP of cfg.Hidden with cfg.Prior and then
 // a linear map with a learned prior. The MLP makes clusters of about equal size,
@@ -43,17 +37,18 @@ type NetworkCandidate struct {
 // (docs/RESULTS.md section 29). One restart is one run of the MLP (a single run
 // checkpoints and evaluates as it goes, which a choice made at the end cannot), and
 // so are several heads (a learned prior is one head's).
-func NetworkCandidates(cfg Config) []NetworkCandidate {
+func NetworkCandidates(cfg Config) []Config {
 	if !cfg.HiddenAuto || cfg.Restarts <= 1 || cfg.Heads > 1 {
-		return []NetworkCandidate{{Cfg: cfg}}
+		return []Config{cfg}
 	}
 	linear := cfg
 	linear.Hidden, linear.Prior = nil, "learned"
-	return []NetworkCandidate{{Name: "mlp", Cfg: cfg}, {Name: "linear", Cfg: linear}}
+	return []Config{cfg, linear}
 }
 
-// NetworkName is the name NetworkCandidates gives the network of cfg, a run whose
-// network was left to HiddenAuto; "" for one whose network was named.
+// NetworkName names the network of cfg, a run whose network was left to HiddenAuto:
+// "mlp" or "linear", as Restart.Network records it; "" for one whose network was
+// named.
 func NetworkName(cfg Config) string {
 	switch {
 	case !cfg.HiddenAuto || cfg.Heads > 1:
@@ -137,7 +132,6 @@ type RestartHooks struct {
 // interrupted run keeps what it finished; its Cfg.Restarts counts those restarts.
 func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks) (*Run, []Restart, error) {
 	var kept []*Run
-	var names []string
 	var all []Restart
 	closeKept := func() {
 		for _, r := range kept {
@@ -145,17 +139,22 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 		}
 	}
 	var err error
-	for _, cand := range NetworkCandidates(cfg) {
+	cands := NetworkCandidates(cfg)
+	for _, cand := range cands {
 		h := hooks
 		if done, offset := hooks.Done, len(all); done != nil {
 			h.Done = func(i int, r Restart) { done(offset+i, r) }
 		}
 		var run *Run
 		var restarts []Restart
-		run, restarts, err = trainNetwork(ctx, cand.Cfg, src, dev, h, cand.Name)
+		name := "" // restarts name their network when there is a choice
+		if len(cands) > 1 {
+			name = NetworkName(cand)
+		}
+		run, restarts, err = trainNetwork(ctx, cand, src, dev, h, name)
 		all = append(all, restarts...)
 		if run != nil {
-			kept, names = append(kept, run), append(names, cand.Name)
+			kept = append(kept, run)
 		}
 		if err != nil {
 			if ctx.Err() == nil || len(kept) == 0 {
@@ -175,7 +174,7 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 	}
 	for i, r := range kept {
 		for j := range all {
-			if all[j].Network == names[i] && all[j].Seed == r.Cfg.Seed {
+			if all[j].Network == NetworkName(r.Cfg) && all[j].Seed == r.Cfg.Seed {
 				all[j].NetworkSilhouette, all[j].NetworkClusters = &best.silhouettes[i], best.clusters[i]
 			}
 		}

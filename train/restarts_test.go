@@ -196,14 +196,14 @@ func TestTrainRestartsInterrupted(t *testing.T) {
 func TestNetworkCandidates(t *testing.T) {
 	cfg := VectorDefaults()
 	cfg.HiddenAuto = false
-	if c := NetworkCandidates(cfg); len(c) != 1 || c[0].Name != "" || !slices.Equal(c[0].Cfg.Hidden, cfg.Hidden) || cfg.RestartRuns() != cfg.Restarts {
-		t.Errorf("one network: candidates %+v, %d runs; want cfg alone, %d runs", c, cfg.RestartRuns(), cfg.Restarts)
+	if c := NetworkCandidates(cfg); len(c) != 1 || NetworkName(c[0]) != "" || !slices.Equal(c[0].Hidden, cfg.Hidden) || cfg.RestartRuns() != cfg.Restarts {
+		t.Errorf("one network: %d candidates, %d runs; want cfg alone, %d runs", len(c), cfg.RestartRuns(), cfg.Restarts)
 	}
 	cfg.HiddenAuto, cfg.Prior = true, "uniform"
 	for _, restarts := range []int{0, 1} {
 		cfg.Restarts = restarts
-		if c := NetworkCandidates(cfg); len(c) != 1 || !slices.Equal(c[0].Cfg.Hidden, cfg.Hidden) || cfg.RestartRuns() != 1 {
-			t.Errorf("auto, %d restarts: candidates %+v, %d runs; want the MLP alone, once", restarts, c, cfg.RestartRuns())
+		if c := NetworkCandidates(cfg); len(c) != 1 || !slices.Equal(c[0].Hidden, cfg.Hidden) || cfg.RestartRuns() != 1 {
+			t.Errorf("auto, %d restarts: %d candidates, %d runs; want the MLP alone, once", restarts, len(c), cfg.RestartRuns())
 		}
 	}
 	cfg.Restarts, cfg.Heads = 3, 2
@@ -221,9 +221,9 @@ func TestNetworkCandidates(t *testing.T) {
 		prior  string
 	}{{"mlp", cfg.Hidden, "uniform"}, {"linear", nil, "learned"}} {
 		got := c[i]
-		if got.Name != want.name || !slices.Equal(got.Cfg.Hidden, want.hidden) || got.Cfg.Prior != want.prior || NetworkName(got.Cfg) != want.name {
-			t.Errorf("candidate %d: %s, hidden %v, prior %s, named %q by NetworkName; want %s, %v, %s",
-				i, got.Name, got.Cfg.Hidden, got.Cfg.Prior, NetworkName(got.Cfg), want.name, want.hidden, want.prior)
+		if NetworkName(got) != want.name || !slices.Equal(got.Hidden, want.hidden) || got.Prior != want.prior {
+			t.Errorf("candidate %d: %q, hidden %v, prior %s; want %s, %v, %s",
+				i, NetworkName(got), got.Hidden, got.Prior, want.name, want.hidden, want.prior)
 		}
 	}
 }
