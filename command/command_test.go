@@ -1728,6 +1728,41 @@ func TestCompareModelFlags(t *testing.T) {
 	}
 }
 
+// compare on one table also runs its baselines on the other choice of standardisation
+// when the rule chose, shows the better and keeps both in compare.json; a choice the
+// user made is left alone.
+func TestCompareBaselinesBothFeatures(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		flags []string
+		other bool
+	}{{nil, true}, {[]string{"--standardize=false"}, false}} {
+		out := fmt.Sprint("cmp-", len(tc.flags))
+		args := append([]string{"compare", "--dataset", "wine", "--methods", "kmeans", "--seeds", "1", "--quiet", "--out", out}, tc.flags...)
+		r := run(t, dir, args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.flags, r.code, r.stderr)
+		}
+		if got := strings.Contains(r.stdout, "Each baseline ran on the raw and on the standardized features"); got != tc.other {
+			t.Errorf("%v: the table's note of both features is there: %v, want %v:\n%s", tc.flags, got, tc.other, r.stdout)
+		}
+		var rep struct {
+			Standardized  bool
+			Runs          []json.RawMessage
+			OtherFeatures *struct {
+				Standardized bool
+				Runs         []json.RawMessage
+			} `json:"other_features"`
+		}
+		readJSON(t, filepath.Join(dir, out, "compare.json"), &rep)
+		o := rep.OtherFeatures
+		if (o != nil) != tc.other || len(rep.Runs) != 1 || (o != nil && (o.Standardized == rep.Standardized || len(o.Runs) != 1)) {
+			t.Errorf("%v: standardized %v, %d runs, other features %+v; want one k-means run on each choice: %v",
+				tc.flags, rep.Standardized, len(rep.Runs), o, tc.other)
+		}
+	}
+}
+
 // Columns in different units are standardized unless --standardize says otherwise; the
 // choice and its measure are in config.json.
 func TestStandardizeAuto(t *testing.T) {

@@ -355,7 +355,13 @@ func TestPreferBaselines(t *testing.T) {
 	if rep.OtherFeatures != other || other.Methods[0].Features != "" {
 		t.Error("the other report is not kept as it was")
 	}
-	md := SuiteMarkdown([]*Report{rep})
+	md := rep.Markdown()
+	for _, s := range []string{"| kmeans (standardized) |", "| gmm-diag              |", otherFeaturesNote} {
+		if !strings.Contains(md, s) {
+			t.Errorf("table lacks %q:\n%s", s, md)
+		}
+	}
+	md = SuiteMarkdown([]*Report{rep})
 	for _, s := range []string{"**0.9700** (standardized)", "|   0.9000 |", "each baseline on the features, raw or standardized"} {
 		if !strings.Contains(md, s) {
 			t.Errorf("suite table lacks %q:\n%s", s, md)

@@ -162,14 +162,28 @@ func (r *Report) Markdown() string {
 
 	rows := [][]string{{"method", "ACC", "NMI", "ARI", "s/run"}}
 	for _, s := range r.Methods {
-		rows = append(rows, []string{s.Method, s.ACC.String(), s.NMI.String(), s.ARI.String(), formatSeconds(s.Seconds)})
+		method := s.Method
+		if s.Features != "" {
+			method += " (" + s.Features + ")"
+		}
+		rows = append(rows, []string{method, s.ACC.String(), s.NMI.String(), s.ARI.String(), formatSeconds(s.Seconds)})
 	}
 	writeTable(&b, rows)
-	for _, n := range append(r.networkNotes(), r.regNotes()...) {
+	notes := r.networkNotes()
+	if r.OtherFeatures != nil {
+		notes = append(notes, otherFeaturesNote)
+	}
+	for _, n := range append(notes, r.regNotes()...) {
 		b.WriteString("\n" + n + "\n")
 	}
 	return b.String()
 }
+
+// otherFeaturesNote explains a baseline row marked with the features it ran on
+// (PreferBaselines).
+const otherFeaturesNote = "Each baseline ran on the raw and on the standardized features, and its row shows the better: " +
+	"marked (raw) or (standardized) where those are not the features the title names. " +
+	"The labels chose, so that is the strongest baseline, not a rule emclust could apply."
 
 // networkNote says how the neural runs chose their network (train.NetworkCandidates).
 const networkNote = "network: the MLP or the linear map (learned prior), whichever uses more clusters, then has the higher silhouette"
