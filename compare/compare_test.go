@@ -337,16 +337,20 @@ func TestRestartsNote(t *testing.T) {
 // when that is the other report's, and leaves the neural methods on theirs.
 func TestPreferBaselines(t *testing.T) {
 	stat := func(acc float64) Stat { return Stat{Mean: acc, N: 1} }
+	// The GMM runs needed raised regularisers, which a row notes for the runs it shows.
 	rep := &Report{Data: "wine", N: 178, K: 3, Seeds: []uint64{1}, Device: "cpu", Methods: []Summary{
-		{Method: "em", Runs: 1, ACC: stat(0.8)}, {Method: "kmeans", Runs: 1, ACC: stat(0.7)}, {Method: "gmm-diag", Runs: 1, ACC: stat(0.9)}}}
+		{Method: "em", Runs: 1, ACC: stat(0.8)}, {Method: "kmeans", Runs: 1, ACC: stat(0.7)},
+		{Method: "gmm-diag", Runs: 1, ACC: stat(0.9)}, {Method: "gmm-full", Runs: 1, ACC: stat(0.6)}},
+		Runs: []Result{{Method: "gmm-diag", Seed: 1, ACC: 0.9, Reg: GMMRegs[1]}, {Method: "gmm-full", Seed: 1, ACC: 0.6, Reg: GMMRegs[2]}}}
 	other := &Report{Data: "wine (standardized)", Standardized: true, Methods: []Summary{
-		{Method: "kmeans", Runs: 1, ACC: stat(0.97)}, {Method: "gmm-diag", Runs: 1, ACC: stat(0.85)}}}
+		{Method: "kmeans", Runs: 1, ACC: stat(0.97)}, {Method: "gmm-diag", Runs: 1, ACC: stat(0.85)}, {Method: "gmm-full", Runs: 1, ACC: stat(0.65)}},
+		Runs: []Result{{Method: "gmm-diag", Seed: 1, ACC: 0.85, Reg: GMMRegs[2]}, {Method: "gmm-full", Seed: 1, ACC: 0.65, Reg: GMMRegs[1]}}}
 	rep.PreferBaselines(other)
 	want := []struct {
 		method   string
 		acc      float64
 		features string
-	}{{"em", 0.8, ""}, {"kmeans", 0.97, "standardized"}, {"gmm-diag", 0.9, ""}}
+	}{{"em", 0.8, ""}, {"kmeans", 0.97, "standardized"}, {"gmm-diag", 0.9, ""}, {"gmm-full", 0.65, "standardized"}}
 	for i, w := range want {
 		if m := rep.Methods[i]; m.Method != w.method || m.ACC.Mean != w.acc || m.Features != w.features {
 			t.Errorf("row %d: %s %v on %q, want %s %v on %q", i, m.Method, m.ACC.Mean, m.Features, w.method, w.acc, w.features)
@@ -356,7 +360,9 @@ func TestPreferBaselines(t *testing.T) {
 		t.Error("the other report is not kept as it was")
 	}
 	md := rep.Markdown()
-	for _, s := range []string{"| kmeans (standardized) |", "| gmm-diag              |", otherFeaturesNote} {
+	for _, s := range []string{"| kmeans (standardized)   |", "| gmm-diag                |", otherFeaturesNote,
+		"gmm-diag: covariance regulariser raised from 1e-06 (a float32 covariance was not positive definite): 1e-05 for seed 1.",
+		"gmm-full: covariance regulariser raised from 1e-06 (a float32 covariance was not positive definite): 1e-05 for seed 1."} {
 		if !strings.Contains(md, s) {
 			t.Errorf("table lacks %q:\n%s", s, md)
 		}

@@ -312,14 +312,19 @@ func writeTable(b *strings.Builder, rows [][]string) {
 }
 
 // regNotes lists the GMM runs that needed more than the usual covariance
-// regulariser, since they fit a slightly different model.
+// regulariser, since they fit a slightly different model: those of the runs each
+// row summarises (OtherFeatures' for a row taken from there).
 func (r *Report) regNotes() []string {
 	var notes []string
 	for _, s := range r.Methods {
+		runs := r.Runs
+		if s.Features != "" && r.OtherFeatures != nil {
+			runs = r.OtherFeatures.Runs
+		}
 		var parts []string
 		for _, reg := range GMMRegs[1:] {
 			var seeds []string
-			for _, run := range r.Runs {
+			for _, run := range runs {
 				if run.Method == s.Method && run.Reg == reg {
 					seeds = append(seeds, fmt.Sprint(run.Seed))
 				}
