@@ -1746,21 +1746,31 @@ func TestCompareBaselinesBothFeatures(t *testing.T) {
 		if got := strings.Contains(r.stdout, "Each baseline ran on the raw and on the standardized features"); got != tc.other {
 			t.Errorf("%v: the table's note of both features is there: %v, want %v:\n%s", tc.flags, got, tc.other, r.stdout)
 		}
-		var rep struct {
-			Standardized  bool
-			Runs          []json.RawMessage
-			OtherFeatures *struct {
-				Standardized bool
-				Runs         []json.RawMessage
-			} `json:"other_features"`
-		}
+		var rep bothFeatures
 		readJSON(t, filepath.Join(dir, out, "compare.json"), &rep)
-		o := rep.OtherFeatures
-		if (o != nil) != tc.other || len(rep.Runs) != 1 || (o != nil && (o.Standardized == rep.Standardized || len(o.Runs) != 1)) {
+		if rep.oneRunEach() != tc.other || len(rep.Runs) != 1 {
 			t.Errorf("%v: standardized %v, %d runs, other features %+v; want one k-means run on each choice: %v",
-				tc.flags, rep.Standardized, len(rep.Runs), o, tc.other)
+				tc.flags, rep.Standardized, len(rep.Runs), rep.OtherFeatures, tc.other)
 		}
 	}
+}
+
+// bothFeatures is what the tests read of a compare report: its runs, and the
+// baselines' runs on the other choice of standardisation.
+type bothFeatures struct {
+	Standardized  bool
+	Runs          []json.RawMessage
+	OtherFeatures *struct {
+		Standardized bool
+		Runs         []json.RawMessage
+	} `json:"other_features"`
+}
+
+// oneRunEach says whether the report holds one run on its features and one on the
+// other choice.
+func (b bothFeatures) oneRunEach() bool {
+	o := b.OtherFeatures
+	return o != nil && o.Standardized != b.Standardized && len(o.Runs) == 1 && len(b.Runs) == 1
 }
 
 // Columns in different units are standardized unless --standardize says otherwise; the
@@ -1858,19 +1868,12 @@ func TestCompareSuiteTables(t *testing.T) {
 	}
 	// Each table's baselines also ran on the other choice of standardisation.
 	r := run(t, dir, "compare", "--suite", "--tables", "tables/glass.csv.gz", "--label-col", "label", "--methods", "kmeans", "--seeds", "1", "--json", "--quiet")
-	var reps []struct {
-		Standardized  bool
-		Runs          []json.RawMessage
-		OtherFeatures *struct {
-			Standardized bool
-			Runs         []json.RawMessage
-		} `json:"other_features"`
-	}
+	var reps []bothFeatures
 	if err := json.Unmarshal([]byte(r.stdout), &reps); err != nil || len(reps) != 1 {
 		t.Fatalf("--json: %v, %d reports: %s", err, len(reps), r.stdout)
 	}
-	if o := reps[0].OtherFeatures; o == nil || o.Standardized == reps[0].Standardized || len(o.Runs) != 1 || len(reps[0].Runs) != 1 {
-		t.Errorf("glass: standardized %v, other features %+v; want one k-means run on each choice", reps[0].Standardized, o)
+	if !reps[0].oneRunEach() {
+		t.Errorf("glass: standardized %v, other features %+v; want one k-means run on each choice", reps[0].Standardized, reps[0].OtherFeatures)
 	}
 	if err := os.Mkdir(filepath.Join(dir, "none"), 0o755); err != nil {
 		t.Fatal(err)
