@@ -331,15 +331,14 @@ func epochSeed(seed uint64, epoch int) uint64 {
 // Train runs the remaining epochs, evaluating and checkpointing as configured.
 // Cancelling ctx stops after the current step; the last checkpoint stays valid.
 func (r *Run) Train(ctx context.Context) error {
+	defer r.oneThreadForSmallSteps()()
 	for r.epoch < r.Cfg.Epochs {
 		// Ranks agree on stopping at the epoch's first step instead (stopRequested):
 		// one of them leaving here would leave the others in that collective.
 		if err := ctx.Err(); err != nil && r.group == nil {
 			return err
 		}
-		restore := r.oneThreadForSmallSteps()
 		m, err := r.trainEpoch(ctx)
-		restore()
 		if err != nil {
 			return fmt.Errorf("epoch %d: %w", r.epoch+1, err)
 		}
@@ -374,7 +373,9 @@ const smallStepFLOPs = 10e6
 // hand-offs between threads cost more than they save: the digits MLP step (2.6 MFLOP)
 // takes 0.28–0.33 ms on one thread and 0.40–0.53 ms on two, half of it in libgomp
 // waiting (docs/RESULTS.md section 10). Only when Cfg.Threads leaves the count to
-// emclust; evaluation and the baselines keep every thread.
+// emclust. Train's evaluations run on that one thread too: setting the count anew
+// around each made a digits run of 72 epochs four times slower (1.5–1.9 s against
+// 0.4 s; docs/RESULTS.md section 32). The baselines keep every thread.
 func (r *Run) oneThreadForSmallSteps() (restore func()) {
 	flops := StepFLOPs(r.Net.ForwardFLOPs(), r.Cfg.BatchSize, r.Cfg.Objective)
 	prev := torch.NumThreads()

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -412,7 +413,28 @@ func TestOneThreadForSmallSteps(t *testing.T) {
 			t.Errorf("%s: %d threads during the steps, %d after; want %d, then 2", tc.name, during, torch.NumThreads(), tc.during)
 		}
 	}
+	// Train keeps the one thread through its evaluations too, instead of setting the
+	// count anew around each (which started a thread each time).
+	cfg := VectorDefaults()
+	cfg.MinSteps, cfg.Epochs, cfg.EvalEvery = 0, 3, 1
+	r := newRunOn(t, cfg, digitsSourceOn(t, torch.CPU), "", torch.CPU)
+	p := &threadsSeen{}
+	r.Progress = p
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.atStart, []int{1, 1, 1}) || !slices.Equal(p.afterEval, []int{1, 1, 1}) || torch.NumThreads() != 2 {
+		t.Errorf("threads at each epoch's start %v, after its evaluation %v, after Train %d; want 1s, 1s, then 2", p.atStart, p.afterEval, torch.NumThreads())
+	}
 }
+
+// threadsSeen records the thread count as each epoch starts and after it is
+// evaluated (End follows the evaluation).
+type threadsSeen struct{ atStart, afterEval []int }
+
+func (p *threadsSeen) Start(int, int, int)     { p.atStart = append(p.atStart, torch.NumThreads()) }
+func (p *threadsSeen) Step(int, float64, bool) {}
+func (p *threadsSeen) End(EpochMetrics)        { p.afterEval = append(p.afterEval, torch.NumThreads()) }
 
 // The criteria of PredictWithCriteria match the formulas of Criteria computed here in
 // float64 from the eval-mode scores of every row at once (Predict sums over chunks).
