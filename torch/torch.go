@@ -33,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unsafe"
 )
 
@@ -310,6 +311,22 @@ func LiveTensors() int64 { return int64(C.et_live_tensors()) }
 
 // ManualSeed seeds libtorch's default generators (CPU and every CUDA device).
 func ManualSeed(seed uint64) error { return check("manual_seed", C.et_manual_seed(C.uint64_t(seed))) }
+
+// seeding serialises Seeded: libtorch's default generators are one per process.
+var seeding sync.Mutex
+
+// Seeded seeds libtorch's default generators and runs draw before any other Seeded
+// call may seed them again, so that goroutines building networks side by side each
+// draw from their own seed. It guards only against other Seeded calls: code that
+// draws while another goroutine builds a network gets draws from either seed.
+func Seeded(seed uint64, draw func() error) error {
+	seeding.Lock()
+	defer seeding.Unlock()
+	if err := ManualSeed(seed); err != nil {
+		return err
+	}
+	return draw()
+}
 
 // SetNumThreads sets the intra-op CPU thread count.
 func SetNumThreads(n int) error { return check("set_num_threads", C.et_set_num_threads(C.int(n))) }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -514,5 +515,52 @@ func TestAdviseHugePages(t *testing.T) {
 	small := s.Float32s(s.Full([]int{3}, 1.5, Float32, testDevice))
 	if s.Err() != nil || small[2] != 1.5 {
 		t.Fatalf("small tensor after advice = %v, %v", small, s.Err())
+	}
+}
+
+// Goroutines that draw side by side under Seeded each get the draws of their seed
+// alone: no other Seeded call reseeds the generator between their draws.
+func TestSeededSideBySide(t *testing.T) {
+	draw := func(seed uint64) ([]float32, error) {
+		var out []float32
+		err := Seeded(seed, func() error {
+			s := NoGrad()
+			defer s.Close()
+			for range 50 { // many draws, many chances for another goroutine to reseed
+				out = append(out, s.Float32s(s.Rand([]int{64}, Float32, CPU))...)
+			}
+			return s.Err()
+		})
+		return out, err
+	}
+	var alone [2][]float32
+	for i := range alone {
+		var err error
+		if alone[i], err = draw(uint64(i + 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if slices.Equal(alone[0], alone[1]) {
+		t.Fatal("seeds 1 and 2 drew the same values")
+	}
+	const goroutines = 8
+	got := make([][]float32, goroutines)
+	errs := make([]error, goroutines)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[g], errs[g] = draw(uint64(g%2 + 1))
+		}()
+	}
+	wg.Wait()
+	for g := range goroutines {
+		if errs[g] != nil {
+			t.Fatal(errs[g])
+		}
+		if !slices.Equal(got[g], alone[g%2]) {
+			t.Errorf("goroutine %d drew other values under seed %d than it alone", g, g%2+1)
+		}
 	}
 }
