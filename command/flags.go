@@ -66,7 +66,7 @@ func deviceFlag() cli.Flag {
 }
 
 func threadsFlag() cli.Flag {
-	return &cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: one per CPU, and one for a training step too small to share)"}
+	return &cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: one per CPU; a training step too small to share runs on one, and vector restarts train side by side, one per CPU; N: restarts one after another, on N)"}
 }
 
 // autoStandardizeHelp says what train and compare do when --standardize is not given.

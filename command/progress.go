@@ -91,49 +91,53 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// restartsProgress draws one bar over all the steps of R restarts on a terminal, and
-// nothing otherwise: trainRestarts prints a line per restart.
+// restartsProgress draws one bar over all the steps of the restarts on a terminal;
+// trainRestarts prints a line per restart. A nil one draws nothing.
 type restartsProgress struct {
 	w        io.Writer
 	restarts int
-	restart  int // the restart in training, from 1
-	epochs   int // epochs per restart
-	base     int // steps of the epochs before this one
-	steps    int // steps of this epoch
+	done     int // restarts done
 	bar      *progressbar.ProgressBar
 }
 
-func newRestartsProgress(w io.Writer, quiet bool, restarts int) train.Progress {
+func newRestartsProgress(w io.Writer, quiet bool, restarts int) *restartsProgress {
 	if quiet || !isTerminal(w) {
 		return nil
 	}
 	return &restartsProgress{w: w, restarts: restarts}
 }
 
-func (p *restartsProgress) Start(epoch, epochs, steps int) {
-	if epoch == 1 {
-		p.restart++
+// steps is train.RestartHooks.Progress: steps done of total, over all restarts.
+func (p *restartsProgress) steps(done, total int) {
+	if p == nil {
+		return
 	}
 	if p.bar == nil {
-		p.bar = newStepBar(p.w, p.restarts*epochs*steps)
+		p.bar = newStepBar(p.w, total)
+		p.describe()
+	} else if total != p.bar.GetMax() {
+		p.bar.ChangeMax(total)
 	}
-	p.base = ((p.restart-1)*epochs + epoch - 1) * steps
-	p.epochs, p.steps = epochs, steps
-	p.bar.Describe(fmt.Sprintf("restart %d/%d epoch %d/%d", p.restart, p.restarts, epoch, epochs))
+	p.bar.Set(done)
 }
 
-// ShowsLoss: the restarts' bar shows steps, not the loss.
-func (p *restartsProgress) ShowsLoss() bool { return false }
-
-func (p *restartsProgress) Step(done int, _ float64, _ bool) { p.bar.Set(p.base + done) }
-
-func (p *restartsProgress) End(m train.EpochMetrics) {
-	p.bar.Set(p.base + p.steps)
-	switch {
-	case m.Epoch < p.epochs:
-	case p.restart == p.restarts:
-		p.bar.Finish()
-	default:
-		p.bar.Clear() // for the restart's line; the next step draws the bar again
+// restartDone clears the bar for the line about a restart that ended; the next step
+// draws it again. The last one finishes it.
+func (p *restartsProgress) restartDone() {
+	if p == nil {
+		return
 	}
+	if p.done++; p.bar == nil {
+		return
+	}
+	if p.done == p.restarts {
+		p.bar.Finish()
+		return
+	}
+	p.bar.Clear()
+	p.describe()
+}
+
+func (p *restartsProgress) describe() {
+	p.bar.Describe(fmt.Sprintf("restarts %d/%d done", p.done, p.restarts))
 }

@@ -28,7 +28,7 @@ func trainCommand() *cli.Command {
 	flags = append(flags,
 		&cli.StringFlag{Name: "objective", Usage: objectiveHelp(), DefaultText: "em for vectors, twofold for images"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},
-		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the one --keep-by chooses", DefaultText: "10 for vectors, 1 for images"},
+		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the one --keep-by chooses (vectors on the CPU train side by side, one per thread)", DefaultText: "10 for vectors, 1 for images"},
 		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations; the one that agrees best with those before it is kept as chosen.safetensors (0: only at the end; restarts evaluate only their last epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
@@ -367,18 +367,28 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 		networks = " for each of the MLP and the linear map (learned prior), then the one whose clustering uses more clusters and has the higher silhouette"
 	}
 	total := cfg.RestartRuns()
-	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads); %d restarts kept by %s%s\n",
-		src.Describe(), dev, torch.Version(), torch.NumThreads(), max(cfg.Restarts, 1), by, networks)
+	atOnce := ""
+	if n := train.RestartsSideBySide(cfg, src, dev); n > 1 {
+		atOnce = fmt.Sprintf(", %d at a time,", n)
+	}
+	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads); %d restarts%s kept by %s%s\n",
+		src.Describe(), dev, torch.Version(), torch.NumThreads(), max(cfg.Restarts, 1), atOnce, by, networks)
+	bar := newRestartsProgress(log, log == io.Discard, total)
+	done := 0
 	hooks := train.RestartHooks{
-		Progress: newRestartsProgress(log, log == io.Discard, total),
-		Done: func(i int, r train.Restart) {
+		Done: func(_ int, r train.Restart) {
+			bar.restartDone()
+			done++
 			net := ""
 			if r.Network != "" {
 				net = " " + r.Network
 			}
 			fmt.Fprintf(log, "emclust: restart %d/%d%s, seed %d: max posterior %.4f, EM objective %.4f\n",
-				i+1, total, net, r.Seed, r.Criteria.MaxPosterior, r.Criteria.EMObjective)
+				done, total, net, r.Seed, r.Criteria.MaxPosterior, r.Criteria.EMObjective)
 		},
+	}
+	if bar != nil {
+		hooks.Progress = bar.steps
 	}
 	run, restarts, err := train.TrainRestarts(ctx, cfg, src, dev, hooks)
 	if run != nil {

@@ -3,6 +3,8 @@ package train
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"sync"
 
 	"emclust/eval"
 	"emclust/torch"
@@ -97,11 +99,16 @@ func KeptBy(keepBy string, n int) string {
 	return keptByMaxPosterior
 }
 
-// RestartHooks let a caller follow TrainRestarts; either may be nil.
+// RestartHooks let a caller follow TrainRestarts; either may be nil. Restarts may
+// train side by side, so the hooks are called from several goroutines, but never
+// two at once.
 type RestartHooks struct {
-	// Progress follows every restart's epochs, one after another.
-	Progress Progress
-	// Done hears of each restart as it ends.
+	// Progress hears, after each step of any restart, how many steps all restarts
+	// have done of how many they will do. The total counts the restarts not yet
+	// started as long as one that has.
+	Progress func(done, total int)
+	// Done hears of each restart as it ends, in the order they end: its index among
+	// all restarts (NetworkCandidates' order, then the seeds') and its record.
 	Done func(i int, r Restart)
 }
 
@@ -116,60 +123,121 @@ type RestartHooks struct {
 // By agreement, fewer than MinAgreementRestarts fall back to the max posterior
 // (Criteria.Better).
 //
-// With several NetworkCandidates it does so for each in turn (the same seeds), and of
-// the two runs kept returns the one whose clustering uses more clusters and then has
-// the higher silhouette on the features as trained, raw or standardised as the run
-// chose (chooseNetwork). (On z-scored features the digits' near-constant pixels weigh
-// like the others, and the silhouette there picked the network that lost 0.13 ACC;
+// With several NetworkCandidates it does so for each (the same seeds), and of the two
+// runs kept returns the one whose clustering uses more clusters and then has the
+// higher silhouette on the features as trained, raw or standardised as the run chose
+// (chooseNetwork). (On z-scored features the digits' near-constant pixels weigh like
+// the others, and the silhouette there picked the network that lost 0.13 ACC;
 // section 29.)
 //
-// The caller owns the returned run (Attach gives it a folder); the others are closed.
-// A network's restarts stay open until all of them have trained, so R networks are
-// held at once.
+// Vector restarts on the CPU train side by side, one per libtorch thread
+// (RestartsSideBySide); the others one after another.
 //
-// Cancelling ctx stops the restart in training. If earlier restarts finished, the
-// one they choose comes back with the error (which wraps ctx's), so that an
-// interrupted run keeps what it finished; its Cfg.Restarts counts those restarts.
+// The caller owns the returned run (Attach gives it a folder); the others are closed.
+// All restarts stay open until all have trained, so as many networks are held at once.
+//
+// Cancelling ctx stops the restarts in training and starts no more. If some had
+// finished, the run chosen among them comes back with the error (which wraps ctx's),
+// so that an interrupted run keeps what it finished; its Cfg.Restarts counts those
+// restarts of its network.
 func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks) (*Run, []Restart, error) {
-	var kept []*Run
-	var all []Restart
-	closeKept := func() {
-		for _, r := range kept {
-			r.Close()
-		}
+	return trainRestarts(ctx, cfg, src, dev, hooks, RestartsSideBySide(cfg, src, dev))
+}
+
+// RestartsSideBySide is how many of cfg's restarts TrainRestarts trains at once, each
+// on one thread: one per libtorch thread for vectors on the CPU when cfg leaves the
+// thread count to emclust (Config.Threads 0), and 0, one after another on every
+// thread, otherwise. A vector step is too small to share among threads
+// (oneThreadForSmallSteps), so the restarts share them instead (docs/RESULTS.md
+// section 32). Images draw augmentations from libtorch's one generator, and their
+// steps are large.
+func RestartsSideBySide(cfg Config, src Source, dev torch.Device) int {
+	_, vectors := src.(*VectorSource)
+	threads := torch.NumThreads()
+	if !vectors || dev.CUDA || cfg.Threads != 0 || cfg.WorldSize > 1 || cfg.needsAugment() || threads < 2 || cfg.RestartRuns() < 2 {
+		return 0
 	}
-	var err error
+	return min(threads, cfg.RestartRuns())
+}
+
+// restartJob is one restart to train: its config, the name of its network in its
+// record, and its index among its network's restarts.
+type restartJob struct {
+	cfg     Config
+	network string
+	index   int
+}
+
+// trainRestarts is TrainRestarts with workers restarts side by side (0: one after
+// another on the caller's threads; trainJobs).
+func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks, workers int) (*Run, []Restart, error) {
 	cands := NetworkCandidates(cfg)
+	n := max(cfg.Restarts, 1)
+	var jobs []restartJob
 	for _, cand := range cands {
-		h := hooks
-		if done, offset := hooks.Done, len(all); done != nil {
-			h.Done = func(i int, r Restart) { done(offset+i, r) }
-		}
-		var run *Run
-		var restarts []Restart
 		name := "" // restarts name their network when there is a choice
 		if len(cands) > 1 {
 			name = NetworkName(cand)
 		}
-		run, restarts, err = trainNetwork(ctx, cand, src, dev, h, name)
-		all = append(all, restarts...)
-		if run != nil {
-			kept = append(kept, run)
-		}
-		if err != nil {
-			if ctx.Err() == nil || len(kept) == 0 {
-				closeKept()
-				return nil, nil, err
-			}
-			break // choose among what finished
+		for i := range n {
+			c := cand
+			c.Seed = cand.Seed + uint64(i)
+			// Only the last epoch is scored: the criteria choose, and scoring every
+			// epoch of runs that are mostly dropped took 3/4 of the time (10 restarts
+			// of the digits: 12.8 s against 3.2 s).
+			c.EvalEvery = 0
+			jobs = append(jobs, restartJob{cfg: c, network: name, index: i})
 		}
 	}
-	if len(kept) == 1 {
+	runs, records, err := trainJobs(ctx, jobs, src, dev, hooks, workers)
+	closeFrom := func(first int, kept []*Run) {
+		for _, r := range kept {
+			r.Close()
+		}
+		for _, r := range runs[first:] {
+			if r != nil {
+				r.Close()
+			}
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		closeFrom(0, nil)
+		return nil, nil, err
+	}
+	// Each network keeps one of its restarts that finished.
+	var kept []*Run
+	var all []Restart
+	for c := range cands {
+		var finished []*Run
+		var clusterings [][]int
+		var restarts []Restart
+		for j := c * n; j < (c+1)*n; j++ {
+			if r := runs[j]; r != nil {
+				finished = append(finished, r)
+				clusterings = append(clusterings, r.recent[len(r.recent)-1])
+				restarts = append(restarts, records[j])
+			}
+		}
+		if len(finished) == 0 {
+			continue
+		}
+		run, cerr := choose(finished, clusterings, restarts, src) // closes the others
+		if cerr != nil {
+			closeFrom((c+1)*n, kept)
+			return nil, nil, cerr
+		}
+		kept = append(kept, run)
+		all = append(all, restarts...)
+	}
+	switch len(kept) {
+	case 0:
+		return nil, nil, err
+	case 1:
 		return kept[0], all, err
 	}
 	best, cerr := chooseNetwork(kept, src)
 	if cerr != nil {
-		closeKept()
+		closeFrom(len(runs), kept)
 		return nil, nil, cerr
 	}
 	for i, r := range kept {
@@ -184,6 +252,148 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 	}
 	return kept[best.index], all, err
 }
+
+// trainJobs trains jobs and returns, for each, its run and record, or nil and a
+// zero record where it did not finish. With workers > 0 that many train side by
+// side, each on an OS thread of its own with one libtorch thread; with 0 they train
+// one after another on the caller's threads. The first error stops every job in
+// training and comes back; so does ctx's when it stopped a job or kept one from
+// starting.
+func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Device, hooks RestartHooks, workers int) ([]*Run, []Restart, error) {
+	runs := make([]*Run, len(jobs))
+	records := make([]Restart, len(jobs))
+	var mu sync.Mutex // the hooks, runs, records and firstErr
+	var firstErr error
+	var steps *stepCounter
+	if hooks.Progress != nil {
+		steps = &stepCounter{mu: &mu, hook: hooks.Progress, done: make([]int, len(jobs)), total: make([]int, len(jobs))}
+	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		stop()
+	}
+	train := func(j int) {
+		job := jobs[j]
+		of := fmt.Sprintf("restart %d (seed %d)", job.index+1, job.cfg.Seed)
+		if job.network != "" {
+			of = fmt.Sprintf("%s restart %d (seed %d)", job.network, job.index+1, job.cfg.Seed)
+		}
+		if err := ctx.Err(); err != nil {
+			fail(fmt.Errorf("%s: %w", of, err))
+			return
+		}
+		r, err := New(job.cfg, src, dev, "")
+		if err != nil {
+			fail(fmt.Errorf("%s: %w", of, err))
+			return
+		}
+		if steps != nil {
+			r.Progress = &restartSteps{c: steps, j: j}
+		}
+		if err := r.Train(ctx); err != nil {
+			r.Close()
+			fail(fmt.Errorf("%s: %w", of, err))
+			return
+		}
+		// Train evaluated the last epoch: its criteria.
+		rec := Restart{Seed: job.cfg.Seed, Criteria: *r.History[len(r.History)-1].Criteria, Network: job.network}
+		mu.Lock()
+		defer mu.Unlock()
+		runs[j], records[j] = r, rec
+		if hooks.Done != nil {
+			hooks.Done(j, rec)
+		}
+	}
+	if workers == 0 {
+		for j := range jobs {
+			if train(j); firstErr != nil {
+				break
+			}
+		}
+		return runs, records, firstErr
+	}
+	prev := torch.NumThreads()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The OS thread keeps its one libtorch thread (OpenMP's setting is the
+			// calling thread's) and ends with this goroutine, which never unlocks it.
+			runtime.LockOSThread()
+			if err := torch.SetNumThreads(1); err != nil {
+				fail(err)
+			}
+			for j := range next {
+				train(j)
+			}
+		}()
+	}
+	for j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	// Threads started from now on take libtorch's count from the last one set.
+	if err := torch.SetNumThreads(prev); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	return runs, records, firstErr
+}
+
+// stepCounter sums the steps of restarts for RestartHooks.Progress.
+type stepCounter struct {
+	mu          *sync.Mutex
+	hook        func(done, total int)
+	done, total []int // per restart; total is 0 until its first epoch starts
+}
+
+// set records restart j's steps done and, when total > 0, its steps in all, and
+// tells the hook the sums.
+func (c *stepCounter) set(j, done, total int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done[j] = done
+	if total > 0 {
+		c.total[j] = total
+	}
+	var sumDone, sumTotal, known int
+	for i := range c.done {
+		sumDone += c.done[i]
+		sumTotal += c.total[i]
+		known = max(known, c.total[i])
+	}
+	for _, t := range c.total {
+		if t == 0 {
+			sumTotal += known
+		}
+	}
+	c.hook(sumDone, sumTotal)
+}
+
+// restartSteps is the Progress of restart j: its epochs' steps, counted in c.
+type restartSteps struct {
+	c    *stepCounter
+	j    int
+	base int // steps of the epochs before this one
+}
+
+func (p *restartSteps) Start(epoch, epochs, steps int) {
+	p.base = (epoch - 1) * steps
+	p.c.set(p.j, p.base, epochs*steps)
+}
+func (p *restartSteps) Step(done int, _ float64, _ bool) { p.c.set(p.j, p.base+done, 0) }
+func (p *restartSteps) End(EpochMetrics)                 {}
+
+// ShowsLoss: the steps are counted, the loss is not shown.
+func (p *restartSteps) ShowsLoss() bool { return false }
 
 // networkChoice is what chooseNetwork found: the index of the run kept, and every
 // run's silhouette on the features trained on and clusters in use.
@@ -234,58 +444,6 @@ func betterNetwork(used []int, sil []float64) int {
 		}
 	}
 	return best
-}
-
-// trainNetwork trains the restarts of one network, named name in their records (""
-// when only one network trains), and keeps one by cfg.KeepBy.
-func trainNetwork(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks, name string) (*Run, []Restart, error) {
-	n := max(cfg.Restarts, 1)
-	var runs []*Run
-	var clusterings [][]int
-	var all []Restart
-	closeAll := func(keep *Run) {
-		for _, r := range runs {
-			if r != keep {
-				r.Close()
-			}
-		}
-	}
-	for i := range n {
-		c := cfg
-		c.Seed = cfg.Seed + uint64(i)
-		// Only the last epoch is scored: the criteria choose, and scoring every
-		// epoch of runs that are mostly dropped took 3/4 of the time (10 restarts
-		// of the digits: 12.8 s against 3.2 s).
-		c.EvalEvery = 0
-		r, err := New(c, src, dev, "")
-		if err != nil {
-			closeAll(nil)
-			return nil, nil, err
-		}
-		r.Progress = hooks.Progress
-		if err := r.Train(ctx); err != nil {
-			err = fmt.Errorf("restart %d (seed %d): %w", i+1, c.Seed, err)
-			r.Close()
-			if ctx.Err() != nil && len(runs) > 0 {
-				kept, err2 := choose(runs, clusterings, all, src)
-				if err2 != nil {
-					return nil, nil, err2
-				}
-				return kept, all, err
-			}
-			closeAll(nil)
-			return nil, nil, err
-		}
-		runs = append(runs, r)
-		// Train evaluated the last epoch: its clustering and criteria.
-		clusterings = append(clusterings, r.recent[len(r.recent)-1])
-		all = append(all, Restart{Seed: c.Seed, Criteria: *r.History[len(r.History)-1].Criteria, Network: name})
-		if hooks.Done != nil {
-			hooks.Done(i, all[i])
-		}
-	}
-	kept, err := choose(runs, clusterings, all, src)
-	return kept, all, err
 }
 
 // choose keeps the run that the first run's KeepBy prefers (of runs trained, with

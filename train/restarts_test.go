@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"reflect"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 
 	"emclust/data"
@@ -74,19 +77,20 @@ func testTrainRestarts(t *testing.T, keepBy string) {
 	cfg.MinSteps, cfg.HiddenAuto = 0, false // the epochs as set; the MLP alone
 	// On an AMD EPYC the two rules keep different restarts of seeds 5–8.
 	cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts, cfg.KeepBy = 2, 1, 5, 4, keepBy
-	var heard []uint64
+	heard := make([]uint64, 4) // by index: side by side, they end in any order
+	reports := 0
 	r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, RestartHooks{Done: func(i int, rs Restart) {
-		if i != len(heard) {
-			t.Errorf("restart %d reported as %d", len(heard), i)
+		if reports++; heard[i] != 0 {
+			t.Errorf("restart %d reported twice", i)
 		}
-		heard = append(heard, rs.Seed)
+		heard[i] = rs.Seed
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if len(all) != 4 || len(heard) != 4 {
-		t.Fatalf("%d restarts, %d reported; want 4", len(all), len(heard))
+	if len(all) != 4 || reports != 4 {
+		t.Fatalf("%d restarts, %d reported; want 4", len(all), reports)
 	}
 	score := func(rs Restart) float64 {
 		if keepBy == KeepBySilhouette {
@@ -159,11 +163,13 @@ func TestTrainRestartsInterrupted(t *testing.T) {
 			if tc.cancelAt == 0 {
 				cancel()
 			}
-			r, all, err := TrainRestarts(ctx, cfg, src, testDevice, RestartHooks{Done: func(i int, _ Restart) {
+			// One after another, so that which restarts finish is known; side by side:
+			// TestRestartsSideBySideInterrupted.
+			r, all, err := trainRestarts(ctx, cfg, src, testDevice, RestartHooks{Done: func(i int, _ Restart) {
 				if i+1 == tc.cancelAt {
 					cancel()
 				}
-			}})
+			}}, 0)
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err %v, want the cancellation", err)
 			}
@@ -190,6 +196,171 @@ func TestTrainRestartsInterrupted(t *testing.T) {
 					NetworkName(r.Cfg), r.Cfg.Hidden, all[0].NetworkSilhouette)
 			}
 		})
+	}
+}
+
+// Restarts trained side by side, each on one thread, are the restarts trained one
+// after another on one thread: every network's init draws from its own seed
+// (torch.Seeded), and no epoch of vectors draws from libtorch's generator. Each
+// restart's arithmetic is the same whatever runs beside it, so every figure matches.
+// The thread count comes back, and no tensor is left behind.
+func TestRestartsSideBySide(t *testing.T) {
+	runtime.LockOSThread() // the thread count read is this OS thread's
+	defer runtime.UnlockOSThread()
+	src := digitsSource(t)
+	cfg := VectorDefaults()
+	cfg.MinSteps = 0
+	cfg.Epochs, cfg.Seed, cfg.Restarts = 1, 5, 8 // of each network: 16 restarts, many inits at once
+	threads, live := torch.NumThreads(), torch.LiveTensors()
+	runs := cfg.RestartRuns()
+	stepsEach := src.Len() / cfg.BatchSize
+	var first []Restart
+	var firstSeed uint64
+	var firstNet string
+	for _, workers := range []int{1, 2, 3} {
+		var done, total, calls int
+		r, all, err := trainRestarts(context.Background(), cfg, src, testDevice, RestartHooks{Progress: func(d, n int) {
+			if calls++; d < done {
+				t.Errorf("%d side by side: steps done fell from %d to %d", workers, done, d)
+			}
+			done, total = d, n
+		}}, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed, net := r.Cfg.Seed, NetworkName(r.Cfg)
+		r.Close()
+		if done != runs*stepsEach || total != done || calls != done+runs {
+			t.Errorf("%d side by side: last progress %d of %d steps after %d calls; want %d of %d after %d (a step's and an epoch's start each)",
+				workers, done, total, calls, runs*stepsEach, runs*stepsEach, runs*stepsEach+runs)
+		}
+		if n := torch.NumThreads(); n != threads {
+			t.Errorf("%d side by side: %d threads after, want %d as before", workers, n, threads)
+		}
+		if workers == 1 {
+			first, firstSeed, firstNet = all, seed, net
+			continue
+		}
+		if seed != firstSeed || net != firstNet || !reflect.DeepEqual(all, first) {
+			t.Errorf("%d side by side kept the %s of seed %d, restarts\n%+v;\none at a time the %s of seed %d,\n%+v",
+				workers, net, seed, all, firstNet, firstSeed, first)
+		}
+	}
+	if n := torch.LiveTensors(); n != live {
+		t.Errorf("%d live tensors after, %d before", n, live)
+	}
+}
+
+// An epoch of vectors neither seeds nor draws from libtorch's generator, which
+// restarts beside it seed to build their networks.
+func TestVectorEpochsLeaveGenerator(t *testing.T) {
+	src := digitsSource(t)
+	cfg := VectorDefaults()
+	cfg.MinSteps, cfg.Epochs, cfg.Prior = 0, 2, "learned"
+	r := newRun(t, cfg, src, "")
+	draw := func() float32 {
+		s := torch.NoGrad()
+		defer s.Close()
+		v := s.Float32s(s.Rand([]int{1}, torch.Float32, torch.CPU))
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return v[0]
+	}
+	if err := torch.ManualSeed(7); err != nil {
+		t.Fatal(err)
+	}
+	want := draw()
+	if err := torch.ManualSeed(7); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := draw(); got != want {
+		t.Errorf("after two epochs the generator drew %v, want %v as if they had not run", got, want)
+	}
+}
+
+// Side by side, an interrupt stops the restarts in training and starts no more; the
+// run kept is chosen among those that finished. A restart that fails stops the rest,
+// and its error comes back. Neither leaves a tensor behind.
+func TestRestartsSideBySideInterrupted(t *testing.T) {
+	src := digitsSource(t)
+	live := torch.LiveTensors()
+	cfg := VectorDefaults()
+	cfg.MinSteps, cfg.HiddenAuto = 0, false
+	cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 6
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const workers = 2
+	r, all, err := trainRestarts(ctx, cfg, src, testDevice, RestartHooks{Done: func(int, Restart) { cancel() }}, workers)
+	if !errors.Is(err, context.Canceled) || r == nil {
+		t.Fatalf("err %v, kept a run: %v; want the cancellation and a run", err, r != nil)
+	}
+	// The first to finish cancels; the other in training may finish before it sees it.
+	if len(all) < 1 || len(all) > workers || r.Cfg.Restarts != len(all) || r.EpochsDone() != cfg.Epochs ||
+		!slices.ContainsFunc(all, func(rs Restart) bool { return rs.Seed == r.Cfg.Seed }) {
+		t.Errorf("kept seed %d of %d restarts (config says %d) after %d epochs; want one of 1 to %d finished, after %d",
+			r.Cfg.Seed, len(all), r.Cfg.Restarts, r.EpochsDone(), workers, cfg.Epochs)
+	}
+	r.Close()
+
+	// ±3e38 in every feature: every restart diverges.
+	v := &data.Vectors{N: 40, D: 4, Source: "huge"}
+	v.X = make([]float32, v.N*v.D)
+	for i := range v.X {
+		v.X[i] = float32(3e38 * float64(1-2*(i%2)))
+	}
+	huge, err := NewVectorSource(v, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer huge.Close()
+	cfg.K = 2
+	r, all, err = trainRestarts(context.Background(), cfg, huge, testDevice, RestartHooks{}, workers)
+	if err == nil || !strings.Contains(err.Error(), "diverged") || r != nil || all != nil {
+		t.Fatalf("err %v, kept a run: %v, %d restarts; want divergence and nothing", err, r != nil, len(all))
+	}
+	if n := torch.LiveTensors(); n != live+1 { // huge's table
+		t.Errorf("%d live tensors after, %d before and the table", n, live)
+	}
+}
+
+// Vector restarts on the CPU train side by side, one per thread, unless the user
+// set the threads, there is one restart, or the data are images.
+func TestRestartsSideBySideWhen(t *testing.T) {
+	src := digitsSource(t)
+	// The thread count is this OS thread's; the decision reads it, and nothing runs.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	const threads = 4
+	defer torch.SetNumThreads(torch.NumThreads())
+	if err := torch.SetNumThreads(threads); err != nil {
+		t.Fatal(err)
+	}
+	cfg := VectorDefaults() // 10 restarts of each of two networks
+	for _, tc := range []struct {
+		name string
+		set  func(c *Config)
+		src  Source
+		dev  torch.Device
+		want int
+	}{
+		{"defaults", func(*Config) {}, src, torch.CPU, threads},
+		{"three restarts, one network", func(c *Config) { c.Restarts, c.HiddenAuto = 3, false }, src, torch.CPU, 3},
+		{"one restart", func(c *Config) { c.Restarts = 1 }, src, torch.CPU, 0},
+		{"two restarts, one network", func(c *Config) { c.Restarts, c.HiddenAuto = 2, false }, src, torch.CPU, 2},
+		{"threads set", func(c *Config) { c.Threads = 1 }, src, torch.CPU, 0},
+		{"on a GPU", func(*Config) {}, src, torch.Device{CUDA: true}, 0},
+		{"several processes", func(c *Config) { c.WorldSize = 2 }, src, torch.CPU, 0},
+		{"images", func(*Config) {}, &ImageSource{}, torch.CPU, 0},
+	} {
+		c := cfg
+		tc.set(&c)
+		if got := RestartsSideBySide(c, tc.src, tc.dev); got != tc.want {
+			t.Errorf("%s: %d side by side, want %d", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -245,12 +416,12 @@ func TestTrainRestartsChoosesNetwork(t *testing.T) {
 	cfg := VectorDefaults()
 	cfg.MinSteps, cfg.HiddenAuto = 0, true
 	cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 3
-	var heard []string
+	heard := make([]string, 6) // by index
 	r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, RestartHooks{Done: func(i int, rs Restart) {
-		if i != len(heard) {
-			t.Errorf("restart %d reported as %d", len(heard), i)
+		if heard[i] != "" {
+			t.Errorf("restart %d reported twice", i)
 		}
-		heard = append(heard, rs.Network)
+		heard[i] = rs.Network
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -184,16 +184,17 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 			return nil, err
 		}
 	}
-	if err := torch.ManualSeed(cfg.Seed); err != nil {
-		return nil, err
-	}
 	if dev.CUDA {
 		torch.SetCuDNNDeterministic(cfg.Deterministic)
 		if cfg.Deterministic {
 			torch.SetCuDNNBenchmark(false) // the autotuner's choice varies between runs
 		}
 	}
-	net, err := model.New(spec, dev)
+	var net *model.Net
+	err = torch.Seeded(cfg.Seed, func() (err error) {
+		net, err = model.New(spec, dev)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -392,8 +393,13 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 	cfg := &r.Cfg
 	m := EpochMetrics{Epoch: r.epoch + 1}
 	seed := epochSeed(cfg.Seed, r.epoch)
-	if err := torch.ManualSeed(seed); err != nil {
-		return m, err
+	if cfg.needsAugment() {
+		// The augmentations draw from libtorch's generator; nothing else in an epoch
+		// does, so other epochs leave it to the restarts that build their networks
+		// beside this one (TrainRestarts).
+		if err := torch.ManualSeed(seed); err != nil {
+			return m, err
+		}
 	}
 	n := r.Src.Len()
 	steps := n / cfg.BatchSize
