@@ -24,7 +24,11 @@ func runDevices(_ context.Context, stdout io.Writer) error {
 	if torch.BuiltWithCUDA() {
 		build = "CUDA"
 	}
-	fmt.Fprintf(stdout, "libtorch %s (%s build of the emtorch shim), %d CPU threads\n", torch.Version(), build, torch.NumThreads())
+	blas := ""
+	if n := torch.BLASThreads(); n >= 0 {
+		blas = fmt.Sprintf(" (OpenBLAS %d)", n)
+	}
+	fmt.Fprintf(stdout, "libtorch %s (%s build of the emtorch shim), %d CPU threads%s\n", torch.Version(), build, torch.NumThreads(), blas)
 	fmt.Fprintln(stdout, "cpu")
 	n := torch.CUDADeviceCount()
 	if !torch.CUDAAvailable() {

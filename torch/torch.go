@@ -328,8 +328,13 @@ func Seeded(seed uint64, draw func() error) error {
 	return draw()
 }
 
-// SetNumThreads sets the intra-op CPU thread count.
+// SetNumThreads sets the intra-op CPU thread count: OpenMP's for the calling OS
+// thread, and the BLAS's (MKL's, or OpenBLAS's for the whole process).
 func SetNumThreads(n int) error { return check("set_num_threads", C.et_set_num_threads(C.int(n))) }
+
+// BLASThreads is OpenBLAS's thread count, which SetNumThreads sets with libtorch's;
+// -1 where libtorch uses another BLAS (MKL follows libtorch's count).
+func BLASThreads() int { return int(C.et_get_blas_threads()) }
 
 // NumThreads is the intra-op CPU thread count.
 func NumThreads() int { return int(C.et_get_num_threads()) }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -562,5 +563,24 @@ func TestSeededSideBySide(t *testing.T) {
 		if !slices.Equal(got[g], alone[g%2]) {
 			t.Errorf("goroutine %d drew other values under seed %d than it alone", g, g%2+1)
 		}
+	}
+}
+
+// SetNumThreads sets OpenBLAS's count with libtorch's where OpenBLAS is loaded
+// (Debian's libtorch): its pool would otherwise spin beside n threads of work.
+func TestSetNumThreadsSetsBLAS(t *testing.T) {
+	runtime.LockOSThread() // libtorch's count is this OS thread's
+	defer runtime.UnlockOSThread()
+	defer SetNumThreads(NumThreads())
+	for _, n := range []int{1, 2, 1} {
+		if err := SetNumThreads(n); err != nil {
+			t.Fatal(err)
+		}
+		if libtorch, blas := NumThreads(), BLASThreads(); libtorch != n || (blas != -1 && blas != n) {
+			t.Errorf("SetNumThreads(%d): libtorch %d, OpenBLAS %d threads; want %d (OpenBLAS -1 where not loaded)", n, libtorch, blas, n)
+		}
+	}
+	if BLASThreads() == -1 {
+		t.Log("OpenBLAS is not loaded: libtorch sets its BLAS's count itself")
 	}
 }

@@ -782,10 +782,34 @@ et_error et_manual_seed(uint64_t seed) {
   ET_CATCH
 }
 
+// OpenBLAS keeps a thread count and a pool of its own, which at::set_num_threads
+// leaves alone (it sets MKL's). Looked up, not linked: other builds carry MKL.
+static void *openblas_symbol(const char *name) {
+#if defined(__linux__)
+  return dlsym(RTLD_DEFAULT, name);
+#else
+  (void)name;
+  return nullptr;
+#endif
+}
+
 et_error et_set_num_threads(int n) {
   ET_TRY
   at::set_num_threads(n);
+  // OpenBLAS's threads spin for a while after each call they share, on the cores the
+  // caller meant to keep to n threads.
+  using set_fn = void (*)(int);
+  static const auto set_blas = reinterpret_cast<set_fn>(openblas_symbol("openblas_set_num_threads"));
+  if (set_blas != nullptr) {
+    set_blas(n);
+  }
   ET_CATCH
+}
+
+int et_get_blas_threads(void) {
+  using get_fn = int (*)(void);
+  static const auto get_blas = reinterpret_cast<get_fn>(openblas_symbol("openblas_get_num_threads"));
+  return get_blas != nullptr ? get_blas() : -1;
 }
 
 int et_get_num_threads(void) { return at::get_num_threads(); }

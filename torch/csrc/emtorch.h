@@ -25,8 +25,9 @@ extern "C" {
  * 2: et_keep_freed_memory replaces et_set_malloc_arenas.
  * 3: et_advise_huge_pages and et_index_add.
  * 4: et_set_cudnn_deterministic.
- * 5: process groups (et_group_*) and et_sync_batch_norm. */
-#define ET_ABI_VERSION 5
+ * 5: process groups (et_group_*) and et_sync_batch_norm.
+ * 6: et_set_num_threads sets OpenBLAS's thread count too; et_get_blas_threads. */
+#define ET_ABI_VERSION 6
 
 typedef struct et_tensor_s *et_tensor;
 typedef struct et_adam_s *et_adam;
@@ -248,8 +249,12 @@ et_error et_sync_batch_norm(int flags, et_group g, et_tensor x, et_tensor weight
 
 /* Process-wide settings. */
 et_error et_manual_seed(uint64_t seed);
+/* libtorch's intra-op threads (OpenMP's count is the calling thread's) and the BLAS's:
+ * MKL's through libtorch, OpenBLAS's (process-wide) where it is loaded. */
 et_error et_set_num_threads(int n);
 int et_get_num_threads(void);
+/* OpenBLAS's thread count, or -1 where OpenBLAS is not loaded. */
+int et_get_blas_threads(void);
 int et_cuda_available(void);
 int et_cuda_device_count(void);
 et_error et_cuda_synchronize(int device_index);
