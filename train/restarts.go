@@ -319,6 +319,11 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 		return runs, records, firstErr
 	}
 	prev := torch.NumThreads()
+	// A worker holds its P through each libtorch call. With no P to spare, the runtime
+	// takes it from a call that outlasts a sysmon tick and wakes a thread to hold it:
+	// 13% of the digits restarts' time on two cores (docs/RESULTS.md section 32).
+	procs := runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + workers)
+	defer runtime.GOMAXPROCS(procs)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range workers {
