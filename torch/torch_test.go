@@ -576,7 +576,8 @@ func TestSetNumThreadsSetsBLAS(t *testing.T) {
 		if err := SetNumThreads(n); err != nil {
 			t.Fatal(err)
 		}
-		if libtorch, blas := NumThreads(), BLASThreads(); libtorch != n || (blas != -1 && blas != n) {
+		// A serial OpenBLAS has the setter but always runs on 1.
+		if libtorch, blas := NumThreads(), BLASThreads(); libtorch != n || (blas != -1 && blas != 1 && blas != n) {
 			t.Errorf("SetNumThreads(%d): libtorch %d, OpenBLAS %d threads; want %d (OpenBLAS -1 where not loaded)", n, libtorch, blas, n)
 		}
 	}

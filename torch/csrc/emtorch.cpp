@@ -46,6 +46,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -798,10 +799,16 @@ et_error et_set_num_threads(int n) {
   at::set_num_threads(n);
   // OpenBLAS's threads spin for a while after each call they share, on the cores the
   // caller meant to keep to n threads.
+  // Its setter is not safe to call from two threads at once (OpenMP builds resize
+  // buffers without a lock), and restarts side by side each set one thread.
   using set_fn = void (*)(int);
   static const auto set_blas = reinterpret_cast<set_fn>(openblas_symbol("openblas_set_num_threads"));
+  static std::mutex blas_lock;
   if (set_blas != nullptr) {
-    set_blas(n);
+    std::lock_guard<std::mutex> hold(blas_lock);
+    if (et_get_blas_threads() != n) {
+      set_blas(n);
+    }
   }
   ET_CATCH
 }
