@@ -1561,7 +1561,9 @@ func TestTrainRestarts(t *testing.T) {
 			}
 			readJSON(t, filepath.Join(dir, "run", "config.json"), &cfg)
 			want := sum.Restarts[best[kept]]
-			if cfg.Seed != want.Seed || cfg.Restarts != 3 || sum.Criteria.MaxPosterior != want.Criteria.MaxPosterior {
+			// The restart was scored on one thread, the summary on every one: the
+			// sums may differ in their last bits.
+			if cfg.Seed != want.Seed || cfg.Restarts != 3 || math.Abs(sum.Criteria.MaxPosterior-want.Criteria.MaxPosterior) > 1e-6 {
 				t.Errorf("kept seed %d (restarts %d, max posterior %v), want %s seed %d of 3 (score %v, max posterior %v)", cfg.Seed, cfg.Restarts,
 					sum.Criteria.MaxPosterior, kept, want.Seed, score(best[kept]), want.Criteria.MaxPosterior)
 			}

@@ -66,7 +66,7 @@ func deviceFlag() cli.Flag {
 }
 
 func threadsFlag() cli.Flag {
-	return &cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: one per CPU; a training step too small to share runs on one, and vector restarts train side by side, one per CPU; N: restarts one after another, on N)"}
+	return &cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: one per CPU, and a training step too small to share runs on one, its restarts side by side, one per CPU; N: N threads, restarts one after another)"}
 }
 
 // autoStandardizeHelp says what train and compare do when --standardize is not given.

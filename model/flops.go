@@ -32,6 +32,17 @@ func (n *Net) ForwardFLOPs() int64 {
 	return total
 }
 
+// MLPForwardFLOPs is ForwardFLOPs of the MLP sp describes, without building it: for
+// deciding how to train a network before its weights are drawn.
+func (sp Spec) MLPForwardFLOPs() int64 {
+	in, total := int64(sp.In), int64(0)
+	for _, h := range sp.Hidden {
+		total += 2 * in * int64(h)
+		in = int64(h)
+	}
+	return total + 2*in*int64(sp.K*sp.NumHeads())
+}
+
 // ElementwiseOps is the number of activations that the element-wise stages of one
 // forward pass of one input touch (BatchNorm and ReLU after each convolution, ReLU
 // after each hidden linear layer, the max-pool inputs, and the K relevance scores that

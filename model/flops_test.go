@@ -28,11 +28,21 @@ func TestForwardFLOPsMNIST(t *testing.T) {
 	}
 }
 
-// The MLP 64→32→32→10: 2·(64·32 + 32·32 + 32·10) = 6,848.
+// The MLP 64→32→32→10: 2·(64·32 + 32·32 + 32·10) = 6,848; the spec alone gives the
+// same, and so it does for a linear map and for several heads.
 func TestForwardFLOPsMLP(t *testing.T) {
-	n := build(t, Spec{Arch: "mlp", In: 64, Hidden: []int{32, 32}, K: 10, Norm: true})
-	if got, want := n.ForwardFLOPs(), int64(2*(64*32+32*32+32*10)); got != want {
-		t.Errorf("mlp forward: %d FLOPs, want %d", got, want)
+	for _, tc := range []struct {
+		spec Spec
+		want int64
+	}{
+		{Spec{Arch: "mlp", In: 64, Hidden: []int{32, 32}, K: 10, Norm: true}, 2 * (64*32 + 32*32 + 32*10)},
+		{Spec{Arch: "mlp", In: 30, K: 2, Norm: true}, 2 * 30 * 2},
+		{Spec{Arch: "mlp", In: 13, Hidden: []int{16}, K: 3, Heads: 4, Norm: true}, 2 * (13*16 + 16*3*4)},
+	} {
+		n := build(t, tc.spec)
+		if got, fromSpec := n.ForwardFLOPs(), tc.spec.MLPForwardFLOPs(); got != tc.want || fromSpec != tc.want {
+			t.Errorf("%s: %d FLOPs built, %d from the spec; want %d", tc.spec.Layers(), got, fromSpec, tc.want)
+		}
 	}
 }
 

@@ -103,12 +103,12 @@ func KeptBy(keepBy string, n int) string {
 // train side by side, so the hooks are called from several goroutines, but never
 // two at once.
 type RestartHooks struct {
-	// Progress hears, after each step of any restart, how many steps all restarts
-	// have done of how many they will do. The total counts the restarts not yet
-	// started as long as one that has.
+	// Progress hears, as any restart starts an epoch and every few of its steps, how
+	// many steps all restarts have done of how many they will do. The total counts
+	// the restarts not yet started as long as one that has.
 	Progress func(done, total int)
-	// Done hears of each restart as it ends, in the order they end: its index among
-	// all restarts (NetworkCandidates' order, then the seeds') and its record.
+	// Done hears of each restart that finishes, in the order they finish: its index
+	// among all restarts (NetworkCandidates' order, then the seeds') and its record.
 	Done func(i int, r Restart)
 }
 
@@ -137,25 +137,33 @@ type RestartHooks struct {
 // All restarts stay open until all have trained, so as many networks are held at once.
 //
 // Cancelling ctx stops the restarts in training and starts no more. If some had
-// finished, the run chosen among them comes back with the error (which wraps ctx's),
-// so that an interrupted run keeps what it finished; its Cfg.Restarts counts those
-// restarts of its network.
+// finished, the run chosen among them comes back with the error (ctx's, unless a
+// restart failed first), so that an interrupted run keeps what it finished; its
+// Cfg.Restarts counts those restarts of its network.
+//
+// It sets process-wide state while restarts train side by side (GOMAXPROCS, the
+// BLAS's thread count) and restores it: calls must not overlap.
 func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks) (*Run, []Restart, error) {
 	return trainRestarts(ctx, cfg, src, dev, hooks, RestartsSideBySide(cfg, src, dev))
 }
 
 // RestartsSideBySide is how many of cfg's restarts TrainRestarts trains at once, each
-// on one thread: one per libtorch thread for vectors on the CPU when cfg leaves the
-// thread count to emclust (Config.Threads 0), and 0, one after another on every
-// thread, otherwise. A vector step is too small to share among threads
-// (oneThreadForSmallSteps), so the restarts share them instead (docs/RESULTS.md
-// section 32). Images draw augmentations from libtorch's one generator, and their
-// steps are large.
+// on one thread: one per libtorch thread for vectors on the CPU whose steps are too
+// small to share among threads (oneThreadForSmallSteps), when cfg leaves the thread
+// count to emclust (Config.Threads 0); 0, one after another, otherwise. Such a run
+// trains and evaluates on one thread anyway, so the restarts share the threads
+// instead, to the same results (docs/RESULTS.md section 32).
 func RestartsSideBySide(cfg Config, src Source, dev torch.Device) int {
-	_, vectors := src.(*VectorSource)
+	vectors, ok := src.(*VectorSource)
 	threads := torch.NumThreads()
-	if !vectors || dev.CUDA || cfg.Threads != 0 || cfg.WorldSize > 1 || cfg.needsAugment() || threads < 2 || cfg.RestartRuns() < 2 {
+	if !ok || dev.CUDA || cfg.Threads != 0 || cfg.WorldSize > 1 || threads < 2 || cfg.RestartRuns() < 2 {
 		return 0
+	}
+	for _, c := range NetworkCandidates(cfg) {
+		spec, err := vectors.Spec(&c)
+		if err != nil || float64(StepFLOPs(spec.MLPForwardFLOPs(), min(c.BatchSize, src.Len()), c.Objective)) >= smallStepFLOPs {
+			return 0 // New reports a bad spec; a large step shares the threads
+		}
 	}
 	return min(threads, cfg.RestartRuns())
 }
@@ -324,6 +332,11 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 	// 13% of the digits restarts' time on two cores (docs/RESULTS.md section 32).
 	procs := runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + workers)
 	defer runtime.GOMAXPROCS(procs)
+	// The BLAS's count is the process's: one before any worker starts, so that no
+	// restart's products run on more (whose sums come out in another order).
+	if err := torch.SetNumThreads(1); err != nil {
+		return runs, records, err
+	}
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range workers {
@@ -333,6 +346,9 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 			// The OS thread keeps its one libtorch thread (OpenMP's setting is the
 			// calling thread's) and ends with this goroutine, which never unlocks it.
 			runtime.LockOSThread()
+			// Reading the count first settles libtorch's lazy set-up of a new thread,
+			// which would later apply the process-wide count instead.
+			torch.NumThreads()
 			if err := torch.SetNumThreads(1); err != nil {
 				fail(err)
 			}
@@ -346,7 +362,7 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 	}
 	close(next)
 	wg.Wait()
-	// Threads started from now on take libtorch's count from the last one set.
+	// The caller's count again: for its thread, the BLAS, and threads started later.
 	if err := torch.SetNumThreads(prev); err != nil && firstErr == nil {
 		firstErr = err
 	}
@@ -383,19 +399,29 @@ func (c *stepCounter) set(j, done, total int) {
 	c.hook(sumDone, sumTotal)
 }
 
-// restartSteps is the Progress of restart j: its epochs' steps, counted in c.
+// restartSteps is the Progress of restart j: its epochs' steps, counted in c every
+// stepsPerReport steps and at the end of each epoch, since the workers share c's lock.
 type restartSteps struct {
-	c    *stepCounter
-	j    int
-	base int // steps of the epochs before this one
+	c     *stepCounter
+	j     int
+	base  int // steps of the epochs before this one
+	steps int // in this epoch
 }
 
+const stepsPerReport = 10
+
 func (p *restartSteps) Start(epoch, epochs, steps int) {
-	p.base = (epoch - 1) * steps
+	p.base, p.steps = (epoch-1)*steps, steps
 	p.c.set(p.j, p.base, epochs*steps)
 }
-func (p *restartSteps) Step(done int, _ float64, _ bool) { p.c.set(p.j, p.base+done, 0) }
-func (p *restartSteps) End(EpochMetrics)                 {}
+
+func (p *restartSteps) Step(done int, _ float64, _ bool) {
+	if done%stepsPerReport == 0 || done == p.steps {
+		p.c.set(p.j, p.base+done, 0)
+	}
+}
+
+func (p *restartSteps) End(EpochMetrics) {}
 
 // ShowsLoss: the steps are counted, the loss is not shown.
 func (p *restartSteps) ShowsLoss() bool { return false }
