@@ -161,7 +161,7 @@ func RestartsSideBySide(cfg Config, src Source, dev torch.Device) int {
 	}
 	for _, c := range NetworkCandidates(cfg) {
 		spec, err := vectors.Spec(&c)
-		if err != nil || float64(StepFLOPs(spec.MLPForwardFLOPs(), min(c.BatchSize, src.Len()), c.Objective)) >= smallStepFLOPs {
+		if err != nil || !smallStep(spec.MLPForwardFLOPs(), min(c.BatchSize, src.Len()), c.Objective) {
 			return 0 // New reports a bad spec; a large step shares the threads
 		}
 	}

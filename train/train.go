@@ -369,6 +369,12 @@ func (r *Run) Train(ctx context.Context) error {
 // smallStepFLOPs is the step size below which a CPU step runs on one thread.
 const smallStepFLOPs = 10e6
 
+// smallStep reports whether a training step of a network of forwardFLOPs per input,
+// on batches of batch rows under objective, is below smallStepFLOPs.
+func smallStep(forwardFLOPs int64, batch int, objective string) bool {
+	return float64(StepFLOPs(forwardFLOPs, batch, objective)) < smallStepFLOPs
+}
+
 // oneThreadForSmallSteps runs CPU steps too small to share on one OpenMP thread and
 // returns the function that restores the thread count. Below smallStepFLOPs the
 // hand-offs between threads cost more than they save: the digits MLP step (2.6 MFLOP)
@@ -378,9 +384,8 @@ const smallStepFLOPs = 10e6
 // around each made a digits run of 72 epochs four times slower (1.5–1.9 s against
 // 0.4 s; docs/RESULTS.md section 32). The baselines keep every thread.
 func (r *Run) oneThreadForSmallSteps() (restore func()) {
-	flops := StepFLOPs(r.Net.ForwardFLOPs(), r.Cfg.BatchSize, r.Cfg.Objective)
 	prev := torch.NumThreads()
-	if r.Cfg.Threads != 0 || r.Dev.CUDA || prev <= 1 || float64(flops) >= smallStepFLOPs {
+	if r.Cfg.Threads != 0 || r.Dev.CUDA || prev <= 1 || !smallStep(r.Net.ForwardFLOPs(), r.Cfg.BatchSize, r.Cfg.Objective) {
 		return func() {}
 	}
 	torch.SetNumThreads(1)
