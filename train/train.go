@@ -343,25 +343,32 @@ func (r *Run) Train(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("epoch %d: %w", r.epoch+1, err)
 		}
-		last := r.epoch+1 == r.Cfg.Epochs
-		if last || (r.Cfg.EvalEvery > 0 && (r.epoch+1)%r.Cfg.EvalEvery == 0) {
-			if err := r.evaluate(&m); err != nil {
-				return fmt.Errorf("epoch %d: evaluate: %w", r.epoch+1, err)
-			}
-			if err := r.consider(m); err != nil {
-				return fmt.Errorf("epoch %d: %w", r.epoch+1, err)
-			}
+		if err := r.endEpoch(m); err != nil {
+			return err
 		}
-		r.epoch++
-		r.History = append(r.History, m)
-		if r.Progress != nil {
-			r.Progress.End(m)
+	}
+	return nil
+}
+
+// endEpoch takes the metrics of the epoch just trained: it evaluates when due,
+// records the epoch, and saves when due.
+func (r *Run) endEpoch(m EpochMetrics) error {
+	last := r.epoch+1 == r.Cfg.Epochs
+	if last || (r.Cfg.EvalEvery > 0 && (r.epoch+1)%r.Cfg.EvalEvery == 0) {
+		if err := r.evaluate(&m); err != nil {
+			return fmt.Errorf("epoch %d: evaluate: %w", r.epoch+1, err)
 		}
-		if r.Dir != "" && (last || r.savedEpoch == 0 || time.Since(r.lastSave) >= checkpointInterval) {
-			if err := r.Save(); err != nil {
-				return err
-			}
+		if err := r.consider(m); err != nil {
+			return fmt.Errorf("epoch %d: %w", r.epoch+1, err)
 		}
+	}
+	r.epoch++
+	r.History = append(r.History, m)
+	if r.Progress != nil {
+		r.Progress.End(m)
+	}
+	if r.Dir != "" && (last || r.savedEpoch == 0 || time.Since(r.lastSave) >= checkpointInterval) {
+		return r.Save()
 	}
 	return nil
 }
@@ -408,11 +415,7 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 	}
 	n := r.Src.Len()
 	steps := n / cfg.BatchSize
-	rng := rand.New(rand.NewPCG(seed, cfg.Seed))
-	perm := make([]int64, n)
-	for i, p := range rng.Perm(n) {
-		perm[i] = int64(p)
-	}
+	perm := r.epochOrder(seed)
 
 	// Per-epoch tensors: the permutation and the on-device accumulators, read once at
 	// the end (and every LogEvery steps for the progress bar) so steps never wait.
@@ -482,15 +485,30 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 	for j, v := range hs {
 		m.HMean[j] = round6(float64(v))
 	}
-	if math.IsNaN(m.Loss) || math.IsInf(m.Loss, 0) {
-		advice := "try a lower --lr or a larger --gamma"
-		if _, vectors := r.Src.(*VectorSource); vectors && !r.Cfg.Standardize {
-			// Raw features of ±1e38 overflow the first layer; z-scores do not.
-			advice = "try --standardize, a lower --lr or a larger --gamma"
-		}
-		return m, fmt.Errorf("loss is %v: training diverged (%s)", m.Loss, advice)
+	return m, r.diverged(m.Loss)
+}
+
+// epochOrder is the order in which an epoch of seed (epochSeed) visits the rows.
+func (r *Run) epochOrder(seed uint64) []int64 {
+	rng := rand.New(rand.NewPCG(seed, r.Cfg.Seed))
+	perm := make([]int64, r.Src.Len())
+	for i, p := range rng.Perm(len(perm)) {
+		perm[i] = int64(p)
 	}
-	return m, nil
+	return perm
+}
+
+// diverged is the error for an epoch's mean loss that is not finite.
+func (r *Run) diverged(loss float64) error {
+	if !math.IsNaN(loss) && !math.IsInf(loss, 0) {
+		return nil
+	}
+	advice := "try a lower --lr or a larger --gamma"
+	if _, vectors := r.Src.(*VectorSource); vectors && !r.Cfg.Standardize {
+		// Raw features of ±1e38 overflow the first layer; z-scores do not.
+		advice = "try --standardize, a lower --lr or a larger --gamma"
+	}
+	return fmt.Errorf("loss is %v: training diverged (%s)", loss, advice)
 }
 
 // swap moves next into the epoch scope in place of old.
