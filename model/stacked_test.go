@@ -1,0 +1,138 @@
+package model
+
+import (
+	"math"
+	"testing"
+
+	"emclust/torch"
+)
+
+// near reports whether every element of got is within tol of want, relative to the
+// larger of 1 and want's largest magnitude.
+func near(got, want []float32, tol float64) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	scale := 1.0
+	for _, w := range want {
+		scale = max(scale, math.Abs(float64(w)))
+	}
+	for i := range got {
+		if !(math.Abs(float64(got[i])-float64(want[i])) <= tol*scale) {
+			return false
+		}
+	}
+	return true
+}
+
+// A stacked network computes what its networks compute, each on its own batch: the
+// scores and the relevance normalisation in training, its statistics, the gradients
+// of a loss that sums theirs, and after Unstack each network's evaluation scores.
+func TestStackedIsItsNetworks(t *testing.T) {
+	const r, n = 3, 32
+	for _, sp := range []Spec{
+		{Arch: "mlp", In: 5, Hidden: []int{16, 8}, K: 4, Norm: true},
+		{Arch: "mlp", In: 5, K: 3, Norm: true}, // a linear map
+		{Arch: "mlp", In: 5, Hidden: []int{16}, K: 4},
+	} {
+		t.Run(sp.Layers(), func(t *testing.T) {
+			nets := make([]*Net, r)
+			for i := range nets {
+				nets[i] = build(t, sp) // each draws its own weights
+			}
+			st, err := Stack(nets)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			s := torch.NewScope()
+			defer s.Close()
+			x := s.Randn([]int{r, n, sp.In}, torch.Float32, testDevice)
+			w := s.Randn([]int{r, n, sp.K}, torch.Float32, testDevice)
+			a := st.Forward(s, x, true)
+			s.Backward(s.Sum(s.Mul(a, w), false))
+			for i, net := range nets {
+				xi := s.Reshape(s.Narrow(x, 0, i, 1), n, sp.In)
+				wi := s.Reshape(s.Narrow(w, 0, i, 1), n, sp.K)
+				ai := net.Forward(s, xi, true)
+				s.Backward(s.Sum(s.Mul(ai, wi), false))
+				if got := s.Float32s(s.Narrow(a, 0, i, 1)); !near(got, s.Float32s(ai), 1e-5) {
+					t.Errorf("network %d: stacked scores %v, alone %v", i, got, s.Float32s(ai))
+				}
+				for j, p := range net.Params() {
+					// The last bias's gradient is zero before a normalisation in exact
+					// arithmetic, so rounding (about 1e-4) is all it has.
+					got := s.Float32s(st.Part(s, s.Grad(st.Params()[j]), j, i))
+					if want := s.Float32s(s.Grad(p.Tensor)); !near(got, want, 1e-3) {
+						t.Errorf("network %d: gradient of %s stacked %v, alone %v", i, p.Name, got, want)
+					}
+				}
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+			// Both updated the running statistics once; Unstack overwrites the
+			// networks' with the stacked ones.
+			var stats []float32
+			for _, net := range nets {
+				for _, b := range net.Buffers() {
+					stats = append(stats, s.Float32s(b.Tensor)...)
+				}
+			}
+			// New weights in the stack, then each network's evaluation is its part's.
+			for _, p := range st.Params() {
+				s.CopyInto(p, s.Randn(p.Shape(), torch.Float32, testDevice))
+			}
+			if err := st.Unstack(nets); err != nil {
+				t.Fatal(err)
+			}
+			var unstacked []float32
+			for _, net := range nets {
+				for _, b := range net.Buffers() {
+					unstacked = append(unstacked, s.Float32s(b.Tensor)...)
+				}
+			}
+			if !near(unstacked, stats, 1e-5) {
+				t.Errorf("running statistics stacked %v, alone %v", unstacked, stats)
+			}
+			a = st.Forward(s, x, false)
+			for i, net := range nets {
+				ai := net.Forward(s, s.Reshape(s.Narrow(x, 0, i, 1), n, sp.In), false)
+				if got, want := s.Float32s(s.Narrow(a, 0, i, 1)), s.Float32s(ai); !near(got, want, 1e-5) {
+					t.Errorf("network %d after unstacking: evaluation %v, stacked %v", i, want, got)
+				}
+			}
+			if err := s.Err(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// Only MLPs of one Spec and one head, in float32, stack.
+func TestStackRefuses(t *testing.T) {
+	mlp := Spec{Arch: "mlp", In: 5, Hidden: []int{8}, K: 3, Norm: true}
+	wider := mlp
+	wider.Hidden = []int{9}
+	heads := mlp
+	heads.Heads = 2
+	bf16 := build(t, mlp)
+	if err := bf16.SetCompute(Compute{Precision: "bf16"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		nets []*Net
+	}{
+		{"none", nil},
+		{"different widths", []*Net{build(t, mlp), build(t, wider)}},
+		{"two heads", []*Net{build(t, heads), build(t, heads)}},
+		{"bf16", []*Net{build(t, mlp), bf16}},
+		{"a CNN", []*Net{build(t, Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 3, Norm: true})}},
+	} {
+		if st, err := Stack(tc.nets); err == nil {
+			st.Close()
+			t.Errorf("%s: stacked", tc.name)
+		}
+	}
+}
