@@ -131,7 +131,8 @@ type RestartHooks struct {
 // section 29.)
 //
 // Vector restarts on the CPU train side by side, one per libtorch thread
-// (RestartsSideBySide); the others one after another.
+// (RestartsSideBySide), and each worker trains several of a network at once as one
+// network of stacked weights (RestartsStacked); the others one after another.
 //
 // The caller owns the returned run (Attach gives it a folder); the others are closed.
 // All restarts stay open until all have trained, so as many networks are held at once.
@@ -139,12 +140,37 @@ type RestartHooks struct {
 // Cancelling ctx stops the restarts in training and starts no more. If some had
 // finished, the run chosen among them comes back with the error (ctx's, unless a
 // restart failed first), so that an interrupted run keeps what it finished; its
-// Cfg.Restarts counts those restarts of its network.
+// Cfg.Restarts counts those restarts of its network. Restarts stacked finish
+// together.
 //
 // It sets process-wide state while restarts train side by side (GOMAXPROCS, the
 // BLAS's thread count) and restores it: calls must not overlap.
 func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks) (*Run, []Restart, error) {
-	return trainRestarts(ctx, cfg, src, dev, hooks, RestartsSideBySide(cfg, src, dev))
+	return trainRestarts(ctx, cfg, src, dev, hooks, RestartsSideBySide(cfg, src, dev), RestartsStacked(cfg, src, dev))
+}
+
+// RestartsStacked is how many restarts of a network TrainRestarts trains at once as
+// one network of stacked weights (trainStacked), where they train side by side
+// (RestartsSideBySide) with the EM objective and one head in float32: few enough
+// that every worker gets a stack, at most maxStack. 1 where they train one by one.
+func RestartsStacked(cfg Config, src Source, dev torch.Device) int {
+	workers := RestartsSideBySide(cfg, src, dev)
+	if workers == 0 || !stackable(cfg, src) {
+		return 1
+	}
+	return stackSize(max(cfg.Restarts, 1), len(NetworkCandidates(cfg)), workers)
+}
+
+// maxStack is the most restarts trained stacked (trainStacked): ten digits MLPs
+// stacked train in 2.6 times less time than one after another (docs/RESULTS.md
+// section 33). More were not measured.
+const maxStack = 10
+
+// stackSize is how many restarts of a network a worker trains stacked, of restarts
+// of each of networks, with workers side by side.
+func stackSize(restarts, networks, workers int) int {
+	perNetwork := (workers + networks - 1) / networks
+	return min(maxStack, (restarts+perNetwork-1)/perNetwork)
 }
 
 // RestartsSideBySide is how many of cfg's restarts TrainRestarts trains at once, each
@@ -176,9 +202,9 @@ type restartJob struct {
 	index   int
 }
 
-// trainRestarts is TrainRestarts with workers restarts side by side (0: one after
-// another on the caller's threads; trainJobs).
-func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks, workers int) (*Run, []Restart, error) {
+// trainRestarts is TrainRestarts with workers side by side (0: one after another on
+// the caller's threads), each training up to stack restarts at once (trainJobs).
+func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks, workers, stack int) (*Run, []Restart, error) {
 	cands := NetworkCandidates(cfg)
 	n := max(cfg.Restarts, 1)
 	var jobs []restartJob
@@ -197,7 +223,7 @@ func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 			jobs = append(jobs, restartJob{cfg: c, network: name, index: i})
 		}
 	}
-	runs, records, err := trainJobs(ctx, jobs, src, dev, hooks, workers)
+	runs, records, err := trainJobs(ctx, jobs, src, dev, hooks, workers, stack)
 	closeFrom := func(first int, kept []*Run) {
 		for _, r := range kept {
 			r.Close()
@@ -262,12 +288,13 @@ func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 }
 
 // trainJobs trains jobs and returns, for each, its run and record, or nil and a
-// zero record where it did not finish. With workers > 0 that many train side by
+// zero record where it did not finish. Up to stack consecutive jobs of one network
+// train stacked (stacks, trainStacked). With workers > 0 that many train side by
 // side, each on an OS thread of its own with one libtorch thread; with 0 they train
 // one after another on the caller's threads. The first error stops every job in
 // training and comes back; so does ctx's when it stopped a job or kept one from
 // starting.
-func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Device, hooks RestartHooks, workers int) ([]*Run, []Restart, error) {
+func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Device, hooks RestartHooks, workers, stack int) ([]*Run, []Restart, error) {
 	runs := make([]*Run, len(jobs))
 	records := make([]Restart, len(jobs))
 	var mu sync.Mutex // the hooks, runs, records and firstErr
@@ -286,46 +313,70 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 		mu.Unlock()
 		stop()
 	}
-	train := func(j int) {
+	name := func(j int) string {
 		job := jobs[j]
-		of := fmt.Sprintf("restart %d (seed %d)", job.index+1, job.cfg.Seed)
 		if job.network != "" {
-			of = fmt.Sprintf("%s restart %d (seed %d)", job.network, job.index+1, job.cfg.Seed)
+			return fmt.Sprintf("%s restart %d (seed %d)", job.network, job.index+1, job.cfg.Seed)
 		}
-		if err := ctx.Err(); err != nil {
-			fail(fmt.Errorf("%s: %w", of, err))
-			return
+		return fmt.Sprintf("restart %d (seed %d)", job.index+1, job.cfg.Seed)
+	}
+	// train trains the jobs of group g, stacked when there are several.
+	train := func(g []int) {
+		rs := make([]*Run, 0, len(g))
+		defer func() {
+			for _, r := range rs {
+				r.Close()
+			}
+		}()
+		for _, j := range g {
+			if err := ctx.Err(); err != nil {
+				fail(fmt.Errorf("%s: %w", name(j), err))
+				return
+			}
+			r, err := New(jobs[j].cfg, src, dev, "")
+			if err != nil {
+				fail(fmt.Errorf("%s: %w", name(j), err))
+				return
+			}
+			rs = append(rs, r)
+			if steps != nil {
+				r.Progress = &restartSteps{c: steps, j: j}
+			}
 		}
-		r, err := New(job.cfg, src, dev, "")
+		var err error
+		if len(rs) == 1 {
+			if err = rs[0].Train(ctx); err != nil {
+				err = fmt.Errorf("%s: %w", name(g[0]), err)
+			}
+		} else {
+			err = trainStacked(ctx, rs, func(i int) string { return name(g[i]) })
+		}
 		if err != nil {
-			fail(fmt.Errorf("%s: %w", of, err))
+			fail(err)
 			return
 		}
-		if steps != nil {
-			r.Progress = &restartSteps{c: steps, j: j}
-		}
-		if err := r.Train(ctx); err != nil {
-			r.Close()
-			fail(fmt.Errorf("%s: %w", of, err))
-			return
-		}
-		// Train evaluated the last epoch: its criteria.
-		rec := Restart{Seed: job.cfg.Seed, Criteria: *r.History[len(r.History)-1].Criteria, Network: job.network}
 		mu.Lock()
 		defer mu.Unlock()
-		runs[j], records[j] = r, rec
-		if hooks.Done != nil {
-			hooks.Done(j, rec)
+		for i, j := range g {
+			// Train evaluated the last epoch: its criteria.
+			r := rs[i]
+			runs[j], records[j] = r, Restart{Seed: jobs[j].cfg.Seed, Criteria: *r.History[len(r.History)-1].Criteria, Network: jobs[j].network}
+			if hooks.Done != nil {
+				hooks.Done(j, records[j])
+			}
 		}
+		rs = nil // kept
 	}
+	groups := stacks(jobs, stack)
 	if workers == 0 {
-		for j := range jobs {
-			if train(j); firstErr != nil {
+		for _, g := range groups {
+			if train(g); firstErr != nil {
 				break
 			}
 		}
 		return runs, records, firstErr
 	}
+	workers = min(workers, len(groups))
 	prev := torch.NumThreads()
 	// A worker holds its P through each libtorch call. With no P to spare, the runtime
 	// takes it from a call that outlasts a sysmon tick and wakes a thread to hold it:
@@ -337,7 +388,7 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 	if err := torch.SetNumThreads(1); err != nil {
 		return runs, records, err
 	}
-	next := make(chan int)
+	next := make(chan []int)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -352,13 +403,13 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 			if err := torch.SetNumThreads(1); err != nil {
 				fail(err)
 			}
-			for j := range next {
-				train(j)
+			for g := range next {
+				train(g)
 			}
 		}()
 	}
-	for j := range jobs {
-		next <- j
+	for _, g := range groups {
+		next <- g
 	}
 	close(next)
 	wg.Wait()
@@ -367,6 +418,29 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 		firstErr = err
 	}
 	return runs, records, firstErr
+}
+
+// stacks splits jobs into what a worker trains at once: each network's restarts
+// (consecutive jobs) in stacks of at most size, as even as they come.
+func stacks(jobs []restartJob, size int) [][]int {
+	var out [][]int
+	for first := 0; first < len(jobs); {
+		end := first + 1
+		for end < len(jobs) && jobs[end].network == jobs[first].network {
+			end++
+		}
+		n := end - first
+		parts := (n + size - 1) / size
+		for p := range parts {
+			var g []int
+			for j := first + n*p/parts; j < first+n*(p+1)/parts; j++ {
+				g = append(g, j)
+			}
+			out = append(out, g)
+		}
+		first = end
+	}
+	return out
 }
 
 // stepCounter sums the steps of restarts for RestartHooks.Progress.

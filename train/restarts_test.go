@@ -171,7 +171,7 @@ func TestTrainRestartsInterrupted(t *testing.T) {
 				if i+1 == tc.cancelAt {
 					cancel()
 				}
-			}}, 0)
+			}}, 0, 1)
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err %v, want the cancellation", err)
 			}
@@ -226,7 +226,7 @@ func TestRestartsSideBySide(t *testing.T) {
 				t.Errorf("%d side by side: steps done fell from %d to %d", workers, done, d)
 			}
 			done, total = d, n
-		}}, workers)
+		}}, workers, 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,28 +288,11 @@ func TestVectorEpochsLeaveGenerator(t *testing.T) {
 
 // Side by side, an interrupt stops the restarts in training and starts no more; the
 // run kept is chosen among those that finished. A restart that fails stops the rest,
-// and its error comes back. Neither leaves a tensor behind.
+// and its error comes back. Neither leaves a tensor behind. Restarts trained stacked
+// finish together.
 func TestRestartsSideBySideInterrupted(t *testing.T) {
 	src := digitsSourceOn(t, torch.CPU)
 	live := torch.LiveTensors()
-	cfg := VectorDefaults()
-	cfg.MinSteps, cfg.HiddenAuto = 0, false
-	cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 6
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	const workers = 2
-	r, all, err := trainRestarts(ctx, cfg, src, torch.CPU, RestartHooks{Done: func(int, Restart) { cancel() }}, workers)
-	if !errors.Is(err, context.Canceled) || r == nil {
-		t.Fatalf("err %v, kept a run: %v; want the cancellation and a run", err, r != nil)
-	}
-	// The first to finish cancels; the other in training may finish before it sees it.
-	if len(all) < 1 || len(all) > workers || r.Cfg.Restarts != len(all) || r.EpochsDone() != cfg.Epochs ||
-		!slices.ContainsFunc(all, func(rs Restart) bool { return rs.Seed == r.Cfg.Seed }) {
-		t.Errorf("kept seed %d of %d restarts (config says %d) after %d epochs; want one of 1 to %d finished, after %d",
-			r.Cfg.Seed, len(all), r.Cfg.Restarts, r.EpochsDone(), workers, cfg.Epochs)
-	}
-	r.Close()
-
 	// ±3e38 in every feature: every restart diverges.
 	v := &data.Vectors{N: 40, D: 4, Source: "huge"}
 	v.X = make([]float32, v.N*v.D)
@@ -320,19 +303,41 @@ func TestRestartsSideBySideInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer huge.Close()
-	cfg.K = 2
-	r, all, err = trainRestarts(context.Background(), cfg, huge, torch.CPU, RestartHooks{}, workers)
-	if err == nil || !strings.Contains(err.Error(), "diverged") || r != nil || all != nil {
-		t.Fatalf("err %v, kept a run: %v, %d restarts; want divergence and nothing", err, r != nil, len(all))
+	const workers = 2
+	for _, stack := range []int{1, 3} {
+		cfg := VectorDefaults()
+		cfg.MinSteps, cfg.HiddenAuto = 0, false
+		cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 3*stack // more than the workers take at first
+		ctx, cancel := context.WithCancel(context.Background())
+		r, all, err := trainRestarts(ctx, cfg, src, torch.CPU, RestartHooks{Done: func(int, Restart) { cancel() }}, workers, stack)
+		cancel()
+		if !errors.Is(err, context.Canceled) || r == nil {
+			t.Fatalf("%d stacked: err %v, kept a run: %v; want the cancellation and a run", stack, err, r != nil)
+		}
+		// The first to finish cancels; the other in training may finish before it sees it.
+		if len(all) < stack || len(all) > workers*stack || len(all)%stack != 0 || r.Cfg.Restarts != len(all) || r.EpochsDone() != cfg.Epochs ||
+			!slices.ContainsFunc(all, func(rs Restart) bool { return rs.Seed == r.Cfg.Seed }) {
+			t.Errorf("%d stacked: kept seed %d of %d restarts (config says %d) after %d epochs; want one of %d or %d finished, after %d",
+				stack, r.Cfg.Seed, len(all), r.Cfg.Restarts, r.EpochsDone(), stack, workers*stack, cfg.Epochs)
+		}
+		r.Close()
+
+		cfg.K = 2
+		r, all, err = trainRestarts(context.Background(), cfg, huge, torch.CPU, RestartHooks{}, workers, stack)
+		if err == nil || !strings.Contains(err.Error(), "diverged") || !strings.Contains(err.Error(), "(seed ") || r != nil || all != nil {
+			t.Fatalf("%d stacked: err %v, kept a run: %v, %d restarts; want divergence of a named restart and nothing", stack, err, r != nil, len(all))
+		}
 	}
-	if n := torch.LiveTensors(); n != live+1 { // huge's table
-		t.Errorf("%d live tensors after, %d before and the table", n, live)
+	huge.Close()
+	if n := torch.LiveTensors(); n != live {
+		t.Errorf("%d live tensors after, %d before", n, live)
 	}
 }
 
 // Vector restarts on the CPU train side by side, one per thread, unless the user
-// set the threads, there is one restart, the steps are large, or the data are images.
+// set the threads, there is one restart, the steps are large, or the data are images;
+// and those of the EM objective with one head in float32 train stacked, enough in a
+// stack that each thread gets one.
 func TestRestartsSideBySideWhen(t *testing.T) {
 	src := digitsSource(t)
 	// The thread count is this OS thread's; the decision reads it, and nothing runs.
@@ -345,26 +350,29 @@ func TestRestartsSideBySideWhen(t *testing.T) {
 	}
 	cfg := VectorDefaults() // 10 restarts of each of two networks
 	for _, tc := range []struct {
-		name string
-		set  func(c *Config)
-		src  Source
-		dev  torch.Device
-		want int
+		name        string
+		set         func(c *Config)
+		src         Source
+		dev         torch.Device
+		want, stack int
 	}{
-		{"defaults", func(*Config) {}, src, torch.CPU, threads},
-		{"three restarts, one network", func(c *Config) { c.Restarts, c.HiddenAuto = 3, false }, src, torch.CPU, 3},
-		{"one restart", func(c *Config) { c.Restarts = 1 }, src, torch.CPU, 0},
-		{"two restarts, one network", func(c *Config) { c.Restarts, c.HiddenAuto = 2, false }, src, torch.CPU, 2},
-		{"threads set", func(c *Config) { c.Threads = 1 }, src, torch.CPU, 0},
-		{"steps large enough to share", func(c *Config) { c.Hidden = []int{512, 512} }, src, torch.CPU, 0},
-		{"on a GPU", func(*Config) {}, src, torch.Device{CUDA: true}, 0},
-		{"several processes", func(c *Config) { c.WorldSize = 2 }, src, torch.CPU, 0},
-		{"images", func(*Config) {}, &ImageSource{}, torch.CPU, 0},
+		{"defaults", func(*Config) {}, src, torch.CPU, threads, 5},
+		{"three restarts, one network", func(c *Config) { c.Restarts, c.HiddenAuto = 3, false }, src, torch.CPU, 3, 1},
+		{"eight restarts, one network", func(c *Config) { c.Restarts, c.HiddenAuto = 8, false }, src, torch.CPU, threads, 2},
+		{"one restart", func(c *Config) { c.Restarts = 1 }, src, torch.CPU, 0, 1},
+		{"two restarts, one network", func(c *Config) { c.Restarts, c.HiddenAuto = 2, false }, src, torch.CPU, 2, 1},
+		{"two heads", func(c *Config) { c.Heads = 2 }, src, torch.CPU, threads, 1},
+		{"bf16", func(c *Config) { c.Precision = "bf16" }, src, torch.CPU, threads, 1},
+		{"threads set", func(c *Config) { c.Threads = 1 }, src, torch.CPU, 0, 1},
+		{"steps large enough to share", func(c *Config) { c.Hidden = []int{512, 512} }, src, torch.CPU, 0, 1},
+		{"on a GPU", func(*Config) {}, src, torch.Device{CUDA: true}, 0, 1},
+		{"several processes", func(c *Config) { c.WorldSize = 2 }, src, torch.CPU, 0, 1},
+		{"images", func(*Config) {}, &ImageSource{}, torch.CPU, 0, 1},
 	} {
 		c := cfg
 		tc.set(&c)
-		if got := RestartsSideBySide(c, tc.src, tc.dev); got != tc.want {
-			t.Errorf("%s: %d side by side, want %d", tc.name, got, tc.want)
+		if got, stack := RestartsSideBySide(c, tc.src, tc.dev), RestartsStacked(c, tc.src, tc.dev); got != tc.want || stack != tc.stack {
+			t.Errorf("%s: %d side by side in stacks of %d, want %d in stacks of %d", tc.name, got, stack, tc.want, tc.stack)
 		}
 	}
 }

@@ -1,0 +1,189 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"emclust/model"
+	"emclust/torch"
+)
+
+// stackable reports whether restarts of cfg on src train stacked (trainStacked):
+// the EM objective on vectors, one head, float32, on one process.
+func stackable(cfg Config, src Source) bool {
+	_, vectors := src.(*VectorSource)
+	return vectors && cfg.Objective == "em" && cfg.Heads <= 1 && cfg.Compute().Precision != "bf16" && cfg.WorldSize <= 1
+}
+
+// trainStacked trains runs, fresh restarts of one network that differ in their seeds
+// alone, through all their epochs as one model.Stacked, and leaves each run as Train
+// would have: its parameters, running statistics, prior, optimiser state, history and
+// last evaluation. Each restart draws its own batches, in the order its own epochs
+// would (epochOrder), and its loss is its own batch's, so each computes what it would
+// alone, up to the order of float sums in the batched products.
+//
+// The runs must not evaluate before their last epoch (EvalEvery 0) nor have a
+// folder: their networks hold the stacked weights only at the end. Cancelling ctx
+// stops after the current step, and no run finishes. The first restart whose epoch
+// loss is not finite ends the training with its error, named by of.
+func trainStacked(ctx context.Context, runs []*Run, of func(i int) string) error {
+	cfg := runs[0].Cfg
+	nets := make([]*model.Net, len(runs))
+	for i, r := range runs {
+		if r.epoch != 0 || r.Cfg.EvalEvery != 0 || r.Dir != "" {
+			return fmt.Errorf("%s: stacked training needs a fresh run without a folder", of(i))
+		}
+		nets[i] = r.Net
+	}
+	st, err := model.Stack(nets)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	lrs := make([]float64, len(st.Params()))
+	for i := range lrs {
+		lrs[i] = cfg.LR
+	}
+	opt, err := torch.NewAdam(st.Params(), lrs, torch.AdamConfig{})
+	if err != nil {
+		return err
+	}
+	defer opt.Close()
+
+	// The learned priors, R×1×K, and what stays for all epochs.
+	keep := torch.NoGrad()
+	defer keep.Close()
+	var prior *torch.Tensor
+	if runs[0].prior != nil {
+		priors := make([]*torch.Tensor, len(runs))
+		for i, r := range runs {
+			priors[i] = r.prior
+		}
+		prior = keep.Stack(0, priors...)
+	}
+	if err := keep.Err(); err != nil {
+		return err
+	}
+
+	history := make([][]EpochMetrics, len(runs))
+	for epoch := range cfg.Epochs {
+		ms, err := stackedEpoch(ctx, runs, st, opt, prior, epoch, of)
+		if err != nil {
+			return err
+		}
+		for i := range runs {
+			history[i] = append(history[i], ms[i])
+		}
+	}
+
+	// Each run as if it had trained alone.
+	if err := st.Unstack(nets); err != nil {
+		return err
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	for i, r := range runs {
+		if prior != nil {
+			s.CopyInto(r.prior, s.Reshape(s.Narrow(prior, 0, i, 1), 1, cfg.K))
+		}
+		for j := range st.Params() {
+			m, v, step := opt.State(s, j)
+			if s.Err() == nil {
+				s.Fail(r.optA.SetState(j, st.Part(s, m, j, i), st.Part(s, v, j, i), step))
+			}
+		}
+		if err := s.Err(); err != nil {
+			return fmt.Errorf("%s: %w", of(i), err)
+		}
+		for _, m := range history[i] {
+			if err := r.endEpoch(m); err != nil {
+				return fmt.Errorf("%s: %w", of(i), err)
+			}
+		}
+	}
+	return nil
+}
+
+// stackedEpoch is one epoch of every run in st, as trainEpoch makes one of each: its
+// steps and, for each run, its metrics.
+func stackedEpoch(ctx context.Context, runs []*Run, st *model.Stacked, opt *torch.Adam, prior *torch.Tensor, epoch int, of func(int) string) ([]EpochMetrics, error) {
+	cfg := &runs[0].Cfg
+	n, batch, rs := runs[0].Src.Len(), cfg.BatchSize, len(runs)
+	steps := n / batch
+	order := make([]int64, 0, rs*n)
+	for _, r := range runs {
+		order = append(order, r.epochOrder(epochSeed(r.Cfg.Seed, epoch))...)
+	}
+	ep := torch.NoGrad()
+	defer ep.Close()
+	orderT := ep.FromInt64(order, []int{rs, n}, runs[0].Src.IndexDevice())
+	lossSum := ep.Zeros([]int{rs}, torch.Float32, runs[0].Dev)
+	hSum := ep.Zeros([]int{rs, cfg.K}, torch.Float32, runs[0].Dev)
+	if err := ep.Err(); err != nil {
+		return nil, err
+	}
+	for _, r := range runs {
+		if r.Progress != nil {
+			r.Progress.Start(epoch+1, cfg.Epochs, steps)
+		}
+	}
+	start := time.Now()
+	for step := range steps {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("epoch %d: %w", epoch+1, err)
+		}
+		s := torch.NewScope()
+		idx := s.Reshape(s.Narrow(orderT, 1, step*batch, batch), rs*batch)
+		x, _ := runs[0].Src.Batch(s, idx, nil)
+		a := st.Forward(s, s.Reshape(x, rs, batch, x.Dim(1)), true)
+		// loss.Posterior and loss.EM, per restart over its own batch.
+		logits := s.Detach(a)
+		if prior != nil {
+			logits = s.Add(logits, s.Log(prior))
+		}
+		p := s.Softmax(logits, 2)
+		perRun := s.DivScalar(s.Neg(s.Sum(s.Mul(p, s.LogSigmoid(s.DivScalar(a, cfg.GammaVal))), false, 1, 2)), float64(batch))
+		h := s.Mean(s.Sigmoid(s.DivScalar(s.Detach(a), cfg.GammaVal)), false, 1)
+		// The sum's gradient in each restart's weights is that of its own loss.
+		if s.Err() == nil {
+			s.Fail(opt.ZeroGrad())
+			s.Backward(s.Sum(perRun, false))
+		}
+		if s.Err() == nil {
+			s.Fail(opt.Step())
+		}
+		if prior != nil {
+			s.CopyInto(prior, s.Add(s.MulScalar(prior, 0.99), s.MulScalar(s.Mean(p, true, 1), 0.01)))
+		}
+		lossSum = swap(ep, lossSum, s.Add(lossSum, s.Detach(perRun)))
+		hSum = swap(ep, hSum, s.Add(hSum, h))
+		if err := s.Close(); err != nil {
+			return nil, err
+		}
+		for _, r := range runs {
+			if r.Progress != nil {
+				r.Progress.Step(step+1, 0, false)
+			}
+		}
+	}
+	losses := ep.Float32s(lossSum)
+	hs := ep.Float32s(ep.DivScalar(hSum, float64(steps)))
+	if err := ep.Err(); err != nil {
+		return nil, err
+	}
+	seconds := time.Since(start).Seconds()
+	ms := make([]EpochMetrics, rs)
+	for i, r := range runs {
+		m := EpochMetrics{Epoch: epoch + 1, Steps: steps, Loss: float64(losses[i]) / float64(steps), Seconds: seconds}
+		m.HMean = make([]float64, cfg.K)
+		for j := range m.HMean {
+			m.HMean[j] = round6(float64(hs[i*cfg.K+j]))
+		}
+		if err := r.diverged(m.Loss); err != nil {
+			return nil, fmt.Errorf("%s: epoch %d: %w", of(i), epoch+1, err)
+		}
+		ms[i] = m
+	}
+	return ms, nil
+}

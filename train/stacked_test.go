@@ -1,0 +1,191 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+
+	"emclust/eval"
+	"emclust/torch"
+)
+
+// nearAll reports whether got and want agree within tol relative to the larger of 1
+// and want's largest magnitude.
+func nearAll(got, want []float64, tol float64) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	scale := 1.0
+	for _, w := range want {
+		scale = max(scale, math.Abs(w))
+	}
+	for i := range got {
+		if !(math.Abs(got[i]-want[i]) <= tol*scale) {
+			return false
+		}
+	}
+	return true
+}
+
+// runState is what a trained run carries on: its parameters, running statistics,
+// prior, optimiser moments and steps, by name, and each epoch's loss and h.
+func runState(t *testing.T, r *Run) (tensors map[string][]float64, steps []int64, history [][]float64) {
+	t.Helper()
+	s := torch.NoGrad()
+	defer s.Close()
+	tensors = map[string][]float64{}
+	add := func(name string, x *torch.Tensor) {
+		var v []float64
+		for _, f := range s.Float32s(x) {
+			v = append(v, float64(f))
+		}
+		tensors[name] = v
+	}
+	params := r.Net.Params()
+	for _, p := range params {
+		add(p.Name, p.Tensor)
+	}
+	for _, b := range r.Net.Buffers() {
+		add(b.Name, b.Tensor)
+	}
+	if r.prior != nil {
+		add("prior", r.prior)
+	}
+	for j := range r.optA.Len() {
+		m, v, step := r.optA.State(s, j)
+		add(params[j].Name+" exp_avg", m)
+		add(params[j].Name+" exp_avg_sq", v)
+		steps = append(steps, step)
+	}
+	for _, m := range r.History {
+		history = append(history, append([]float64{m.Loss}, m.HMean...))
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return tensors, steps, history
+}
+
+// Restarts trained stacked end as each would alone: the same parameters, running
+// statistics, learned prior, optimiser state, epoch losses and criteria, up to the
+// order of float sums in the batched products. For the MLP and for the linear map
+// with a learned prior; and nothing is left behind.
+//
+// But for one parameter: the relevance normalisation subtracts the batch mean, so
+// the last layer's bias has a gradient of zero but for rounding, about 1e-8, which
+// Adam (ε = 1e-8) turns into steps near the learning rate, another walk for another
+// order of sums. The running mean follows the bias, and the criteria, scored with
+// it, move in the fourth decimal; the clusterings by a few rows.
+func TestStackedRestartsAreAlone(t *testing.T) {
+	src := digitsSourceOn(t, torch.CPU)
+	live := torch.LiveTensors()
+	mlp := VectorDefaults()
+	mlp.MinSteps, mlp.Epochs = 0, 3
+	cands := NetworkCandidates(mlp)
+	if len(cands) != 2 {
+		t.Fatalf("%d networks, want the MLP and the linear map", len(cands))
+	}
+	for _, cfg := range cands {
+		cfg.EvalEvery = 0
+		t.Run(NetworkName(cfg), func(t *testing.T) {
+			const restarts = 3
+			var alone, stacked []*Run
+			for i := range restarts {
+				c := cfg
+				c.Seed = 11 + uint64(i)
+				alone = append(alone, newRunOn(t, c, src, "", torch.CPU))
+				stacked = append(stacked, newRunOn(t, c, src, "", torch.CPU))
+			}
+			for _, r := range alone {
+				if err := r.Train(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := trainStacked(context.Background(), stacked, func(i int) string { return fmt.Sprint("restart ", i+1) }); err != nil {
+				t.Fatal(err)
+			}
+			for i := range restarts {
+				a, b := alone[i], stacked[i]
+				ta, sa, ha := runState(t, a)
+				tb, sb, hb := runState(t, b)
+				for name := range ta {
+					if name == "out.bias" || name == "relevance_norm.running_mean" {
+						continue
+					}
+					if !nearAll(tb[name], ta[name], 1e-4) {
+						t.Errorf("restart %d: %s stacked %v\nalone %v", i+1, name, tb[name], ta[name])
+					}
+				}
+				if !reflect.DeepEqual(sa, sb) || len(ha) != cfg.Epochs || len(hb) != len(ha) {
+					t.Errorf("restart %d: optimiser steps %v and %d epochs stacked, %v and %d alone", i+1, sb, len(hb), sa, len(ha))
+				}
+				for e := range min(len(ha), len(hb)) {
+					if !nearAll(hb[e], ha[e], 1e-4) {
+						t.Errorf("restart %d epoch %d: loss and h stacked %v, alone %v", i+1, e+1, hb[e], ha[e])
+					}
+				}
+				ca, cb := a.History[len(a.History)-1].Criteria, b.History[len(b.History)-1].Criteria
+				if ca == nil || cb == nil || !nearAll([]float64{cb.EMObjective, cb.LogLikelihood, cb.MaxPosterior, cb.SizeEntropy},
+					[]float64{ca.EMObjective, ca.LogLikelihood, ca.MaxPosterior, ca.SizeEntropy}, 1e-2) {
+					t.Errorf("restart %d: last criteria stacked %+v, alone %+v", i+1, cb, ca)
+				}
+				if ari, err := eval.ARI(a.recent[len(a.recent)-1], b.recent[len(b.recent)-1]); err != nil || ari < 0.95 {
+					t.Errorf("restart %d: clusterings stacked and alone agree to ARI %.4f (%v), want at least 0.95", i+1, ari, err)
+				}
+				if a.EpochsDone() != b.EpochsDone() {
+					t.Errorf("restart %d: %d epochs done stacked, %d alone", i+1, b.EpochsDone(), a.EpochsDone())
+				}
+			}
+			for i := range restarts {
+				alone[i].Close()
+				stacked[i].Close()
+			}
+		})
+	}
+	if n := torch.LiveTensors(); n != live {
+		t.Errorf("%d live tensors after, %d before", n, live)
+	}
+}
+
+// Each network's restarts go in stacks as even as they come, at most the size asked.
+func TestStacks(t *testing.T) {
+	jobs := func(networks ...int) []restartJob {
+		var out []restartJob
+		for n, count := range networks {
+			for i := range count {
+				out = append(out, restartJob{network: fmt.Sprint(n), index: i})
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		jobs []restartJob
+		size int
+		want [][]int
+	}{
+		{jobs(3), 1, [][]int{{0}, {1}, {2}}},
+		{jobs(3), 5, [][]int{{0, 1, 2}}},
+		{jobs(10, 10), 10, [][]int{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {10, 11, 12, 13, 14, 15, 16, 17, 18, 19}}},
+		{jobs(10), 3, [][]int{{0, 1}, {2, 3, 4}, {5, 6}, {7, 8, 9}}},
+		{jobs(2, 3), 2, [][]int{{0, 1}, {2}, {3, 4}}},
+	} {
+		if got := stacks(tc.jobs, tc.size); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%d jobs in stacks of %d: %v, want %v", len(tc.jobs), tc.size, got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ restarts, networks, workers, want int }{
+		{10, 2, 2, 10}, // one worker for each network
+		{10, 2, 4, 5},
+		{10, 2, 3, 5},
+		{10, 1, 2, 5},
+		{30, 1, 1, maxStack},
+		{10, 2, 16, 2},
+		{2, 2, 16, 1},
+	} {
+		if got := stackSize(tc.restarts, tc.networks, tc.workers); got != tc.want {
+			t.Errorf("%d restarts of %d networks on %d workers: stacks of %d, want %d", tc.restarts, tc.networks, tc.workers, got, tc.want)
+		}
+	}
+}
