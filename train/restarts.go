@@ -161,9 +161,10 @@ func RestartsStacked(cfg Config, src Source, dev torch.Device) int {
 	return stackSize(max(cfg.Restarts, 1), len(NetworkCandidates(cfg)), workers)
 }
 
-// maxStack is the most restarts trained stacked (trainStacked): ten digits MLPs
-// stacked train in 2.6 times less time than one after another (docs/RESULTS.md
-// section 33). More were not measured.
+// maxStack is the most restarts trained stacked (trainStacked). On two cores,
+// make run's twenty digits restarts trained in 1.6–1.9 s in stacks of ten, 2.0–2.2 s
+// of five, 2.6–2.8 s of three, and 3.5–3.8 s one at a time (docs/RESULTS.md section
+// 33). More were not measured.
 const maxStack = 10
 
 // stackSize is how many restarts of a network a worker trains stacked, of restarts
