@@ -1,29 +1,11 @@
 package model
 
 import (
-	"math"
 	"testing"
 
 	"emclust/torch"
+	"emclust/torch/torchtest"
 )
-
-// near reports whether every element of got is within tol of want, relative to the
-// larger of 1 and want's largest magnitude.
-func near(got, want []float32, tol float64) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	scale := 1.0
-	for _, w := range want {
-		scale = max(scale, math.Abs(float64(w)))
-	}
-	for i := range got {
-		if !(math.Abs(float64(got[i])-float64(want[i])) <= tol*scale) {
-			return false
-		}
-	}
-	return true
-}
 
 // A stacked network computes what its networks compute, each on its own batch: the
 // scores and the relevance normalisation in training, its statistics, the gradients
@@ -56,14 +38,14 @@ func TestStackedIsItsNetworks(t *testing.T) {
 				wi := s.Reshape(s.Narrow(w, 0, i, 1), n, sp.K)
 				ai := net.Forward(s, xi, true)
 				s.Backward(s.Sum(s.Mul(ai, wi), false))
-				if got := s.Float32s(s.Narrow(a, 0, i, 1)); !near(got, s.Float32s(ai), 1e-5) {
+				if got := s.Float32s(s.Narrow(a, 0, i, 1)); !torchtest.Near(got, s.Float32s(ai), 1e-5) {
 					t.Errorf("network %d: stacked scores %v, alone %v", i, got, s.Float32s(ai))
 				}
 				for j, p := range net.Params() {
 					// The last bias's gradient is zero before a normalisation in exact
 					// arithmetic, so rounding (about 1e-4) is all it has.
 					got := s.Float32s(st.Part(s, s.Grad(st.Params()[j]), j, i))
-					if want := s.Float32s(s.Grad(p.Tensor)); !near(got, want, 1e-3) {
+					if want := s.Float32s(s.Grad(p.Tensor)); !torchtest.Near(got, want, 1e-3) {
 						t.Errorf("network %d: gradient of %s stacked %v, alone %v", i, p.Name, got, want)
 					}
 				}
@@ -92,13 +74,13 @@ func TestStackedIsItsNetworks(t *testing.T) {
 					unstacked = append(unstacked, s.Float32s(b.Tensor)...)
 				}
 			}
-			if !near(unstacked, stats, 1e-5) {
+			if !torchtest.Near(unstacked, stats, 1e-5) {
 				t.Errorf("running statistics stacked %v, alone %v", unstacked, stats)
 			}
 			a = st.Forward(s, x, false)
 			for i, net := range nets {
 				ai := net.Forward(s, s.Reshape(s.Narrow(x, 0, i, 1), n, sp.In), false)
-				if got, want := s.Float32s(s.Narrow(a, 0, i, 1)), s.Float32s(ai); !near(got, want, 1e-5) {
+				if got, want := s.Float32s(s.Narrow(a, 0, i, 1)), s.Float32s(ai); !torchtest.Near(got, want, 1e-5) {
 					t.Errorf("network %d after unstacking: evaluation %v, stacked %v", i, want, got)
 				}
 			}

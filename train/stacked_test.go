@@ -3,31 +3,13 @@ package train
 import (
 	"context"
 	"fmt"
-	"math"
 	"reflect"
 	"testing"
 
 	"emclust/eval"
 	"emclust/torch"
+	"emclust/torch/torchtest"
 )
-
-// nearAll reports whether got and want agree within tol relative to the larger of 1
-// and want's largest magnitude.
-func nearAll(got, want []float64, tol float64) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	scale := 1.0
-	for _, w := range want {
-		scale = max(scale, math.Abs(w))
-	}
-	for i := range got {
-		if !(math.Abs(got[i]-want[i]) <= tol*scale) {
-			return false
-		}
-	}
-	return true
-}
 
 // runState is what a trained run carries on: its parameters, running statistics,
 // prior, optimiser moments and steps, by name, and each epoch's loss and h.
@@ -114,7 +96,7 @@ func TestStackedRestartsAreAlone(t *testing.T) {
 					if name == "out.bias" || name == "relevance_norm.running_mean" {
 						continue
 					}
-					if !nearAll(tb[name], ta[name], 1e-4) {
+					if !torchtest.Near(tb[name], ta[name], 1e-4) {
 						t.Errorf("restart %d: %s stacked %v\nalone %v", i+1, name, tb[name], ta[name])
 					}
 				}
@@ -122,12 +104,12 @@ func TestStackedRestartsAreAlone(t *testing.T) {
 					t.Errorf("restart %d: optimiser steps %v and %d epochs stacked, %v and %d alone", i+1, sb, len(hb), sa, len(ha))
 				}
 				for e := range min(len(ha), len(hb)) {
-					if !nearAll(hb[e], ha[e], 1e-4) {
+					if !torchtest.Near(hb[e], ha[e], 1e-4) {
 						t.Errorf("restart %d epoch %d: loss and h stacked %v, alone %v", i+1, e+1, hb[e], ha[e])
 					}
 				}
 				ca, cb := a.History[len(a.History)-1].Criteria, b.History[len(b.History)-1].Criteria
-				if ca == nil || cb == nil || !nearAll([]float64{cb.EMObjective, cb.LogLikelihood, cb.MaxPosterior, cb.SizeEntropy},
+				if ca == nil || cb == nil || !torchtest.Near([]float64{cb.EMObjective, cb.LogLikelihood, cb.MaxPosterior, cb.SizeEntropy},
 					[]float64{ca.EMObjective, ca.LogLikelihood, ca.MaxPosterior, ca.SizeEntropy}, 1e-2) {
 					t.Errorf("restart %d: last criteria stacked %+v, alone %+v", i+1, cb, ca)
 				}

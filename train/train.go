@@ -25,7 +25,7 @@ type EpochMetrics struct {
 	Steps   int       `json:"steps"`
 	Loss    float64   `json:"loss"`              // mean EM (or IIC) loss of the epoch's steps
 	LossKL  float64   `json:"loss_kl,omitempty"` // mean KL loss (twofold)
-	Seconds float64   `json:"seconds"`           // training time of the epoch
+	Seconds float64   `json:"seconds"`           // training time of the epoch (its stack's, trained stacked)
 	HMean   []float64 `json:"h_mean"`            // batch mean of sigmoid(a*/γ) per cluster
 	Sizes   []int     `json:"sizes,omitempty"`   // cluster sizes at evaluation
 	Empty   int       `json:"empty_clusters"`

@@ -5,6 +5,7 @@ package torchtest
 
 import (
 	"fmt"
+	"math"
 	"os"
 
 	"emclust/torch"
@@ -29,4 +30,23 @@ func Device() torch.Device {
 		os.Exit(2)
 	}
 	return d
+}
+
+// Near reports whether got and want have the same length and agree element by element
+// within tol, relative to the larger of 1 and want's largest magnitude: two ways of
+// computing the same values, whose sums may come out in another order.
+func Near[F float32 | float64](got, want []F, tol float64) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	scale := 1.0
+	for _, w := range want {
+		scale = max(scale, math.Abs(float64(w)))
+	}
+	for i := range got {
+		if !(math.Abs(float64(got[i])-float64(want[i])) <= tol*scale) {
+			return false
+		}
+	}
+	return true
 }
