@@ -34,15 +34,15 @@ func ParseGamma(s string, batch int) (float64, error) {
 	return g, nil
 }
 
-// Posterior is the E-step: p = softmax(a* + log π) along clusters, detached so that
-// the M-step treats it as a constant. logPrior (1×K) may be nil for the paper's
-// uniform prior.
+// Posterior is the E-step: p = softmax(a* + log π) along clusters (the last
+// dimension), detached so that the M-step treats it as a constant. logPrior (1×K,
+// or any shape that broadcasts) may be nil for the paper's uniform prior.
 func Posterior(s *torch.Scope, aStar, logPrior *torch.Tensor) *torch.Tensor {
 	a := s.Detach(aStar)
 	if logPrior != nil {
 		a = s.Add(a, logPrior)
 	}
-	return s.Softmax(a, 1)
+	return s.Softmax(a, -1)
 }
 
 // LogLikelihood is log h = log sigmoid(a*/γ), computed stably.
