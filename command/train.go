@@ -28,7 +28,7 @@ func trainCommand() *cli.Command {
 	flags = append(flags,
 		&cli.StringFlag{Name: "objective", Usage: objectiveHelp(), DefaultText: "em for vectors, twofold for images"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},
-		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the one --keep-by chooses (on the CPU, those of steps too small to share train side by side, one per thread)", DefaultText: "10 for vectors, 1 for images"},
+		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the one --keep-by chooses (on the CPU, those of steps too small to share train side by side, one per thread, and several at once as one network; Ctrl-C keeps those finished)", DefaultText: "10 for vectors, 1 for images"},
 		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations; the one that agrees best with those before it is kept as chosen.safetensors (0: only at the end; restarts evaluate only their last epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},

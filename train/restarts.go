@@ -2,8 +2,10 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 
 	"emclust/eval"
@@ -146,19 +148,17 @@ type RestartHooks struct {
 // It sets process-wide state while restarts train side by side (GOMAXPROCS, the
 // BLAS's thread count) and restores it: calls must not overlap.
 func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks) (*Run, []Restart, error) {
-	return trainRestarts(ctx, cfg, src, dev, hooks, RestartsSideBySide(cfg, src, dev), RestartsStacked(cfg, src, dev))
+	return trainRestarts(ctx, cfg, src, dev, hooks, RestartsSideBySide(cfg, src, dev), stacksPerNetwork(cfg, src, dev))
 }
 
-// RestartsStacked is how many restarts of a network TrainRestarts trains at once as
-// one network of stacked weights (trainStacked), where they train side by side
-// (RestartsSideBySide) with the EM objective and one head in float32: few enough
-// that every worker gets a stack, at most maxStack. 1 where they train one by one.
+// RestartsStacked is how many restarts of a network TrainRestarts trains at once, at
+// most, as one network of stacked weights (trainStacked): where they train side by
+// side (RestartsSideBySide) with the EM objective and one head in float32, each
+// network's restarts go in as many stacks as give every worker one, of at most
+// maxStack (stacksPerNetwork). 1 where they train one by one.
 func RestartsStacked(cfg Config, src Source, dev torch.Device) int {
-	workers := RestartsSideBySide(cfg, src, dev)
-	if workers == 0 || !stackable(cfg, src) {
-		return 1
-	}
-	return stackSize(max(cfg.Restarts, 1), len(NetworkCandidates(cfg)), workers)
+	stacks := stacksPerNetwork(cfg, src, dev)
+	return (max(cfg.Restarts, 1) + stacks - 1) / stacks
 }
 
 // maxStack is the most restarts trained stacked (trainStacked). On two cores,
@@ -167,11 +167,17 @@ func RestartsStacked(cfg Config, src Source, dev torch.Device) int {
 // 33). More were not measured.
 const maxStack = 10
 
-// stackSize is how many restarts of a network a worker trains stacked, of restarts
-// of each of networks, with workers side by side.
-func stackSize(restarts, networks, workers int) int {
-	perNetwork := (workers + networks - 1) / networks
-	return min(maxStack, (restarts+perNetwork-1)/perNetwork)
+// stacksPerNetwork is into how many stacks TrainRestarts splits each network's
+// restarts: its restarts (each alone) where they do not stack; otherwise enough for
+// the workers to have one each, and for none to hold more than maxStack.
+func stacksPerNetwork(cfg Config, src Source, dev torch.Device) int {
+	restarts := max(cfg.Restarts, 1)
+	workers := RestartsSideBySide(cfg, src, dev)
+	if workers == 0 || !stackable(cfg, src) {
+		return restarts
+	}
+	networks := len(NetworkCandidates(cfg))
+	return min(restarts, max((workers+networks-1)/networks, (restarts+maxStack-1)/maxStack))
 }
 
 // RestartsSideBySide is how many of cfg's restarts TrainRestarts trains at once, each
@@ -204,8 +210,8 @@ type restartJob struct {
 }
 
 // trainRestarts is TrainRestarts with workers side by side (0: one after another on
-// the caller's threads), each training up to stack restarts at once (trainJobs).
-func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks, workers, stack int) (*Run, []Restart, error) {
+// the caller's threads), and each network's restarts in that many stacks (trainJobs).
+func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks, workers, stacks int) (*Run, []Restart, error) {
 	cands := NetworkCandidates(cfg)
 	n := max(cfg.Restarts, 1)
 	var jobs []restartJob
@@ -224,7 +230,7 @@ func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 			jobs = append(jobs, restartJob{cfg: c, network: name, index: i})
 		}
 	}
-	runs, records, err := trainJobs(ctx, jobs, src, dev, hooks, workers, stack)
+	runs, records, err := trainJobs(ctx, jobs, src, dev, hooks, workers, stacks)
 	closeFrom := func(first int, kept []*Run) {
 		for _, r := range kept {
 			r.Close()
@@ -289,13 +295,13 @@ func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 }
 
 // trainJobs trains jobs and returns, for each, its run and record, or nil and a
-// zero record where it did not finish. Up to stack consecutive jobs of one network
-// train stacked (stacks, trainStacked). With workers > 0 that many train side by
+// zero record where it did not finish. Each network's jobs (consecutive) train in
+// that many stacks (splitStacks, trainStacked). With workers > 0 that many train side by
 // side, each on an OS thread of its own with one libtorch thread; with 0 they train
 // one after another on the caller's threads. The first error stops every job in
 // training and comes back; so does ctx's when it stopped a job or kept one from
 // starting.
-func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Device, hooks RestartHooks, workers, stack int) ([]*Run, []Restart, error) {
+func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Device, hooks RestartHooks, workers, stacks int) ([]*Run, []Restart, error) {
 	runs := make([]*Run, len(jobs))
 	records := make([]Restart, len(jobs))
 	var mu sync.Mutex // the hooks, runs, records and firstErr
@@ -344,16 +350,20 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 				r.Progress = &restartSteps{c: steps, j: j}
 			}
 		}
-		var err error
 		if len(rs) == 1 {
-			if err = rs[0].Train(ctx); err != nil {
-				err = fmt.Errorf("%s: %w", name(g[0]), err)
+			if err := rs[0].Train(ctx); err != nil {
+				fail(fmt.Errorf("%s: %w", name(g[0]), err))
+				return
 			}
-		} else {
-			err = trainStacked(ctx, rs, func(i int) string { return name(g[i]) })
-		}
-		if err != nil {
-			fail(err)
+		} else if err := trainStacked(ctx, rs); err != nil {
+			var one *restartError
+			if errors.As(err, &one) {
+				fail(fmt.Errorf("%s: %w", name(g[one.i]), one.err))
+			} else {
+				first, last := jobs[g[0]], jobs[g[len(g)-1]]
+				fail(fmt.Errorf("%srestarts %d–%d (seeds %d–%d): %w", strings.TrimSpace(first.network+" "), first.index+1, last.index+1,
+					first.cfg.Seed, last.cfg.Seed, err))
+			}
 			return
 		}
 		mu.Lock()
@@ -368,7 +378,7 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 		}
 		rs = nil // kept
 	}
-	groups := stacks(jobs, stack)
+	groups := splitStacks(jobs, stacks)
 	if workers == 0 {
 		for _, g := range groups {
 			if train(g); firstErr != nil {
@@ -421,9 +431,10 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 	return runs, records, firstErr
 }
 
-// stacks splits jobs into what a worker trains at once: each network's restarts
-// (consecutive jobs) in stacks of at most size, as even as they come.
-func stacks(jobs []restartJob, size int) [][]int {
+// splitStacks splits jobs into what a worker trains at once: each network's
+// restarts (consecutive jobs) into parts stacks as even as they come, or each alone
+// with fewer restarts.
+func splitStacks(jobs []restartJob, parts int) [][]int {
 	var out [][]int
 	for first := 0; first < len(jobs); {
 		end := first + 1
@@ -431,10 +442,10 @@ func stacks(jobs []restartJob, size int) [][]int {
 			end++
 		}
 		n := end - first
-		parts := (n + size - 1) / size
-		for p := range parts {
+		p := min(max(parts, 1), n)
+		for part := range p {
 			var g []int
-			for j := first + n*p/parts; j < first+n*(p+1)/parts; j++ {
+			for j := first + n*part/p; j < first+n*(part+1)/p; j++ {
 				g = append(g, j)
 			}
 			out = append(out, g)

@@ -171,7 +171,7 @@ func TestTrainRestartsInterrupted(t *testing.T) {
 				if i+1 == tc.cancelAt {
 					cancel()
 				}
-			}}, 0, 1)
+			}}, 0, cfg.Restarts) // each alone
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err %v, want the cancellation", err)
 			}
@@ -204,8 +204,9 @@ func TestTrainRestartsInterrupted(t *testing.T) {
 // Restarts trained side by side, each on one thread, are the restarts trained one
 // after another on one thread: every network's init draws from its own seed
 // (torch.Seeded), and no epoch of vectors draws from libtorch's generator. Each
-// restart's arithmetic is the same whatever runs beside it, so every figure matches.
-// The thread count comes back, and no tensor is left behind.
+// restart's arithmetic is the same whatever runs beside it, so every figure matches;
+// so it does for restarts in the same stacks. The thread count comes back, and no
+// tensor is left behind.
 func TestRestartsSideBySide(t *testing.T) {
 	runtime.LockOSThread() // the thread count read is this OS thread's
 	defer runtime.UnlockOSThread()
@@ -216,38 +217,40 @@ func TestRestartsSideBySide(t *testing.T) {
 	threads, live := torch.NumThreads(), torch.LiveTensors()
 	runs := cfg.RestartRuns()
 	stepsEach := src.Len() / cfg.BatchSize
-	var first []Restart
-	var firstSeed uint64
-	var firstNet string
-	for _, workers := range []int{1, 2, 3} {
-		var done, total, calls int
-		r, all, err := trainRestarts(context.Background(), cfg, src, torch.CPU, RestartHooks{Progress: func(d, n int) {
-			if calls++; d < done {
-				t.Errorf("%d side by side: steps done fell from %d to %d", workers, done, d)
+	for _, stacks := range []int{cfg.Restarts, 3} { // each alone; in stacks of 3, 3 and 2
+		var first []Restart
+		var firstSeed uint64
+		var firstNet string
+		for _, workers := range []int{1, 2, 3} {
+			var done, total, calls int
+			r, all, err := trainRestarts(context.Background(), cfg, src, torch.CPU, RestartHooks{Progress: func(d, n int) {
+				if calls++; d < done {
+					t.Errorf("%d side by side: steps done fell from %d to %d", workers, done, d)
+				}
+				done, total = d, n
+			}}, workers, stacks)
+			if err != nil {
+				t.Fatal(err)
 			}
-			done, total = d, n
-		}}, workers, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seed, net := r.Cfg.Seed, NetworkName(r.Cfg)
-		r.Close()
-		// An epoch's start, every tenth step and its last: 14 steps make 3 calls.
-		wantCalls := runs * (1 + stepsEach/stepsPerReport + 1)
-		if done != runs*stepsEach || total != done || calls != wantCalls {
-			t.Errorf("%d side by side: last progress %d of %d steps after %d calls; want %d of %d after %d",
-				workers, done, total, calls, runs*stepsEach, runs*stepsEach, wantCalls)
-		}
-		if n := torch.NumThreads(); n != threads {
-			t.Errorf("%d side by side: %d threads after, want %d as before", workers, n, threads)
-		}
-		if workers == 1 {
-			first, firstSeed, firstNet = all, seed, net
-			continue
-		}
-		if seed != firstSeed || net != firstNet || !reflect.DeepEqual(all, first) {
-			t.Errorf("%d side by side kept the %s of seed %d, restarts\n%+v;\none at a time the %s of seed %d,\n%+v",
-				workers, net, seed, all, firstNet, firstSeed, first)
+			seed, net := r.Cfg.Seed, NetworkName(r.Cfg)
+			r.Close()
+			// An epoch's start, every tenth step and its last: 14 steps make 3 calls.
+			wantCalls := runs * (1 + stepsEach/stepsPerReport + 1)
+			if done != runs*stepsEach || total != done || calls != wantCalls {
+				t.Errorf("%d side by side, %d stacks: last progress %d of %d steps after %d calls; want %d of %d after %d",
+					workers, stacks, done, total, calls, runs*stepsEach, runs*stepsEach, wantCalls)
+			}
+			if n := torch.NumThreads(); n != threads {
+				t.Errorf("%d side by side: %d threads after, want %d as before", workers, n, threads)
+			}
+			if workers == 1 {
+				first, firstSeed, firstNet = all, seed, net
+				continue
+			}
+			if seed != firstSeed || net != firstNet || !reflect.DeepEqual(all, first) {
+				t.Errorf("%d side by side in %d stacks kept the %s of seed %d, restarts\n%+v;\none at a time the %s of seed %d,\n%+v",
+					workers, stacks, net, seed, all, firstNet, firstSeed, first)
+			}
 		}
 	}
 	if n := torch.LiveTensors(); n != live {
@@ -307,9 +310,9 @@ func TestRestartsSideBySideInterrupted(t *testing.T) {
 	for _, stack := range []int{1, 3} {
 		cfg := VectorDefaults()
 		cfg.MinSteps, cfg.HiddenAuto = 0, false
-		cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 3*stack // more than the workers take at first
+		cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 3*stack // in three stacks, more than the workers take at first
 		ctx, cancel := context.WithCancel(context.Background())
-		r, all, err := trainRestarts(ctx, cfg, src, torch.CPU, RestartHooks{Done: func(int, Restart) { cancel() }}, workers, stack)
+		r, all, err := trainRestarts(ctx, cfg, src, torch.CPU, RestartHooks{Done: func(int, Restart) { cancel() }}, workers, 3)
 		cancel()
 		if !errors.Is(err, context.Canceled) || r == nil {
 			t.Fatalf("%d stacked: err %v, kept a run: %v; want the cancellation and a run", stack, err, r != nil)
@@ -323,7 +326,7 @@ func TestRestartsSideBySideInterrupted(t *testing.T) {
 		r.Close()
 
 		cfg.K = 2
-		r, all, err = trainRestarts(context.Background(), cfg, huge, torch.CPU, RestartHooks{}, workers, stack)
+		r, all, err = trainRestarts(context.Background(), cfg, huge, torch.CPU, RestartHooks{}, workers, 3)
 		if err == nil || !strings.Contains(err.Error(), "diverged") || !strings.Contains(err.Error(), "(seed ") || r != nil || all != nil {
 			t.Fatalf("%d stacked: err %v, kept a run: %v, %d restarts; want divergence of a named restart and nothing", stack, err, r != nil, len(all))
 		}
@@ -336,8 +339,8 @@ func TestRestartsSideBySideInterrupted(t *testing.T) {
 
 // Vector restarts on the CPU train side by side, one per thread, unless the user
 // set the threads, there is one restart, the steps are large, or the data are images;
-// and those of the EM objective with one head in float32 train stacked, enough in a
-// stack that each thread gets one.
+// and those of the EM objective with one head in float32 train stacked, in as many
+// stacks as give each thread one, of at most maxStack.
 func TestRestartsSideBySideWhen(t *testing.T) {
 	src := digitsSource(t)
 	// The thread count is this OS thread's; the decision reads it, and nothing runs.
@@ -361,7 +364,10 @@ func TestRestartsSideBySideWhen(t *testing.T) {
 		{"eight restarts, one network", func(c *Config) { c.Restarts, c.HiddenAuto = 8, false }, src, torch.CPU, threads, 2},
 		{"one restart", func(c *Config) { c.Restarts = 1 }, src, torch.CPU, 0, 1},
 		{"two restarts, one network", func(c *Config) { c.Restarts, c.HiddenAuto = 2, false }, src, torch.CPU, 2, 1},
+		{"thirty restarts, one network", func(c *Config) { c.Restarts, c.HiddenAuto = 30, false }, src, torch.CPU, threads, 8},
+		{"forty restarts of each network", func(c *Config) { c.Restarts = 40 }, src, torch.CPU, threads, maxStack},
 		{"two heads", func(c *Config) { c.Heads = 2 }, src, torch.CPU, threads, 1},
+		{"supervised", func(c *Config) { c.Objective = "supervised" }, src, torch.CPU, threads, 1},
 		{"bf16", func(c *Config) { c.Precision = "bf16" }, src, torch.CPU, threads, 1},
 		{"threads set", func(c *Config) { c.Threads = 1 }, src, torch.CPU, 0, 1},
 		{"steps large enough to share", func(c *Config) { c.Hidden = []int{512, 512} }, src, torch.CPU, 0, 1},

@@ -3,8 +3,10 @@ package train
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
+	"emclust/loss"
 	"emclust/model"
 	"emclust/torch"
 )
@@ -16,23 +18,42 @@ func stackable(cfg Config, src Source) bool {
 	return vectors && cfg.Objective == "em" && cfg.Heads <= 1 && cfg.Compute().Precision != "bf16" && cfg.WorldSize <= 1
 }
 
+// restartError is an error of one restart of a stack: the i-th.
+type restartError struct {
+	i   int
+	err error
+}
+
+func (e *restartError) Error() string { return e.err.Error() }
+func (e *restartError) Unwrap() error { return e.err }
+
 // trainStacked trains runs, fresh restarts of one network that differ in their seeds
 // alone, through all their epochs as one model.Stacked, and leaves each run as Train
 // would have: its parameters, running statistics, prior, optimiser state, history and
 // last evaluation. Each restart draws its own batches, in the order its own epochs
 // would (epochOrder), and its loss is its own batch's, so each computes what it would
-// alone, up to the order of float sums in the batched products.
+// alone, up to the order of float sums in the batched products. Each run's Progress
+// hears its epochs start and its steps as they go, and their ends after the last.
 //
 // The runs must not evaluate before their last epoch (EvalEvery 0) nor have a
 // folder: their networks hold the stacked weights only at the end. Cancelling ctx
-// stops after the current step, and no run finishes. The first restart whose epoch
-// loss is not finite ends the training with its error, named by of.
-func trainStacked(ctx context.Context, runs []*Run, of func(i int) string) error {
+// stops after the current step, and no run finishes. An error of one restart, such as
+// the first whose epoch loss is not finite, is a *restartError.
+func trainStacked(ctx context.Context, runs []*Run) error {
 	cfg := runs[0].Cfg
+	if !stackable(cfg, runs[0].Src) {
+		return fmt.Errorf("stacked training: objective %s, %d heads, %s: only the EM objective on vectors with one head in fp32 stacks",
+			cfg.Objective, max(cfg.Heads, 1), cfg.Compute())
+	}
 	nets := make([]*model.Net, len(runs))
 	for i, r := range runs {
+		c := r.Cfg
+		c.Seed = cfg.Seed
+		if !reflect.DeepEqual(c, cfg) || r.Src != runs[0].Src {
+			return &restartError{i, fmt.Errorf("stacked training: the restarts differ in more than their seeds")}
+		}
 		if r.epoch != 0 || r.Cfg.EvalEvery != 0 || r.Dir != "" {
-			return fmt.Errorf("%s: stacked training needs a fresh run without a folder", of(i))
+			return &restartError{i, fmt.Errorf("stacked training needs a fresh run without a folder")}
 		}
 		nets[i] = r.Net
 	}
@@ -51,7 +72,7 @@ func trainStacked(ctx context.Context, runs []*Run, of func(i int) string) error
 	}
 	defer opt.Close()
 
-	// The learned priors, R×1×K, and what stays for all epochs.
+	// The learned priors, R×1×K.
 	keep := torch.NoGrad()
 	defer keep.Close()
 	var prior *torch.Tensor
@@ -68,7 +89,7 @@ func trainStacked(ctx context.Context, runs []*Run, of func(i int) string) error
 
 	history := make([][]EpochMetrics, len(runs))
 	for epoch := range cfg.Epochs {
-		ms, err := stackedEpoch(ctx, runs, st, opt, prior, epoch, of)
+		ms, err := stackedEpoch(ctx, runs, st, opt, prior, epoch)
 		if err != nil {
 			return err
 		}
@@ -83,22 +104,29 @@ func trainStacked(ctx context.Context, runs []*Run, of func(i int) string) error
 	}
 	s := torch.NoGrad()
 	defer s.Close()
+	type moments struct {
+		avg, avgSq *torch.Tensor
+		step       int64
+	}
+	state := make([]moments, len(st.Params()))
+	for j := range state {
+		state[j].avg, state[j].avgSq, state[j].step = opt.State(s, j)
+	}
 	for i, r := range runs {
 		if prior != nil {
 			s.CopyInto(r.prior, s.Reshape(s.Narrow(prior, 0, i, 1), 1, cfg.K))
 		}
-		for j := range st.Params() {
-			m, v, step := opt.State(s, j)
+		for j, m := range state {
 			if s.Err() == nil {
-				s.Fail(r.optA.SetState(j, st.Part(s, m, j, i), st.Part(s, v, j, i), step))
+				s.Fail(r.optA.SetState(j, st.Part(s, m.avg, j, i), st.Part(s, m.avgSq, j, i), m.step))
 			}
 		}
 		if err := s.Err(); err != nil {
-			return fmt.Errorf("%s: %w", of(i), err)
+			return &restartError{i, err}
 		}
 		for _, m := range history[i] {
 			if err := r.endEpoch(m); err != nil {
-				return fmt.Errorf("%s: %w", of(i), err)
+				return &restartError{i, err}
 			}
 		}
 	}
@@ -107,7 +135,7 @@ func trainStacked(ctx context.Context, runs []*Run, of func(i int) string) error
 
 // stackedEpoch is one epoch of every run in st, as trainEpoch makes one of each: its
 // steps and, for each run, its metrics.
-func stackedEpoch(ctx context.Context, runs []*Run, st *model.Stacked, opt *torch.Adam, prior *torch.Tensor, epoch int, of func(int) string) ([]EpochMetrics, error) {
+func stackedEpoch(ctx context.Context, runs []*Run, st *model.Stacked, opt *torch.Adam, prior *torch.Tensor, epoch int) ([]EpochMetrics, error) {
 	cfg := &runs[0].Cfg
 	n, batch, rs := runs[0].Src.Len(), cfg.BatchSize, len(runs)
 	steps := n / batch
@@ -136,14 +164,14 @@ func stackedEpoch(ctx context.Context, runs []*Run, st *model.Stacked, opt *torc
 		s := torch.NewScope()
 		idx := s.Reshape(s.Narrow(orderT, 1, step*batch, batch), rs*batch)
 		x, _ := runs[0].Src.Batch(s, idx, nil)
-		a := st.Forward(s, s.Reshape(x, rs, batch, x.Dim(1)), true)
-		// loss.Posterior and loss.EM, per restart over its own batch.
-		logits := s.Detach(a)
+		a := st.Forward(s, s.Reshape(x, rs, batch, st.Spec.In), true)
+		var logPrior *torch.Tensor
 		if prior != nil {
-			logits = s.Add(logits, s.Log(prior))
+			logPrior = s.Log(prior)
 		}
-		p := s.Softmax(logits, 2)
-		perRun := s.DivScalar(s.Neg(s.Sum(s.Mul(p, s.LogSigmoid(s.DivScalar(a, cfg.GammaVal))), false, 1, 2)), float64(batch))
+		// loss.EM per restart, over its own batch.
+		p := loss.Posterior(s, a, logPrior)
+		perRun := s.DivScalar(s.Neg(s.Sum(s.Mul(p, loss.LogLikelihood(s, a, cfg.GammaVal)), false, 1, 2)), float64(batch))
 		h := s.Mean(s.Sigmoid(s.DivScalar(s.Detach(a), cfg.GammaVal)), false, 1)
 		// The sum's gradient in each restart's weights is that of its own loss.
 		if s.Err() == nil {
@@ -181,7 +209,7 @@ func stackedEpoch(ctx context.Context, runs []*Run, st *model.Stacked, opt *torc
 			m.HMean[j] = round6(float64(hs[i*cfg.K+j]))
 		}
 		if err := r.diverged(m.Loss); err != nil {
-			return nil, fmt.Errorf("%s: epoch %d: %w", of(i), epoch+1, err)
+			return nil, &restartError{i, fmt.Errorf("epoch %d: %w", epoch+1, err)}
 		}
 		ms[i] = m
 	}

@@ -33,15 +33,18 @@ func Device() torch.Device {
 }
 
 // Near reports whether got and want have the same length and agree element by element
-// within tol, relative to the larger of 1 and want's largest magnitude: two ways of
-// computing the same values, whose sums may come out in another order.
+// within tol, relative to want's largest magnitude (1 if want is all zeros): two ways
+// of computing the same values, whose sums may come out in another order.
 func Near[F float32 | float64](got, want []F, tol float64) bool {
 	if len(got) != len(want) {
 		return false
 	}
-	scale := 1.0
+	scale := 0.0
 	for _, w := range want {
 		scale = max(scale, math.Abs(float64(w)))
+	}
+	if scale == 0 {
+		scale = 1
 	}
 	for i := range got {
 		if !(math.Abs(float64(got[i])-float64(want[i])) <= tol*scale) {
