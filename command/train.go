@@ -368,11 +368,12 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	total := cfg.RestartRuns()
 	atOnce := ""
-	if n := train.RestartsSideBySide(cfg, src, dev); n > 1 {
+	if n, stack := train.RestartsSideBySide(cfg, src, dev), train.RestartsStacked(cfg, src, dev); n > 1 && stack > 1 {
+		atOnce = fmt.Sprintf(", in stacks of up to %d, %d at a time,", stack, n)
+	} else if n > 1 {
 		atOnce = fmt.Sprintf(", %d at a time,", n)
-		if stack := train.RestartsStacked(cfg, src, dev); stack > 1 {
-			atOnce = fmt.Sprintf(", in stacks of up to %d, %d at a time,", stack, n)
-		}
+	} else if stack > 1 {
+		atOnce = fmt.Sprintf(", in stacks of up to %d,", stack)
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads); %d restarts%s kept by %s%s\n",
 		src.Describe(), dev, torch.Version(), torch.NumThreads(), max(cfg.Restarts, 1), atOnce, by, networks)

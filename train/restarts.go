@@ -185,11 +185,12 @@ func stacksPerNetwork(cfg Config, src Source, dev torch.Device) int {
 // small to share among threads (oneThreadForSmallSteps), when cfg leaves the thread
 // count to emclust (Config.Threads 0); 0, one after another, otherwise. Such a run
 // trains and evaluates on one thread anyway, so the restarts share the threads
-// instead, to the same results (docs/RESULTS.md section 32).
+// instead, to the same results (docs/RESULTS.md section 32). On one thread, one
+// worker, for restarts that stack (RestartsStacked).
 func RestartsSideBySide(cfg Config, src Source, dev torch.Device) int {
 	vectors, ok := src.(*VectorSource)
 	threads := torch.NumThreads()
-	if !ok || dev.CUDA || cfg.Threads != 0 || cfg.WorldSize > 1 || threads < 2 || cfg.RestartRuns() < 2 {
+	if !ok || dev.CUDA || cfg.Threads != 0 || cfg.WorldSize > 1 || cfg.RestartRuns() < 2 || (threads < 2 && !stackable(cfg, src)) {
 		return 0
 	}
 	for _, c := range NetworkCandidates(cfg) {

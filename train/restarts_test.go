@@ -381,6 +381,18 @@ func TestRestartsSideBySideWhen(t *testing.T) {
 			t.Errorf("%s: %d side by side in stacks of %d, want %d in stacks of %d", tc.name, got, stack, tc.want, tc.stack)
 		}
 	}
+	// One thread: one worker for restarts that stack, none for the others.
+	if err := torch.SetNumThreads(1); err != nil {
+		t.Fatal(err)
+	}
+	heads := cfg
+	heads.Heads = 2
+	if got, stack := RestartsSideBySide(cfg, src, torch.CPU), RestartsStacked(cfg, src, torch.CPU); got != 1 || stack != maxStack {
+		t.Errorf("one thread: %d side by side in stacks of %d, want 1 in stacks of %d", got, stack, maxStack)
+	}
+	if got := RestartsSideBySide(heads, src, torch.CPU); got != 0 {
+		t.Errorf("one thread, two heads: %d side by side, want 0", got)
+	}
 }
 
 // criteriaNear reports whether a and b agree to float32's precision.
