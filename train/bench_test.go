@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"runtime"
 	"testing"
 
@@ -34,4 +35,49 @@ func BenchmarkStepMLPDigits(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "steps/s")
+}
+
+// BenchmarkTenRestartsDigits trains ten fresh restarts of the digits MLP for one
+// epoch (14 steps each) and evaluates them, on one thread: one after another, and
+// stacked as one network (trainStacked).
+func BenchmarkTenRestartsDigits(b *testing.B) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer torch.SetNumThreads(torch.NumThreads())
+	if err := torch.SetNumThreads(1); err != nil {
+		b.Fatal(err)
+	}
+	src := digitsSourceOn(b, torch.CPU)
+	cfg := VectorDefaults()
+	cfg.MinSteps, cfg.Epochs, cfg.HiddenAuto, cfg.EvalEvery = 0, 1, false, 0 // as restarts train
+	for _, stacked := range []bool{false, true} {
+		name := map[bool]string{false: "alone", true: "stacked"}[stacked]
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				runs := make([]*Run, 10)
+				for i := range runs {
+					c := cfg
+					c.Seed = uint64(i + 1)
+					r, err := New(c, src, torch.CPU, "")
+					if err != nil {
+						b.Fatal(err)
+					}
+					runs[i] = r
+				}
+				var err error
+				if stacked {
+					err = trainStacked(context.Background(), runs)
+				}
+				for _, r := range runs {
+					if !stacked && err == nil {
+						err = r.Train(context.Background())
+					}
+					r.Close()
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
