@@ -21,7 +21,7 @@ type SweepOptions struct {
 	Method string
 	Ks     []int
 	Seeds  []uint64
-	Train  train.Config // K and Seed are set per run, Objective to Method
+	Train  train.Config // K and Seed are set per run, Objective to Method; one run a seed
 	Device torch.Device
 	// Done, when set, is called after each run with how many are done of how many.
 	Done func(r KRun, done, total int)
@@ -60,8 +60,9 @@ func CheckKs(ks []int, rows int) error {
 	return nil
 }
 
-// SweepK trains opt.Method at every K of opt.Ks for every seed, K by K. When ctx is
-// cancelled it returns the runs finished so far with an error wrapping ctx's.
+// SweepK trains opt.Method at every K of opt.Ks for every seed, K by K, the seeds of
+// a K as restarts train (train.TrainSeeds). When ctx is cancelled it returns the K
+// finished so far with an error wrapping ctx's.
 func SweepK(ctx context.Context, src train.Source, opt SweepOptions) ([]KRun, error) {
 	if !Neural(opt.Method) {
 		return nil, fmt.Errorf("compare: a K sweep trains a network; %q is not one of its objectives", opt.Method)
@@ -82,14 +83,14 @@ func SweepK(ctx context.Context, src train.Source, opt SweepOptions) ([]KRun, er
 	total := len(opt.Ks) * len(opt.Seeds)
 	runs := make([]KRun, 0, total)
 	for _, k := range opt.Ks {
-		for _, seed := range opt.Seeds {
-			if err := ctx.Err(); err != nil {
-				return runs, fmt.Errorf("compare: stopped after %d of %d runs: %w", len(runs), total, err)
-			}
-			r, err := opt.run(ctx, src, k, seed)
-			if err != nil {
-				return runs, fmt.Errorf("compare: K = %d seed %d: %w", k, seed, err)
-			}
+		if err := ctx.Err(); err != nil {
+			return runs, fmt.Errorf("compare: stopped after %d of %d runs: %w", len(runs), total, err)
+		}
+		krs, err := opt.runK(ctx, src, k)
+		if err != nil {
+			return runs, fmt.Errorf("compare: K = %d: %w", k, err)
+		}
+		for _, r := range krs {
 			runs = append(runs, r)
 			if opt.Done != nil {
 				opt.Done(r, len(runs), total)
@@ -99,29 +100,43 @@ func SweepK(ctx context.Context, src train.Source, opt SweepOptions) ([]KRun, er
 	return runs, nil
 }
 
-func (opt *SweepOptions) run(ctx context.Context, src train.Source, k int, seed uint64) (KRun, error) {
+// runK trains opt.Method at k for every seed, as restarts train (side by side and
+// stacked where they would be), and scores each run. A run's seconds are its share of
+// the time all took.
+func (opt *SweepOptions) runK(ctx context.Context, src train.Source, k int) ([]KRun, error) {
 	cfg := opt.Train
-	cfg.Objective, cfg.K, cfg.Seed = opt.Method, k, seed
+	cfg.Objective, cfg.K = opt.Method, k
 	start := time.Now()
-	run, err := trainRun(ctx, cfg, src, opt.Device, "")
-	if err != nil {
-		return KRun{}, err
-	}
-	defer run.Close()
-	pred, err := train.PredictWithCriteria(run.Net, src, opt.Device, run.Prior(), run.Cfg.GammaVal)
-	if err != nil {
-		return KRun{}, fmt.Errorf("predict: %w", err)
-	}
-	r := KRun{K: k, Seed: seed, Criteria: *pred.Criteria, Empty: emptyClusters(pred.Cluster, k),
-		Seconds: time.Since(start).Seconds(), clusters: pred.Cluster}
-	if labels := src.Labels(); labels != nil {
-		sc, err := eval.Score(labels, pred.Cluster)
-		if err != nil {
-			return KRun{}, err
+	trained, err := train.TrainSeeds(ctx, cfg, opt.Seeds, src, opt.Device)
+	defer func() {
+		for _, r := range trained {
+			if r != nil {
+				r.Close()
+			}
 		}
-		r.NMI, r.ACC = &sc.NMI, &sc.ACC
+	}()
+	if err != nil {
+		return nil, err
 	}
-	return r, nil
+	out := make([]KRun, len(trained))
+	for i, run := range trained {
+		pred, err := train.PredictWithCriteria(run.Net, src, opt.Device, run.Prior(), run.Cfg.GammaVal)
+		if err != nil {
+			return nil, fmt.Errorf("seed %d: predict: %w", opt.Seeds[i], err)
+		}
+		out[i] = KRun{K: k, Seed: opt.Seeds[i], Criteria: *pred.Criteria, Empty: emptyClusters(pred.Cluster, k), clusters: pred.Cluster}
+		if labels := src.Labels(); labels != nil {
+			sc, err := eval.Score(labels, pred.Cluster)
+			if err != nil {
+				return nil, err
+			}
+			out[i].NMI, out[i].ACC = &sc.NMI, &sc.ACC
+		}
+	}
+	for i := range out {
+		out[i].Seconds = time.Since(start).Seconds() / float64(len(out))
+	}
+	return out, nil
 }
 
 // KSummary is one row of a sweep's table: a K over its seeds.

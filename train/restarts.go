@@ -151,6 +151,24 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 	return trainRestarts(ctx, cfg, src, dev, hooks, RestartsSideBySide(cfg, src, dev), stacksPerNetwork(cfg, src, dev))
 }
 
+// TrainSeeds trains one run of cfg's network for each of seeds, without a run folder
+// and scoring only the last epoch, as TrainRestarts trains its restarts: side by side
+// and stacked where those would be. It returns the runs in the order of seeds, nil
+// where a run did not finish, with the first error (ctx's when it stopped them). The
+// caller closes the runs.
+func TrainSeeds(ctx context.Context, cfg Config, seeds []uint64, src Source, dev torch.Device) ([]*Run, error) {
+	plan := cfg
+	plan.HiddenAuto, plan.Restarts = false, len(seeds) // the network as named, once a seed
+	jobs := make([]restartJob, len(seeds))
+	for i, seed := range seeds {
+		c := plan
+		c.Seed, c.EvalEvery, c.Restarts = seed, 0, 1
+		jobs[i] = restartJob{cfg: c, index: i}
+	}
+	runs, _, err := trainJobs(ctx, jobs, src, dev, RestartHooks{}, RestartsSideBySide(plan, src, dev), stacksPerNetwork(plan, src, dev))
+	return runs, err
+}
+
 // RestartsStacked is how many restarts of a network TrainRestarts trains at once, at
 // most, as one network of stacked weights (trainStacked): where they train side by
 // side (RestartsSideBySide) with the EM objective and one head in float32, each

@@ -2,8 +2,10 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -163,5 +165,46 @@ func TestSplitStacks(t *testing.T) {
 		if got := splitStacks(tc.jobs, tc.parts); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%d jobs in %d stacks a network: %v, want %v", len(tc.jobs), tc.parts, got, tc.want)
 		}
+	}
+}
+
+// TrainSeeds trains a run of each seed, in the seeds' order, each what it would be
+// alone up to the order of sums (side by side and stacked on the CPU); cancelled, it
+// returns the cancellation and no runs.
+func TestTrainSeeds(t *testing.T) {
+	src := digitsSourceOn(t, torch.CPU)
+	live := torch.LiveTensors()
+	cfg := VectorDefaults() // HiddenAuto: the sweep trains the MLP named
+	cfg.MinSteps, cfg.Epochs = 0, 2
+	seeds := []uint64{3, 9, 4, 7}
+	runs, err := TrainSeeds(context.Background(), cfg, seeds, src, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range runs {
+		alone := cfg
+		alone.Seed, alone.EvalEvery, alone.Restarts = seeds[i], 0, 1
+		a := newRunOn(t, alone, src, "", torch.CPU)
+		if err := a.Train(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ca, cb := a.History[len(a.History)-1].Criteria, r.History[len(r.History)-1].Criteria
+		ari, err := eval.ARI(a.recent[len(a.recent)-1], r.recent[len(r.recent)-1])
+		if r.Cfg.Seed != seeds[i] || r.EpochsDone() != cfg.Epochs || !slices.Equal(r.Cfg.Hidden, cfg.Hidden) || err != nil || ari < 0.95 ||
+			!torchtest.Near([]float64{cb.LogLikelihood, cb.MaxPosterior}, []float64{ca.LogLikelihood, ca.MaxPosterior}, 1e-2) {
+			t.Errorf("run %d: seed %d after %d epochs, hidden %v, criteria %+v, ARI %.4f (%v) with seed %d alone, criteria %+v",
+				i, r.Cfg.Seed, r.EpochsDone(), r.Cfg.Hidden, cb, ari, err, seeds[i], ca)
+		}
+		r.Close()
+		a.Close()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	runs, err = TrainSeeds(ctx, cfg, seeds, src, torch.CPU)
+	if !errors.Is(err, context.Canceled) || slices.ContainsFunc(runs, func(r *Run) bool { return r != nil }) {
+		t.Errorf("cancelled: err %v, runs %v; want the cancellation and none", err, runs)
+	}
+	if n := torch.LiveTensors(); n != live {
+		t.Errorf("%d live tensors after, %d before", n, live)
 	}
 }
