@@ -355,7 +355,7 @@ func deviceLabel(dev torch.Device) string {
 	if dev.CUDA {
 		return dev.String()
 	}
-	return fmt.Sprintf("%s (%d threads)", dev, torch.NumThreads())
+	return fmt.Sprintf("%s (%s)", dev, plural(torch.NumThreads(), "thread"))
 }
 
 // dataLabel names the data in a report, saying when they were standardized.

@@ -304,7 +304,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		fmt.Fprintf(log, "emclust: %s (%s, %s), %d rows each per batch, %s\n",
 			plural(role.World, "rank"), role.Launcher, group.Backend(), run.Cfg.BatchSize/role.World, stats)
 	}
-	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads, %v)\n", src.Describe(), dev, torch.Version(), torch.NumThreads(), run.Net.Compute())
+	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s, %v)\n", src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), run.Net.Compute())
 	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %d epochs → %s\n",
 		run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.Objective, run.Cfg.GammaVal, run.Cfg.BatchSize, run.Cfg.Epochs, runDir)
 	if ckpt != nil {
@@ -375,8 +375,8 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	} else if stack > 1 {
 		atOnce = fmt.Sprintf(", in stacks of up to %d,", stack)
 	}
-	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %d threads); %d restarts%s kept by %s%s\n",
-		src.Describe(), dev, torch.Version(), torch.NumThreads(), max(cfg.Restarts, 1), atOnce, by, networks)
+	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %d restarts%s kept by %s%s\n",
+		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), max(cfg.Restarts, 1), atOnce, by, networks)
 	bar := newRestartsProgress(log, log == io.Discard, total)
 	done := 0
 	hooks := train.RestartHooks{
