@@ -172,7 +172,7 @@ func stackedEpoch(ctx context.Context, runs []*Run, st *model.Stacked, opt *torc
 		// loss.EM per restart, over its own batch.
 		p := loss.Posterior(s, a, logPrior)
 		perRun := s.DivScalar(s.Neg(s.Sum(s.Mul(p, loss.LogLikelihood(s, a, cfg.GammaVal)), false, 1, 2)), float64(batch))
-		h := s.Mean(s.Sigmoid(s.DivScalar(s.Detach(a), cfg.GammaVal)), false, 1)
+		h := batchMeanH(s, a, cfg.GammaVal, 1)
 		// The sum's gradient in each restart's weights is that of its own loss.
 		if s.Err() == nil {
 			s.Fail(opt.ZeroGrad())
@@ -182,7 +182,7 @@ func stackedEpoch(ctx context.Context, runs []*Run, st *model.Stacked, opt *torc
 			s.Fail(opt.Step())
 		}
 		if prior != nil {
-			s.CopyInto(prior, s.Add(s.MulScalar(prior, 0.99), s.MulScalar(s.Mean(p, true, 1), 0.01)))
+			updatePrior(s, prior, s.Mean(p, true, 1))
 		}
 		lossSum = swap(ep, lossSum, s.Add(lossSum, s.Detach(perRun)))
 		hSum = swap(ep, hSum, s.Add(hSum, h))

@@ -563,16 +563,14 @@ func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tenso
 	case "iic":
 		l = r.iic(em, aHeads, r.Net.ForwardHeads(em, xt, true))
 	}
-	hMean = s.Adopt(em.Mean(em.Sigmoid(em.DivScalar(em.Detach(r.Net.SelectHead(em, aHeads)), cfg.GammaVal)), false, 0))
+	hMean = s.Adopt(batchMeanH(em, r.Net.SelectHead(em, aHeads), cfg.GammaVal, 0))
 	r.update(em, r.optA, l)
 	if r.prior != nil {
-		// π ← 0.99 π + 0.01 mean_i p_i: the priors come from the previous posteriors.
 		mean := em.Mean(p, true, 0)
 		if r.syncGroup() != nil {
 			mean = r.globalMean(em, mean)
 		}
-		next := em.Add(em.MulScalar(r.prior, 0.99), em.MulScalar(mean, 0.01))
-		em.CopyInto(r.prior, next)
+		updatePrior(em, r.prior, mean)
 	}
 	l = s.Adopt(em.Detach(l))
 	s.Fail(em.Close())
@@ -591,6 +589,19 @@ func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tenso
 	r.update(s, r.optB, kl)
 	ng.Close()
 	return l, kl, hMean
+}
+
+// batchMeanH is the mean of h = sigmoid(a*/γ) over the batch, dimension dim of a*,
+// without a graph: what an epoch reports per cluster.
+func batchMeanH(s *torch.Scope, aStar *torch.Tensor, gamma float64, dim int) *torch.Tensor {
+	return s.Mean(s.Sigmoid(s.DivScalar(s.Detach(aStar), gamma)), false, dim)
+}
+
+// updatePrior moves a learned prior in place toward meanP, the batch's mean
+// posterior: π ← 0.99 π + 0.01 mean_i p_i, so that the priors come from the
+// previous posteriors.
+func updatePrior(s *torch.Scope, prior, meanP *torch.Tensor) {
+	s.CopyInto(prior, s.Add(s.MulScalar(prior, 0.99), s.MulScalar(meanP, 0.01)))
 }
 
 // perHead lays the n×(H·K) scores of H heads out as (n·H)×K, a row per row and head,
