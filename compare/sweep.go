@@ -133,8 +133,9 @@ func (opt *SweepOptions) runK(ctx context.Context, src train.Source, k int) ([]K
 			out[i].NMI, out[i].ACC = &sc.NMI, &sc.ACC
 		}
 	}
+	each := time.Since(start).Seconds() / float64(len(out))
 	for i := range out {
-		out[i].Seconds = time.Since(start).Seconds() / float64(len(out))
+		out[i].Seconds = each
 	}
 	return out, nil
 }

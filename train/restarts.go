@@ -148,7 +148,8 @@ type RestartHooks struct {
 // It sets process-wide state while restarts train side by side (GOMAXPROCS, the
 // BLAS's thread count) and restores it: calls must not overlap.
 func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks) (*Run, []Restart, error) {
-	return trainRestarts(ctx, cfg, src, dev, hooks, RestartsSideBySide(cfg, src, dev), stacksPerNetwork(cfg, src, dev))
+	workers, stacks := restartPlan(cfg, src, dev)
+	return trainRestarts(ctx, cfg, src, dev, hooks, workers, stacks)
 }
 
 // TrainSeeds trains one run of cfg's network for each of seeds, without a run folder
@@ -165,7 +166,8 @@ func TrainSeeds(ctx context.Context, cfg Config, seeds []uint64, src Source, dev
 		c.Seed, c.EvalEvery, c.Restarts = seed, 0, 1
 		jobs[i] = restartJob{cfg: c, index: i}
 	}
-	runs, _, err := trainJobs(ctx, jobs, src, dev, RestartHooks{}, RestartsSideBySide(plan, src, dev), stacksPerNetwork(plan, src, dev))
+	workers, stacks := restartPlan(plan, src, dev)
+	runs, _, err := trainJobs(ctx, jobs, src, dev, RestartHooks{}, workers, stacks)
 	return runs, err
 }
 
@@ -173,9 +175,9 @@ func TrainSeeds(ctx context.Context, cfg Config, seeds []uint64, src Source, dev
 // most, as one network of stacked weights (trainStacked): where they train side by
 // side (RestartsSideBySide) with the EM objective and one head in float32, each
 // network's restarts go in as many stacks as give every worker one, of at most
-// maxStack (stacksPerNetwork). 1 where they train one by one.
+// maxStack (restartPlan). 1 where they train one by one.
 func RestartsStacked(cfg Config, src Source, dev torch.Device) int {
-	stacks := stacksPerNetwork(cfg, src, dev)
+	_, stacks := restartPlan(cfg, src, dev)
 	return (max(cfg.Restarts, 1) + stacks - 1) / stacks
 }
 
@@ -185,17 +187,18 @@ func RestartsStacked(cfg Config, src Source, dev torch.Device) int {
 // 33). More were not measured.
 const maxStack = 10
 
-// stacksPerNetwork is into how many stacks TrainRestarts splits each network's
-// restarts: its restarts (each alone) where they do not stack; otherwise enough for
-// the workers to have one each, and for none to hold more than maxStack.
-func stacksPerNetwork(cfg Config, src Source, dev torch.Device) int {
+// restartPlan is how TrainRestarts trains cfg's restarts: workers side by side
+// (RestartsSideBySide), and into how many stacks it splits each network's restarts:
+// its restarts (each alone) where they do not stack; otherwise enough for the
+// workers to have one each, and for none to hold more than maxStack.
+func restartPlan(cfg Config, src Source, dev torch.Device) (workers, stacks int) {
 	restarts := max(cfg.Restarts, 1)
-	workers := RestartsSideBySide(cfg, src, dev)
+	workers = RestartsSideBySide(cfg, src, dev)
 	if workers == 0 || !stackable(cfg, src) {
-		return restarts
+		return workers, restarts
 	}
 	networks := len(NetworkCandidates(cfg))
-	return min(restarts, max((workers+networks-1)/networks, (restarts+maxStack-1)/maxStack))
+	return workers, min(restarts, max((workers+networks-1)/networks, (restarts+maxStack-1)/maxStack))
 }
 
 // RestartsSideBySide is how many of cfg's restarts TrainRestarts trains at once, each
