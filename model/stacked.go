@@ -92,7 +92,7 @@ func (st *Stacked) Forward(s *torch.Scope, x *torch.Tensor, train bool) *torch.T
 	h := x
 	for l := 0; l < len(st.params); l += 2 {
 		if l > 0 {
-			h = s.ReLU(h)
+			h = s.ReLUInPlace(h) // the sum's backward does not need it
 		}
 		h = s.Add(s.MatMul(h, st.params[l]), st.params[l+1])
 	}

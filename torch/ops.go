@@ -98,6 +98,11 @@ func (s *Scope) Abs(a *Tensor) *Tensor { return s.unary(C.ET_ABS, "abs", a) }
 
 func (s *Scope) ReLU(a *Tensor) *Tensor { return s.unary(C.ET_RELU, "relu", a) }
 
+// ReLUInPlace overwrites a with relu(a) and returns a new handle to it: no new
+// activation to allocate and fill. Autograd refuses it where a's old values are
+// still needed for a backward pass.
+func (s *Scope) ReLUInPlace(a *Tensor) *Tensor { return s.unary(C.ET_RELU_INPLACE, "relu_", a) }
+
 func (s *Scope) Sigmoid(a *Tensor) *Tensor { return s.unary(C.ET_SIGMOID, "sigmoid", a) }
 
 func (s *Scope) LogSigmoid(a *Tensor) *Tensor { return s.unary(C.ET_LOGSIGMOID, "log_sigmoid", a) }

@@ -336,6 +336,12 @@ func SetNumThreads(n int) error { return check("set_num_threads", C.et_set_num_t
 // -1 where libtorch uses another BLAS (MKL follows libtorch's count).
 func BLASThreads() int { return int(C.et_get_blas_threads()) }
 
+// SetBLASThreads sets OpenBLAS's thread count alone, leaving libtorch's; it does
+// nothing where libtorch uses another BLAS.
+func SetBLASThreads(n int) error {
+	return check("set_blas_threads", C.et_set_blas_threads(C.int(n)))
+}
+
 // NumThreads is the intra-op CPU thread count.
 func NumThreads() int { return int(C.et_get_num_threads()) }
 

@@ -328,6 +328,7 @@ et_error et_unary(int flags, int op, et_tensor a, et_tensor *out) {
   case ET_LOGICAL_NOT: r = x.logical_not(); break;
   case ET_ISFINITE: r = x.isfinite(); break;
   case ET_CHANNELS_LAST: r = x.contiguous(at::MemoryFormat::ChannelsLast); break;
+  case ET_RELU_INPLACE: r = x.relu_(); break;
   default: TORCH_CHECK(false, "unknown unary op ", op);
   }
   *out = wrap(std::move(r));
@@ -794,13 +795,11 @@ static void *openblas_symbol(const char *name) {
 #endif
 }
 
-et_error et_set_num_threads(int n) {
+et_error et_set_blas_threads(int n) {
   ET_TRY
-  at::set_num_threads(n);
-  // OpenBLAS's threads spin for a while after each call they share, on the cores the
-  // caller meant to keep to n threads.
-  // Its setter is not safe to call from two threads at once (OpenMP builds resize
-  // buffers without a lock), and restarts side by side each set one thread.
+  TORCH_CHECK(n >= 1, "set_blas_threads: ", n, " threads");
+  // OpenBLAS's setter is not safe to call from two threads at once (OpenMP builds
+  // resize buffers without a lock), and restarts side by side each set one thread.
   using set_fn = void (*)(int);
   static const auto set_blas = reinterpret_cast<set_fn>(openblas_symbol("openblas_set_num_threads"));
   static std::mutex blas_lock;
@@ -810,6 +809,15 @@ et_error et_set_num_threads(int n) {
       set_blas(n);
     }
   }
+  ET_CATCH
+}
+
+et_error et_set_num_threads(int n) {
+  ET_TRY
+  at::set_num_threads(n);
+  // OpenBLAS's threads spin for a while after each call they share, on the cores the
+  // caller meant to keep to n threads.
+  if (et_error e = et_set_blas_threads(n)) return e;
   ET_CATCH
 }
 

@@ -26,8 +26,9 @@ extern "C" {
  * 3: et_advise_huge_pages and et_index_add.
  * 4: et_set_cudnn_deterministic.
  * 5: process groups (et_group_*) and et_sync_batch_norm.
- * 6: et_set_num_threads sets OpenBLAS's thread count too; et_get_blas_threads. */
-#define ET_ABI_VERSION 6
+ * 6: et_set_num_threads sets OpenBLAS's thread count too; et_get_blas_threads.
+ * 7: ET_RELU_INPLACE; et_set_blas_threads. */
+#define ET_ABI_VERSION 7
 
 typedef struct et_tensor_s *et_tensor;
 typedef struct et_adam_s *et_adam;
@@ -58,7 +59,8 @@ enum {
   ET_SIGMOID = 6, ET_LOGSIGMOID = 7, ET_TANH = 8, ET_SIN = 9, ET_COS = 10,
   ET_FLOOR = 11, ET_DETACH = 12, ET_CONTIGUOUS = 13, ET_CLONE = 14, ET_SQUARE = 15,
   ET_RECIPROCAL = 16, ET_ZEROS_LIKE = 17, ET_ONES_LIKE = 18, ET_RAND_LIKE = 19,
-  ET_RANDN_LIKE = 20, ET_LOGICAL_NOT = 21, ET_ISFINITE = 22, ET_CHANNELS_LAST = 23
+  ET_RANDN_LIKE = 20, ET_LOGICAL_NOT = 21, ET_ISFINITE = 22, ET_CHANNELS_LAST = 23,
+  ET_RELU_INPLACE = 24 /* a's values become relu(a); out is a new handle to a */
 };
 
 /* binary ops, broadcasting: et_binary */
@@ -255,6 +257,8 @@ et_error et_set_num_threads(int n);
 int et_get_num_threads(void);
 /* OpenBLAS's thread count, or -1 where OpenBLAS is not loaded. */
 int et_get_blas_threads(void);
+/* OpenBLAS's count alone (nothing where OpenBLAS is not loaded). */
+et_error et_set_blas_threads(int n);
 int et_cuda_available(void);
 int et_cuda_device_count(void);
 et_error et_cuda_synchronize(int device_index);
