@@ -76,6 +76,7 @@ func Bench(cfg Config, src Source, dev torch.Device, warmup, steps, epochRows in
 	}
 	defer r.Close()
 	defer r.oneThreadForSmallSteps()()
+	defer oneBLASThreadForConvolutions(r.Net, r.Dev)()
 	n := src.Len()
 	bs := r.Cfg.BatchSize
 	ep := torch.NoGrad()

@@ -333,6 +333,7 @@ func epochSeed(seed uint64, epoch int) uint64 {
 // Cancelling ctx stops after the current step; the last checkpoint stays valid.
 func (r *Run) Train(ctx context.Context) error {
 	defer r.oneThreadForSmallSteps()()
+	defer oneBLASThreadForConvolutions(r.Net, r.Dev)()
 	for r.epoch < r.Cfg.Epochs {
 		// Ranks agree on stopping at the epoch's first step instead (stopRequested):
 		// one of them leaving here would leave the others in that collective.
@@ -397,6 +398,23 @@ func (r *Run) oneThreadForSmallSteps() (restore func()) {
 	}
 	torch.SetNumThreads(1)
 	return func() { torch.SetNumThreads(prev) }
+}
+
+// oneBLASThreadForConvolutions keeps OpenBLAS on the calling thread while a
+// convolutional network computes on the CPU, and returns the function that restores
+// its count. libtorch's OpenMP threads run the convolutions; OpenBLAS keeps a pool of
+// its own for the fully connected layers (a small share of a CNN's FLOPs), whose
+// idle threads spin in sched_yield after each product, on the cores OpenMP's threads
+// need for the next layer: the mnist twofold step took 342 ms with OpenBLAS on two
+// threads and 276 ms on one (2 cores; docs/RESULTS.md section 34). Nothing changes
+// where libtorch uses MKL, which runs on OpenMP's threads.
+func oneBLASThreadForConvolutions(net *model.Net, dev torch.Device) (restore func()) {
+	prev := torch.BLASThreads()
+	if dev.CUDA || prev <= 1 || len(net.ConvLayers()) == 0 {
+		return func() {}
+	}
+	torch.SetBLASThreads(1)
+	return func() { torch.SetBLASThreads(prev) }
 }
 
 // trainEpoch is one pass over a fresh shuffle, dropping the last partial batch (a
@@ -702,6 +720,7 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 // head: the network computes them all in any case, and the selected head's criteria
 // then come out of the same sums whichever head a caller wants.
 func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64, from, to int) ([]*Prediction, error) {
+	defer oneBLASThreadForConvolutions(net, dev)()
 	n, k, heads := to-from, net.Spec.K, net.Spec.NumHeads()
 	out := make([]*Prediction, heads)
 	for h := range out {

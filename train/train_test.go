@@ -418,7 +418,7 @@ func TestOneThreadForSmallSteps(t *testing.T) {
 	cfg := VectorDefaults()
 	cfg.MinSteps, cfg.Epochs, cfg.EvalEvery = 0, 3, 1
 	r := newRunOn(t, cfg, digitsSourceOn(t, torch.CPU), "", torch.CPU)
-	p := &threadsSeen{}
+	p := &threadsSeen{count: torch.NumThreads}
 	r.Progress = p
 	if err := r.Train(context.Background()); err != nil {
 		t.Fatal(err)
@@ -428,13 +428,62 @@ func TestOneThreadForSmallSteps(t *testing.T) {
 	}
 }
 
-// threadsSeen records the thread count as each epoch starts and after it is
-// evaluated (End follows the evaluation).
-type threadsSeen struct{ atStart, afterEval []int }
+// threadsSeen records a thread count as each epoch starts and after it is evaluated
+// (End follows the evaluation).
+type threadsSeen struct {
+	count              func() int
+	atStart, afterEval []int
+}
 
-func (p *threadsSeen) Start(int, int, int)     { p.atStart = append(p.atStart, torch.NumThreads()) }
+func (p *threadsSeen) Start(int, int, int)     { p.atStart = append(p.atStart, p.count()) }
 func (p *threadsSeen) Step(int, float64, bool) {}
-func (p *threadsSeen) End(EpochMetrics)        { p.afterEval = append(p.afterEval, torch.NumThreads()) }
+func (p *threadsSeen) End(EpochMetrics)        { p.afterEval = append(p.afterEval, p.count()) }
+
+// A CNN trains and is evaluated with OpenBLAS on one thread, and its count is
+// restored after; an MLP's large steps keep OpenBLAS's threads. Where OpenBLAS does
+// not follow libtorch's count (MKL, or a serial OpenBLAS), nothing changes.
+func TestOneBLASThreadForConvolutions(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := torch.SetNumThreads(2); err != nil {
+		t.Fatal(err)
+	}
+	pool := torch.BLASThreads()
+	want := 1
+	if pool != 2 {
+		t.Logf("OpenBLAS's count is %d with libtorch's at 2: no pool of its own to leave alone", pool)
+		want = pool
+	}
+	images, err := NewImageSource(synthImages(13, 256, 1, 28), torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer images.Close()
+	cfg := imageConfig("em", 2, 128)
+	cfg.EvalEvery = 1
+	r := newRunOn(t, cfg, images, "", torch.CPU)
+	p := &threadsSeen{count: torch.BLASThreads}
+	r.Progress = p
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.atStart, []int{want, want}) || !slices.Equal(p.afterEval, []int{want, want}) || torch.BLASThreads() != pool {
+		t.Errorf("OpenBLAS threads at each epoch's start %v, after its evaluation %v, after Train %d; want %d, %d, then %d",
+			p.atStart, p.afterEval, torch.BLASThreads(), want, want, pool)
+	}
+
+	mlp := VectorDefaults()
+	mlp.MinSteps, mlp.Epochs, mlp.Threads = 0, 1, 2
+	r = newRunOn(t, mlp, digitsSourceOn(t, torch.CPU), "", torch.CPU)
+	p = &threadsSeen{count: torch.BLASThreads}
+	r.Progress = p
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.atStart, []int{pool}) {
+		t.Errorf("MLP: OpenBLAS threads at the epoch's start %v, want %d", p.atStart, pool)
+	}
+}
 
 // The criteria of PredictWithCriteria match the formulas of Criteria computed here in
 // float64 from the eval-mode scores of every row at once (Predict sums over chunks).
