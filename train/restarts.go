@@ -418,6 +418,9 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 	defer runtime.GOMAXPROCS(procs)
 	// The BLAS's count is the process's: one before any worker starts, so that no
 	// restart's products run on more (whose sums come out in another order).
+	// OpenMP's is this OS thread's: keep the thread until the count is restored on it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	if err := torch.SetNumThreads(1); err != nil {
 		return runs, records, err
 	}

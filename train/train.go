@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -396,8 +397,17 @@ func (r *Run) oneThreadForSmallSteps() (restore func()) {
 	if r.Cfg.Threads != 0 || r.Dev.CUDA || prev <= 1 || !smallStep(r.Net.ForwardFLOPs(), r.Cfg.BatchSize, r.Cfg.Objective) {
 		return func() {}
 	}
+	// OpenMP's count is the calling OS thread's: the run keeps its thread until the
+	// restore, so that every step sees the one thread and the restore undoes it on
+	// the thread that has it. A thread left at one took it into later runs that
+	// landed there (a resumed run then summed its gradients in another order than
+	// the run it should equal, under libtorch 2.6).
+	runtime.LockOSThread()
 	torch.SetNumThreads(1)
-	return func() { torch.SetNumThreads(prev) }
+	return func() {
+		torch.SetNumThreads(prev)
+		runtime.UnlockOSThread()
+	}
 }
 
 // oneBLASThreadForConvolutions keeps OpenBLAS on the calling thread while a

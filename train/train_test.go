@@ -139,6 +139,14 @@ func TestResumeIsExact(t *testing.T) {
 // then a resume from the checkpoint for the rest, for comparing the two.
 func straightAndResumed(t *testing.T, cfg Config, src Source, split int) (straight, resumed *Run) {
 	t.Helper()
+	// OpenMP's thread count is the calling OS thread's, and a test's goroutine may
+	// move to a thread another test left at another count: the two runs must sum
+	// their gradients on one count to agree to the bit.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := torch.SetNumThreads(runtime.NumCPU()); err != nil {
+		t.Fatal(err)
+	}
 	straight = newRun(t, cfg, src, t.TempDir())
 	if err := straight.Train(context.Background()); err != nil {
 		t.Fatal(err)
