@@ -521,10 +521,14 @@ type maxPool struct{}
 func (maxPool) forward(s *torch.Scope, x *torch.Tensor, _ bool) *torch.Tensor {
 	return s.MaxPool2d(x, 2, 2)
 }
-func (maxPool) params() []torch.Named { return nil }
-
-func isPool(l layer) bool              { _, ok := l.(maxPool); return ok }
+func (maxPool) params() []torch.Named  { return nil }
 func (maxPool) buffers() []torch.Named { return nil }
+
+// isPool reports whether l is the 2×2 max-pool.
+func isPool(l layer) bool {
+	_, ok := l.(maxPool)
+	return ok
+}
 
 type flatten struct{}
 

@@ -336,8 +336,9 @@ func SetNumThreads(n int) error { return check("set_num_threads", C.et_set_num_t
 // -1 where libtorch uses another BLAS (MKL follows libtorch's count).
 func BLASThreads() int { return int(C.et_get_blas_threads()) }
 
-// SetBLASThreads sets OpenBLAS's thread count alone, leaving libtorch's; it does
-// nothing where libtorch uses another BLAS.
+// SetBLASThreads sets OpenBLAS's thread count alone, leaving libtorch's, where
+// OpenBLAS keeps a pool of its own (its pthreads build); it does nothing with another
+// BLAS or OpenBLAS's OpenMP build, which runs on libtorch's OpenMP threads.
 func SetBLASThreads(n int) error {
 	return check("set_blas_threads", C.et_set_blas_threads(C.int(n)))
 }

@@ -585,3 +585,29 @@ func TestSetNumThreadsSetsBLAS(t *testing.T) {
 		t.Log("OpenBLAS is not loaded: libtorch sets its BLAS's count itself")
 	}
 }
+
+// SetBLASThreads changes OpenBLAS's count and leaves libtorch's; a count below one
+// is an error.
+func TestSetBLASThreadsAlone(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer SetNumThreads(NumThreads())
+	if err := SetNumThreads(2); err != nil {
+		t.Fatal(err)
+	}
+	pool := BLASThreads()
+	if err := SetBLASThreads(1); err != nil {
+		t.Fatal(err)
+	}
+	// Where OpenBLAS follows libtorch's 2 it has a pool of its own (or is the OpenMP
+	// build, which SetBLASThreads leaves alone).
+	if got := NumThreads(); got != 2 {
+		t.Errorf("SetBLASThreads(1) changed libtorch's count to %d, want 2", got)
+	}
+	if got := BLASThreads(); got != 1 && got != pool {
+		t.Errorf("SetBLASThreads(1): OpenBLAS %d threads, want 1 (or %d, untouched)", got, pool)
+	}
+	if err := SetBLASThreads(0); err == nil {
+		t.Error("SetBLASThreads(0) gave no error")
+	}
+}

@@ -415,9 +415,9 @@ func (r *Run) oneThreadForSmallSteps() (restore func()) {
 // its count. libtorch's OpenMP threads run the convolutions; OpenBLAS keeps a pool of
 // its own for the fully connected layers (a small share of a CNN's FLOPs), whose
 // idle threads spin in sched_yield after each product, on the cores OpenMP's threads
-// need for the next layer: the mnist twofold step took 342 ms with OpenBLAS on two
+// need for the next layer: the mnist twofold step took 333 ms with OpenBLAS on two
 // threads and 276 ms on one (2 cores; docs/RESULTS.md section 34). Nothing changes
-// where libtorch uses MKL, which runs on OpenMP's threads.
+// where libtorch uses MKL or OpenBLAS's OpenMP build, which run on OpenMP's threads.
 func oneBLASThreadForConvolutions(net *model.Net, dev torch.Device) (restore func()) {
 	prev := torch.BLASThreads()
 	if dev.CUDA || prev <= 1 || len(net.ConvLayers()) == 0 {

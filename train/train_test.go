@@ -448,19 +448,21 @@ func (p *threadsSeen) Step(int, float64, bool) {}
 func (p *threadsSeen) End(EpochMetrics)        { p.afterEval = append(p.afterEval, p.count()) }
 
 // A CNN trains and is evaluated with OpenBLAS on one thread, and its count is
-// restored after; an MLP's large steps keep OpenBLAS's threads. Where OpenBLAS does
+// restored after; libtorch's count is kept, and so is OpenBLAS's for an MLP. Where OpenBLAS does
 // not follow libtorch's count (MKL, or a serial OpenBLAS), nothing changes.
 func TestOneBLASThreadForConvolutions(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	defer torch.SetNumThreads(torch.NumThreads())
 	if err := torch.SetNumThreads(2); err != nil {
 		t.Fatal(err)
 	}
 	pool := torch.BLASThreads()
-	want := 1
-	if pool != 2 {
+	torch.SetBLASThreads(1)
+	want := torch.BLASThreads()
+	torch.SetBLASThreads(pool)
+	if want != 1 {
 		t.Logf("OpenBLAS's count is %d with libtorch's at 2: no pool of its own to leave alone", pool)
-		want = pool
 	}
 	images, err := NewImageSource(synthImages(13, 256, 1, 28), torch.CPU)
 	if err != nil {
@@ -478,6 +480,16 @@ func TestOneBLASThreadForConvolutions(t *testing.T) {
 	if !slices.Equal(p.atStart, []int{want, want}) || !slices.Equal(p.afterEval, []int{want, want}) || torch.BLASThreads() != pool {
 		t.Errorf("OpenBLAS threads at each epoch's start %v, after its evaluation %v, after Train %d; want %d, %d, then %d",
 			p.atStart, p.afterEval, torch.BLASThreads(), want, want, pool)
+	}
+	// libtorch's own threads stay: the convolutions use them.
+	r = newRunOn(t, cfg, images, "", torch.CPU)
+	p = &threadsSeen{count: torch.NumThreads}
+	r.Progress = p
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.atStart, []int{2, 2}) {
+		t.Errorf("libtorch threads at each epoch's start %v, want 2, 2", p.atStart)
 	}
 
 	mlp := VectorDefaults()

@@ -795,11 +795,10 @@ static void *openblas_symbol(const char *name) {
 #endif
 }
 
-et_error et_set_blas_threads(int n) {
-  ET_TRY
-  TORCH_CHECK(n >= 1, "set_blas_threads: ", n, " threads");
-  // OpenBLAS's setter is not safe to call from two threads at once (OpenMP builds
-  // resize buffers without a lock), and restarts side by side each set one thread.
+// set_openblas sets OpenBLAS's thread count, where OpenBLAS is loaded.
+static void set_openblas(int n) {
+  // Its setter is not safe to call from two threads at once (OpenMP builds resize
+  // buffers without a lock), and restarts side by side each set one thread.
   using set_fn = void (*)(int);
   static const auto set_blas = reinterpret_cast<set_fn>(openblas_symbol("openblas_set_num_threads"));
   static std::mutex blas_lock;
@@ -809,6 +808,16 @@ et_error et_set_blas_threads(int n) {
       set_blas(n);
     }
   }
+}
+
+et_error et_set_blas_threads(int n) {
+  ET_TRY
+  TORCH_CHECK(n >= 1, "set_blas_threads: ", n, " threads");
+  // Only the pthreads build (openblas_get_parallel() == 1) keeps a pool of its own:
+  // the OpenMP build's setter sets the calling thread's OpenMP count, libtorch's too.
+  using parallel_fn = int (*)(void);
+  static const auto parallel = reinterpret_cast<parallel_fn>(openblas_symbol("openblas_get_parallel"));
+  if (parallel != nullptr && parallel() == 1) set_openblas(n);
   ET_CATCH
 }
 
@@ -817,7 +826,7 @@ et_error et_set_num_threads(int n) {
   at::set_num_threads(n);
   // OpenBLAS's threads spin for a while after each call they share, on the cores the
   // caller meant to keep to n threads.
-  if (et_error e = et_set_blas_threads(n)) return e;
+  set_openblas(n);
   ET_CATCH
 }
 

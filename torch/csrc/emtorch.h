@@ -257,7 +257,8 @@ et_error et_set_num_threads(int n);
 int et_get_num_threads(void);
 /* OpenBLAS's thread count, or -1 where OpenBLAS is not loaded. */
 int et_get_blas_threads(void);
-/* OpenBLAS's count alone (nothing where OpenBLAS is not loaded). */
+/* OpenBLAS's count alone, where it keeps a pool of its own (its pthreads build);
+ * nothing elsewhere. */
 et_error et_set_blas_threads(int n);
 int et_cuda_available(void);
 int et_cuda_device_count(void);
