@@ -14,11 +14,7 @@ func outputsAndGrads(t *testing.T, n *Net, x []float32, shape []int) (out, grad 
 	t.Helper()
 	s := torch.NewScope()
 	defer s.Close()
-	for _, p := range n.Params() {
-		if g := s.Grad(p.Tensor); g != nil {
-			s.Fill(g, 0)
-		}
-	}
+	zeroGrads(s, n)
 	a := n.Relevance(s, s.FromFloat32(x, shape, testDevice), true)
 	if a != nil && a.DType() != torch.Float32 {
 		t.Fatalf("relevance scores are %v, want float32 for the normalisation and loss", a.DType())
@@ -33,6 +29,15 @@ func outputsAndGrads(t *testing.T, n *Net, x []float32, shape []int) (out, grad 
 		t.Fatal(err)
 	}
 	return out, grad
+}
+
+// zeroGrads sets every parameter's gradient to zero, for a fresh backward.
+func zeroGrads(s *torch.Scope, n *Net) {
+	for _, p := range n.Params() {
+		if g := s.Grad(p.Tensor); g != nil {
+			s.Fill(g, 0)
+		}
+	}
 }
 
 func cosine(a, b []float32) float64 {

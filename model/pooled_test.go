@@ -34,11 +34,7 @@ func scoresAndGrads(t *testing.T, n *Net, x []float32, shape []int, forward func
 	t.Helper()
 	s := torch.NewScope()
 	defer s.Close()
-	for _, p := range n.Params() {
-		if g := s.Grad(p.Tensor); g != nil {
-			s.Fill(g, 0)
-		}
-	}
+	zeroGrads(s, n)
 	a := forward(s, s.FromFloat32(x, shape, testDevice))
 	// Weights that differ per score, so that no gradient is zero by symmetry.
 	w := s.Sin(s.Arange(a.Numel(), torch.Float32, testDevice))
