@@ -71,7 +71,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		cfg.K = ks[0]
 	}
 	if c.IsSet("epochs") {
-		cfg.Epochs, cfg.MinSteps = c.Int("epochs"), 0 // as many as asked
+		cfg.SetEpochs(c.Int("epochs")) // as many as asked
 	}
 	setInt(&cfg.BatchSize, "batch-size")
 	setString(&cfg.Gamma, "gamma")

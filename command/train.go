@@ -69,7 +69,7 @@ type resumeOverrides struct {
 
 func (o resumeOverrides) apply(cfg *train.Config) {
 	if o.Epochs != nil {
-		cfg.Epochs, cfg.MinSteps = *o.Epochs, 0
+		cfg.SetEpochs(*o.Epochs)
 	}
 	if o.Threads != nil {
 		cfg.Threads = *o.Threads

@@ -144,13 +144,16 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 	if cfg.BatchSize > src.Len() {
 		cfg.BatchSize = src.Len() - src.Len()%cfg.WorldSize
 	}
-	if epochs := cfg.EpochsFor(src.Len()); epochs > cfg.Epochs {
+	switch epochs := cfg.EpochsFor(src.Len()); {
+	case epochs > cfg.Epochs:
 		// Raised to make MinSteps steps: evaluate about as often as the epochs asked
 		// for would have, not after every one of many one-step epochs.
 		if cfg.EvalEvery > 0 {
 			cfg.EvalEvery = max(cfg.EvalEvery, epochs/cfg.Epochs)
 		}
 		cfg.Epochs = epochs
+	case epochs < cfg.Epochs:
+		cfg.Epochs = epochs // lowered to about MaxSteps steps
 	}
 	if cfg.needsAugment() {
 		if _, vectors := src.(*VectorSource); vectors {

@@ -259,6 +259,8 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.Gamma = "-2" }, "gamma"},
 		{func(c *Config) { c.Arch = "mnist" }, "arch mnist"},
 		{func(c *Config) { c.Prior = "zipf" }, "prior"},
+		{func(c *Config) { c.MinSteps, c.MaxSteps = 1000, 999 }, "max steps 999"},
+		{func(c *Config) { c.MaxSteps = -1 }, "max steps -1"},
 	} {
 		cfg := VectorDefaults()
 		cfg.MinSteps = 0 // the epochs as set
@@ -573,17 +575,51 @@ func TestPredictCriteria(t *testing.T) {
 }
 
 func TestEpochsFor(t *testing.T) {
-	for _, tc := range []struct{ rows, batch, epochs, minSteps, want int }{
-		{1797, 128, 30, 1000, 72},  // 14 steps an epoch: ⌈1000/14⌉
-		{150, 128, 30, 1000, 1000}, // the batch is clamped to the 150 rows: 1 step
-		{1797, 128, 30, 0, 30},
-		{70000, 128, 30, 1000, 30}, // 546 steps an epoch already
-		{569, 128, 300, 1000, 300}, // --epochs above the minimum stays
+	for _, tc := range []struct{ rows, batch, epochs, minSteps, maxSteps, want int }{
+		{1797, 128, 30, 1000, 0, 72},      // 14 steps an epoch: ⌈1000/14⌉
+		{1797, 128, 30, 1000, 5000, 72},   // the maximum is far
+		{150, 128, 30, 1000, 5000, 1000},  // the batch is clamped to the 150 rows: 1 step
+		{1797, 128, 30, 0, 0, 30},         // neither
+		{70000, 128, 30, 1000, 0, 30},     // 546 steps an epoch already
+		{70000, 128, 30, 1000, 5000, 10},  // ⌈5000/546⌉
+		{6435, 128, 30, 1000, 5000, 30},   // 50 steps an epoch: 1500 in all
+		{500000, 128, 30, 1000, 5000, 2},  // 3906 steps an epoch
+		{5000000, 128, 30, 1000, 5000, 1}, // more than the maximum in one epoch: one
+		{70000, 128, 5, 1000, 5000, 5},    // below the maximum already
+		{569, 128, 300, 1000, 0, 300},     // --epochs above the minimum stays
 	} {
-		cfg := Config{Epochs: tc.epochs, MinSteps: tc.minSteps, BatchSize: tc.batch}
+		cfg := Config{Epochs: tc.epochs, MinSteps: tc.minSteps, MaxSteps: tc.maxSteps, BatchSize: tc.batch}
 		if got := cfg.EpochsFor(tc.rows); got != tc.want {
-			t.Errorf("%d rows, batch %d, %d epochs, min %d steps: %d epochs, want %d", tc.rows, tc.batch, tc.epochs, tc.minSteps, got, tc.want)
+			t.Errorf("%d rows, batch %d, %d epochs, %d to %d steps: %d epochs, want %d", tc.rows, tc.batch, tc.epochs, tc.minSteps, tc.maxSteps, got, tc.want)
 		}
+		cfg.SetEpochs(tc.epochs)
+		if got := cfg.EpochsFor(tc.rows); got != tc.epochs {
+			t.Errorf("%d rows, %d epochs set: %d epochs", tc.rows, tc.epochs, got)
+		}
+	}
+}
+
+// New lowers the epochs of a large table to about MaxSteps steps, and saves them so
+// that a resumed run trains the same.
+func TestNewLowersEpochs(t *testing.T) {
+	n, d := 4096, 3
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(i%7) - float32(i%5)
+	}
+	src, err := NewVectorSource(&data.Vectors{X: x, N: n, D: d, Source: "rows"}, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cfg := VectorDefaults()
+	cfg.K, cfg.Restarts, cfg.HiddenAuto, cfg.MinSteps, cfg.MaxSteps = 3, 1, false, 10, 100 // 32 steps an epoch
+	r := newRun(t, cfg, src, "")
+	if got := r.Cfg.Epochs; got != 4 {
+		t.Errorf("30 epochs of 32 steps, at most 100 steps: %d epochs, want 4", got)
+	}
+	if again := r.Cfg; again.EpochsFor(n) != again.Epochs {
+		t.Errorf("the saved %d epochs resolve again to %d", again.Epochs, again.EpochsFor(n))
 	}
 }
 
