@@ -795,7 +795,7 @@ func TestHelp(t *testing.T) {
 			t.Errorf("train --help gives no default for --%s: %q", name, line)
 		}
 	}
-	for _, want := range []string{"--batch-size value", "(default: 128)", "--epochs value", "(default: 30 for vectors, or as many as make 1000 to 5000 steps; 250 for images)",
+	for _, want := range []string{"--batch-size value", "(default: 128)", "--epochs value", "(default: 30 for vectors, raised to make at least 1000 steps or lowered to the fewest that make 5000; 250 for images)",
 		`--gamma value`, `(default: 5)`, "--seed value", "(default: 1)"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("train --help lacks %q", want)

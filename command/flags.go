@@ -99,7 +99,7 @@ func modelFlags() []cli.Flag {
 	}
 	return []cli.Flag{
 		&cli.IntFlag{Name: "k", Usage: "number of clusters", DefaultText: fmt.Sprintf("the number of classes when labels are known, else %d", vd.K)},
-		&cli.IntFlag{Name: "epochs", Usage: "passes over the data", DefaultText: fmt.Sprintf("%d for vectors, or as many as make %d to %d steps; %d for images", vd.Epochs, vd.MinSteps, vd.MaxSteps, id.Epochs)},
+		&cli.IntFlag{Name: "epochs", Usage: "passes over the data", DefaultText: fmt.Sprintf("%d for vectors, raised to make at least %d steps or lowered to the fewest that make %d; %d for images", vd.Epochs, vd.MinSteps, vd.MaxSteps, id.Epochs)},
 		&cli.IntFlag{Name: "batch-size", Usage: "rows per batch; the relevance normalisation runs over each batch", DefaultText: both(vd.BatchSize, id.BatchSize)},
 		&cli.StringFlag{Name: "gamma", Usage: "γ in h = sigmoid(a*/γ): a number, or auto = ((n−1)/√n)/2.245 for batch size n", DefaultText: both(vd.Gamma, id.Gamma)},
 		&cli.Float64Flag{Name: "lr", Usage: "Adam learning rate of the EM (or IIC) step", DefaultText: both(vd.LR, id.LR)},

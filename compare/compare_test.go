@@ -31,7 +31,7 @@ func digitsSource(t *testing.T) *train.VectorSource {
 
 func digitsOptions(methods []string, seeds ...uint64) Options {
 	cfg := train.VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
+	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 	cfg.Epochs = 3
 	cfg.EvalEvery = 0
 	return Options{Methods: methods, Seeds: seeds, Train: cfg, Device: testDevice}

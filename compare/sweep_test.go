@@ -81,7 +81,7 @@ func TestSweepK(t *testing.T) {
 	}
 	defer src.Close()
 	cfg := train.VectorDefaults()
-	cfg.MinSteps, cfg.Epochs, cfg.EvalEvery, cfg.KMeans = 0, 5, 0, false
+	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs, cfg.EvalEvery, cfg.KMeans = 0, 0, 5, 0, false
 	for _, seeds := range [][]uint64{{1, 2}, {3}} {
 		opt := SweepOptions{Method: "em", Ks: []int{2, 3}, Seeds: seeds, Train: cfg, Device: testDevice}
 		var done int

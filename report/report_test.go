@@ -120,7 +120,7 @@ func TestReportDigits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := train.VectorDefaults()
-			cfg.MinSteps = 0 // the epochs as set
+			cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 			cfg.Epochs = 2
 			cfg.KMeans = false
 			cfg.Heads = tc.heads
@@ -181,7 +181,7 @@ func TestReportPlaneCompare(t *testing.T) {
 	}
 	defer src.Close()
 	cfg := train.VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
+	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 	cfg.K, cfg.Epochs, cfg.Hidden, cfg.KMeans = 3, 2, []int{16, 16}, false
 	run := trainRun(t, cfg, src)
 	cfg.Norm = false
@@ -212,7 +212,7 @@ func TestReportPlaneCompare(t *testing.T) {
 	}
 	defer dsrc.Close()
 	dcfg := train.VectorDefaults()
-	dcfg.MinSteps = 0 // the epochs as set
+	dcfg.MinSteps, dcfg.MaxSteps = 0, 0 // the epochs as set
 	dcfg.Epochs, dcfg.KMeans = 1, false
 	drun := trainRun(t, dcfg, dsrc)
 	if _, err := Write(drun, dsrc, Options{Out: t.TempDir(), Compare: drun}); err == nil {

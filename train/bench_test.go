@@ -16,7 +16,7 @@ func BenchmarkStepMLPDigits(b *testing.B) {
 	defer runtime.UnlockOSThread()
 	src := digitsSource(b)
 	cfg := VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
+	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 	r, err := New(cfg, src, testDevice, "")
 	if err != nil {
 		b.Fatal(err)
@@ -49,7 +49,7 @@ func BenchmarkTenRestartsDigits(b *testing.B) {
 	}
 	src := digitsSourceOn(b, torch.CPU)
 	cfg := VectorDefaults()
-	cfg.MinSteps, cfg.Epochs, cfg.HiddenAuto, cfg.EvalEvery = 0, 1, false, 0 // as restarts train
+	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs, cfg.HiddenAuto, cfg.EvalEvery = 0, 0, 1, false, 0 // as restarts train
 	for _, stacked := range []bool{false, true} {
 		name := map[bool]string{false: "alone", true: "stacked"}[stacked]
 		b.Run(name, func(b *testing.B) {

@@ -14,7 +14,7 @@ import (
 func chosenRun(t *testing.T, dir string, epochs int, better func(a, b Chosen) bool) *Run {
 	t.Helper()
 	cfg := VectorDefaults()
-	cfg.MinSteps = 0
+	cfg.MinSteps, cfg.MaxSteps = 0, 0
 	cfg.Epochs, cfg.EvalEvery = epochs, 1
 	r, err := New(cfg, digitsSource(t), testDevice, dir)
 	if err != nil {

@@ -138,7 +138,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 			// command's TestDataParallelEquivalence and gpu-acceptance.sh's dist step.
 			src := digitsSourceOn(t, torch.CPU)
 			cfg := VectorDefaults()
-			cfg.MinSteps = 0 // the epochs as set
+			cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 			cfg.Epochs, cfg.EvalEvery, cfg.KMeans = 2, 1, false
 			c.edit(&cfg)
 			one := newRunOn(t, cfg, src, "", torch.CPU)
@@ -203,7 +203,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 func TestJoinRefuses(t *testing.T) {
 	src := digitsSource(t)
 	cfg := VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
+	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 	cfg.Epochs = 1
 	for _, c := range []struct {
 		name string

@@ -54,7 +54,7 @@ func TestPerHeadLossIsMeanOverHeads(t *testing.T) {
 // the others, and saves that choice with the model.
 func TestHeadsRun(t *testing.T) {
 	cfg := VectorDefaults()
-	cfg.MinSteps = 0
+	cfg.MinSteps, cfg.MaxSteps = 0, 0
 	cfg.Epochs, cfg.EvalEvery, cfg.Heads = 3, 1, 3
 	r := newRun(t, cfg, digitsSource(t), t.TempDir())
 	if err := r.Train(context.Background()); err != nil {

@@ -37,7 +37,7 @@ func TestTrainTwoRestarts(t *testing.T) {
 	for _, keepBy := range []string{KeepByAgreement, KeepBySilhouette} {
 		t.Run(keepBy, func(t *testing.T) {
 			cfg := VectorDefaults()
-			cfg.MinSteps, cfg.HiddenAuto = 0, false
+			cfg.MinSteps, cfg.MaxSteps, cfg.HiddenAuto = 0, 0, false
 			cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts, cfg.KeepBy = 2, 0, 3, 2, keepBy
 			r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, RestartHooks{})
 			if err != nil {
@@ -74,7 +74,7 @@ func TestTrainRestarts(t *testing.T) {
 func testTrainRestarts(t *testing.T, keepBy string) {
 	src := digitsSource(t)
 	cfg := VectorDefaults()
-	cfg.MinSteps, cfg.HiddenAuto = 0, false // the epochs as set; the MLP alone
+	cfg.MinSteps, cfg.MaxSteps, cfg.HiddenAuto = 0, 0, false // the epochs as set; the MLP alone
 	// On an AMD EPYC the two rules keep different restarts of seeds 5–8.
 	cfg.Epochs, cfg.EvalEvery, cfg.Seed, cfg.Restarts, cfg.KeepBy = 2, 1, 5, 4, keepBy
 	heard := make([]uint64, 4) // by index: side by side, they end in any order
@@ -154,7 +154,7 @@ func TestTrainRestartsInterrupted(t *testing.T) {
 		{"during the linear map's first", true, 2, 2},
 	} {
 		cfg := VectorDefaults()
-		cfg.MinSteps, cfg.HiddenAuto = 0, tc.auto
+		cfg.MinSteps, cfg.MaxSteps, cfg.HiddenAuto = 0, 0, tc.auto
 		cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 4
 		if tc.auto {
 			cfg.Restarts = 2
@@ -212,7 +212,7 @@ func TestRestartsSideBySide(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	src := digitsSourceOn(t, torch.CPU) // side by side is for the CPU
 	cfg := VectorDefaults()
-	cfg.MinSteps = 0
+	cfg.MinSteps, cfg.MaxSteps = 0, 0
 	cfg.Epochs, cfg.Seed, cfg.Restarts = 1, 5, 8 // of each network: 16 restarts, many inits at once
 	threads, live := torch.NumThreads(), torch.LiveTensors()
 	runs := cfg.RestartRuns()
@@ -263,7 +263,7 @@ func TestRestartsSideBySide(t *testing.T) {
 func TestVectorEpochsLeaveGenerator(t *testing.T) {
 	src := digitsSource(t)
 	cfg := VectorDefaults()
-	cfg.MinSteps, cfg.Epochs, cfg.Prior = 0, 2, "learned"
+	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs, cfg.Prior = 0, 0, 2, "learned"
 	r := newRun(t, cfg, src, "")
 	draw := func() float32 {
 		s := torch.NoGrad()
@@ -309,7 +309,7 @@ func TestRestartsSideBySideInterrupted(t *testing.T) {
 	const workers = 2
 	for _, stack := range []int{1, 3} {
 		cfg := VectorDefaults()
-		cfg.MinSteps, cfg.HiddenAuto = 0, false
+		cfg.MinSteps, cfg.MaxSteps, cfg.HiddenAuto = 0, 0, false
 		cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 3*stack // in three stacks, more than the workers take at first
 		ctx, cancel := context.WithCancel(context.Background())
 		r, all, err := trainRestarts(ctx, cfg, src, torch.CPU, RestartHooks{Done: func(int, Restart) { cancel() }}, workers, 3)
@@ -452,7 +452,7 @@ func TestTrainRestartsChoosesNetwork(t *testing.T) {
 	}
 	defer src.Close()
 	cfg := VectorDefaults()
-	cfg.MinSteps, cfg.HiddenAuto = 0, true
+	cfg.MinSteps, cfg.MaxSteps, cfg.HiddenAuto = 0, 0, true
 	cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 3
 	heard := make([]string, 6) // by index
 	r, all, err := TrainRestarts(context.Background(), cfg, src, testDevice, RestartHooks{Done: func(i int, rs Restart) {

@@ -71,7 +71,7 @@ func TestStackedRestartsAreAlone(t *testing.T) {
 	src := digitsSource(t) // the test device: a GPU run of the suite checks stacking there too
 	live := torch.LiveTensors()
 	mlp := VectorDefaults()
-	mlp.MinSteps, mlp.Epochs = 0, 3
+	mlp.MinSteps, mlp.MaxSteps, mlp.Epochs = 0, 0, 3
 	cands := NetworkCandidates(mlp)
 	if len(cands) != 2 {
 		t.Fatalf("%d networks, want the MLP and the linear map", len(cands))
@@ -175,7 +175,7 @@ func TestTrainSeeds(t *testing.T) {
 	src := digitsSourceOn(t, torch.CPU)
 	live := torch.LiveTensors()
 	cfg := VectorDefaults() // HiddenAuto: the sweep trains the MLP named
-	cfg.MinSteps, cfg.Epochs = 0, 2
+	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs = 0, 0, 2
 	seeds := []uint64{3, 9, 4, 7}
 	runs, err := TrainSeeds(context.Background(), cfg, seeds, src, torch.CPU)
 	if err != nil {

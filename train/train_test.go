@@ -52,7 +52,7 @@ func newRunOn(t *testing.T, cfg Config, src Source, dir string, dev torch.Device
 // and the clustering agrees with the labels far beyond chance (ACC 0.1).
 func TestTrainDigitsLearns(t *testing.T) {
 	cfg := VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
+	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 	cfg.Epochs = 8
 	r := newRun(t, cfg, digitsSource(t), t.TempDir())
 	if err := r.Train(context.Background()); err != nil {
@@ -87,7 +87,7 @@ func TestTrainDigitsLearns(t *testing.T) {
 // Without the normalisation one cluster takes (nearly) everything: the paper's ablation.
 func TestNoNormCollapses(t *testing.T) {
 	cfg := VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
+	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 	cfg.Epochs = 8
 	cfg.Norm = false
 	r := newRun(t, cfg, digitsSource(t), "")
@@ -109,7 +109,7 @@ func TestNoNormCollapses(t *testing.T) {
 func TestResumeIsExact(t *testing.T) {
 	src := digitsSource(t)
 	cfg := VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
+	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 	cfg.Epochs = 4
 	cfg.Prior = "learned"
 	straight, resumed := straightAndResumed(t, cfg, src, 2)
@@ -220,8 +220,8 @@ func TestMemoryStaysFlat(t *testing.T) {
 	// With a folder the run also keeps the chosen epoch's tensors and checkpoints.
 	for _, dir := range []string{"", t.TempDir()} {
 		cfg := VectorDefaults()
-		cfg.MinSteps = 0 // the epochs as set
-		cfg.Epochs = 30  // 3000 steps
+		cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
+		cfg.Epochs = 30                   // 3000 steps
 		cfg.EvalEvery = 1
 		cfg.Prior = "learned"
 		r := newRun(t, cfg, src, dir)
@@ -263,7 +263,7 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.MaxSteps = -1 }, "max steps -1"},
 	} {
 		cfg := VectorDefaults()
-		cfg.MinSteps = 0 // the epochs as set
+		cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 		tc.mod(&cfg)
 		_, err := New(cfg, src, testDevice, "")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -272,7 +272,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 	// Objectives that augment need images.
 	cfg := VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
+	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 	cfg.Objective = "twofold"
 	if _, err := New(cfg, src, testDevice, ""); err == nil || !strings.Contains(err.Error(), "needs images") {
 		t.Errorf("twofold on vectors: %v", err)
@@ -283,7 +283,7 @@ func TestRestoreRejectsOtherModel(t *testing.T) {
 	src := digitsSource(t)
 	dir := t.TempDir()
 	cfg := VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
+	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 	cfg.Epochs = 1
 	r := newRun(t, cfg, src, dir)
 	if err := r.Train(context.Background()); err != nil {
@@ -399,7 +399,7 @@ func TestOneThreadForSmallSteps(t *testing.T) {
 	}
 	defer images.Close()
 	explicit := VectorDefaults()
-	explicit.MinSteps = 0 // the epochs as set
+	explicit.MinSteps, explicit.MaxSteps = 0, 0 // the epochs as set
 	explicit.Threads = 2
 	for _, tc := range []struct {
 		name   string
@@ -426,7 +426,7 @@ func TestOneThreadForSmallSteps(t *testing.T) {
 	// Train keeps the one thread through its evaluations too, instead of setting the
 	// count anew around each (which started a thread each time).
 	cfg := VectorDefaults()
-	cfg.MinSteps, cfg.Epochs, cfg.EvalEvery = 0, 3, 1
+	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs, cfg.EvalEvery = 0, 0, 3, 1
 	r := newRunOn(t, cfg, digitsSourceOn(t, torch.CPU), "", torch.CPU)
 	p := &threadsSeen{count: torch.NumThreads}
 	r.Progress = p
@@ -494,7 +494,7 @@ func TestOneBLASThreadForConvolutions(t *testing.T) {
 	}
 
 	mlp := VectorDefaults()
-	mlp.MinSteps, mlp.Epochs, mlp.Threads = 0, 1, 2
+	mlp.MinSteps, mlp.MaxSteps, mlp.Epochs, mlp.Threads = 0, 0, 1, 2
 	r = newRunOn(t, mlp, digitsSourceOn(t, torch.CPU), "", torch.CPU)
 	p = &threadsSeen{count: torch.BLASThreads}
 	r.Progress = p
@@ -511,7 +511,7 @@ func TestOneBLASThreadForConvolutions(t *testing.T) {
 func TestPredictCriteria(t *testing.T) {
 	src := digitsSource(t)
 	cfg := VectorDefaults()
-	cfg.MinSteps = 0 // the epochs as set
+	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 	cfg.Epochs, cfg.EvalEvery = 1, 0
 	r := newRun(t, cfg, src, "")
 	if err := r.Train(context.Background()); err != nil {
@@ -583,6 +583,8 @@ func TestEpochsFor(t *testing.T) {
 		{70000, 128, 30, 1000, 0, 30},     // 546 steps an epoch already
 		{70000, 128, 30, 1000, 5000, 10},  // ⌈5000/546⌉
 		{6435, 128, 30, 1000, 5000, 30},   // 50 steps an epoch: 1500 in all
+		{22143, 128, 30, 1000, 5000, 30},  // 172 steps an epoch: ⌈5000/172⌉ = 30
+		{22144, 128, 30, 1000, 5000, 29},  // 173: the first table lowered
 		{500000, 128, 30, 1000, 5000, 2},  // 3906 steps an epoch
 		{5000000, 128, 30, 1000, 5000, 1}, // more than the maximum in one epoch: one
 		{70000, 128, 5, 1000, 5000, 5},    // below the maximum already
@@ -599,8 +601,8 @@ func TestEpochsFor(t *testing.T) {
 	}
 }
 
-// New lowers the epochs of a large table to about MaxSteps steps, and saves them so
-// that a resumed run trains the same.
+// New lowers the epochs of a large table to about MaxSteps steps, and the config it
+// keeps (and saves) resolves to the same epochs again, as a resumed run's does.
 func TestNewLowersEpochs(t *testing.T) {
 	n, d := 4096, 3
 	x := make([]float32, n*d)
@@ -647,7 +649,7 @@ func TestLossReadOnlyWhenShown(t *testing.T) {
 		want  int
 	}{{true, 2}, {false, 0}} {
 		cfg := VectorDefaults()
-		cfg.MinSteps = 0
+		cfg.MinSteps, cfg.MaxSteps = 0, 0
 		cfg.Epochs, cfg.LogEvery = 1, 10 // 14 steps: reads after steps 10 and 14
 		r := newRun(t, cfg, src, "")
 		p := &lossProgress{shows: tc.shows}
