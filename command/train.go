@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -619,12 +618,9 @@ func kmeansScores(src train.Source, cfg train.Config, labels []int, unstandardiz
 // kmeansStandardized scores the k-means baseline on vs's features z-scored as
 // --standardize would (data.Vectors.Standardize, on a copy).
 func kmeansStandardized(vs *train.VectorSource, cfg train.Config, labels []int) (*eval.Scores, error) {
-	v := *vs.Vectors()
-	v.X = slices.Clone(v.X)
-	v.Standardize()
 	s := torch.NoGrad()
 	defer s.Close()
-	x := s.FromFloat32(v.X, []int{v.N, v.D}, vs.IndexDevice())
+	x := vs.Standardized(s)
 	if err := s.Err(); err != nil {
 		return nil, err
 	}

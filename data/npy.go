@@ -19,7 +19,11 @@ func ReadNPY(path string) (*Vectors, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return ParseNPY(bufio.NewReaderSize(f, 1<<20), path)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	return parseNPY(bufio.NewReaderSize(f, 1<<20), path, fi.Size())
 }
 
 // npyMaxHeader bounds the header length a file may claim; NumPy itself
@@ -39,6 +43,11 @@ const npyMaxHeader = 1 << 20
 // can cluster them. name identifies the input in error messages and becomes
 // the Source of the result.
 func ParseNPY(r io.Reader, name string) (*Vectors, error) {
+	return parseNPY(r, name, -1)
+}
+
+// parseNPY is ParseNPY of a stream of size bytes (-1 if not known).
+func parseNPY(r io.Reader, name string, size int64) (*Vectors, error) {
 	var pre [10]byte
 	if n, err := io.ReadFull(r, pre[:8]); err != nil {
 		if n == 0 && err == io.EOF {
@@ -54,8 +63,10 @@ func ParseNPY(r io.Reader, name string) (*Vectors, error) {
 	}
 	major, minor := pre[6], pre[7]
 	var hlen int
+	lenBytes := 4
 	switch major {
 	case 1:
+		lenBytes = 2
 		if _, err := io.ReadFull(r, pre[8:10]); err != nil {
 			return nil, npyShort(name, "header length", err)
 		}
@@ -105,9 +116,15 @@ func ParseNPY(r io.Reader, name string) (*Vectors, error) {
 	}
 
 	// Decode in chunks rather than allocating what the header claims up front,
-	// so a truncated or lying file fails on its data, not on memory.
+	// so a truncated or lying file fails on its data, not on memory; a file that
+	// holds the data claimed gets its rows in one allocation, not a growing slice
+	// that would take three times their size on its way.
 	want := count * dt.size
-	x := make([]float32, 0, min(count, 1<<24))
+	capacity := min(count, 1<<24)
+	if size >= 0 && size-int64(8+lenBytes+hlen) >= int64(want) {
+		capacity = count
+	}
+	x := make([]float32, 0, capacity)
 	buf := make([]byte, (1<<20)/dt.size*dt.size)
 	for done := 0; done < want; {
 		chunk := buf[:min(len(buf), want-done)]

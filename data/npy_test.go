@@ -5,7 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -200,5 +203,47 @@ func TestParseNPYHeader(t *testing.T) {
 		if _, err := parseNPYHeader(bad); err == nil {
 			t.Errorf("parseNPYHeader(%q) succeeded", bad)
 		}
+	}
+}
+
+// A file that holds the rows its header claims is read into one slice of their size,
+// not a growing one that would allocate about three times as much on the way; one
+// that holds fewer still fails on its data.
+func TestReadNPYAllocatesRowsOnce(t *testing.T) {
+	const n, d = 1 << 20, 17 // 17 M values: past the 16 M that a growing slice starts with
+	x := make([]float32, n*d)
+	for i := range x {
+		x[i] = float32(i % 1000)
+	}
+	file := npyFile(1, "<f4", false, fmt.Sprintf("(%d, %d)", n, d), npyData(binary.LittleEndian, x))
+	x = nil
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rows.npy")
+	if err := os.WriteFile(path, file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short.npy")
+	if err := os.WriteFile(short, file[:len(file)-4], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file = nil
+
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	v, err := ReadNPY(path)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := uint64(n * d * 4)
+	if got := after.TotalAlloc - before.TotalAlloc; got > rows+rows/8 {
+		t.Errorf("reading %d MiB of rows allocated %d MiB, want at most %d", rows>>20, got>>20, (rows+rows/8)>>20)
+	}
+	if v.N != n || v.D != d || v.X[n*d-1] != float32((n*d-1)%1000) {
+		t.Errorf("read %d×%d, last value %v", v.N, v.D, v.X[len(v.X)-1])
+	}
+	if _, err := ReadNPY(short); err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("a file 4 bytes short: %v, want a truncated error", err)
 	}
 }

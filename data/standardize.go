@@ -12,31 +12,56 @@ import (
 // divide by zero; it gets std 1 instead and so becomes all zeros. The
 // returned mean and std (with those 1s) undo or repeat the transform.
 func (v *Vectors) Standardize() (mean, std []float32) {
-	n, d := v.N, v.D
-	mu, sd, constant := v.columnMoments()
-	mean = make([]float32, d)
-	std = make([]float32, d)
-	inv := make([]float64, d)
+	z := v.ZScore()
+	z.Apply(v.X)
+	mean = make([]float32, v.D)
+	std = make([]float32, v.D)
 	for j := range std {
-		mean[j] = float32(mu[j])
-		s := sd[j]
-		if constant[j] {
-			s = 1
-		}
-		std[j] = float32(s)
-		inv[j] = 1 / s
-	}
-	for i := 0; i < n; i++ {
-		row := v.X[i*d : (i+1)*d]
-		for j, x := range row {
-			if constant[j] {
-				row[j] = 0
-				continue
-			}
-			row[j] = float32((float64(x) - mu[j]) * inv[j])
+		mean[j] = float32(z.mean[j])
+		std[j] = 1
+		if !z.constant[j] {
+			std[j] = float32(z.std[j])
 		}
 	}
 	return mean, std
+}
+
+// ZScore is the map Standardize applies to a table's columns, kept apart from the
+// rows so that a copy of them elsewhere (on a device) can be z-scored in the same
+// float64 arithmetic after the host's rows are gone.
+type ZScore struct {
+	mean, std, inv []float64
+	constant       []bool
+}
+
+// ZScore is the map that Standardize would apply to v.
+func (v *Vectors) ZScore() ZScore {
+	mu, sd, constant := v.columnMoments()
+	inv := make([]float64, len(sd))
+	for j, s := range sd {
+		if !constant[j] {
+			inv[j] = 1 / s
+		}
+	}
+	return ZScore{mean: mu, std: sd, inv: inv, constant: constant}
+}
+
+// Apply z-scores rows in place: whole rows of the map's columns, one after another.
+func (z ZScore) Apply(rows []float32) {
+	d := len(z.mean)
+	if d == 0 {
+		return
+	}
+	for i := 0; i+d <= len(rows); i += d {
+		row := rows[i : i+d]
+		for j, x := range row {
+			if z.constant[j] {
+				row[j] = 0
+				continue
+			}
+			row[j] = float32((float64(x) - z.mean[j]) * z.inv[j])
+		}
+	}
 }
 
 // SpreadToStandardize is the FeatureSpread above which features are taken to be in

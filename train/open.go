@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -74,7 +75,16 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 		if err := standardize(cfg, v); err != nil {
 			return nil, err
 		}
-		return NewVectorSource(v, dev)
+		big := v.N*v.D >= 1<<24
+		src, err := NewVectorSource(v, dev)
+		if big {
+			// The host's rows are garbage now. Training allocates too little on Go's
+			// heap for its collector to run again soon: without this they would stay
+			// in the process for the whole run.
+			v = nil
+			debug.FreeOSMemory()
+		}
+		return src, err
 	}
 	var im *data.Images
 	var err error

@@ -30,11 +30,14 @@ type Source interface {
 
 // VectorSource holds an N×D float32 table on the device.
 type VectorSource struct {
-	v *data.Vectors
+	v *data.Vectors // all but the rows, which live in x alone
+	z data.ZScore   // of the rows as given
 	x *torch.Tensor
 }
 
-// NewVectorSource copies v to dev.
+// NewVectorSource copies v's rows to dev. The source keeps no host copy of them: on
+// a table of millions of rows it would hold the table twice (three times, with the
+// room Go's collector leaves to a heap that size).
 func NewVectorSource(v *data.Vectors, dev torch.Device) (*VectorSource, error) {
 	if err := v.Validate(); err != nil {
 		return nil, err
@@ -45,7 +48,9 @@ func NewVectorSource(v *data.Vectors, dev torch.Device) (*VectorSource, error) {
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("copy %s to %v: %w", v.Source, dev, err)
 	}
-	return &VectorSource{v: v, x: x}, nil
+	meta := *v
+	meta.X = nil
+	return &VectorSource{v: &meta, z: v.ZScore(), x: x}, nil
 }
 
 func (vs *VectorSource) Len() int      { return vs.v.N }
@@ -65,8 +70,23 @@ func (vs *VectorSource) Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.
 
 func (vs *VectorSource) Features(s *torch.Scope) *torch.Tensor { return vs.x }
 
-// Vectors returns the host table the source was made from; callers must not change it.
-func (vs *VectorSource) Vectors() *data.Vectors { return vs.v }
+// Standardized is a z-scored copy of the rows on their device, as
+// data.Vectors.Standardize would have made it of the rows as given: chunks of rows
+// come to the host and go back, so that the copy is the host's arithmetic to the bit.
+func (vs *VectorSource) Standardized(s *torch.Scope) *torch.Tensor {
+	n, d := vs.v.N, vs.v.D
+	out := s.Empty([]int{n, d}, torch.Float32, vs.x.Device())
+	rows := max(1, (1<<20)/d)
+	for lo := 0; lo < n && s.Err() == nil; lo += rows {
+		m := min(rows, n-lo)
+		c := torch.NoGrad()
+		chunk := c.Float32s(c.Narrow(vs.x, 0, lo, m))
+		vs.z.Apply(chunk)
+		c.CopyInto(c.Narrow(out, 0, lo, m), c.FromFloat32(chunk, []int{m, d}, vs.x.Device()))
+		s.Fail(c.Close())
+	}
+	return out
+}
 
 func (vs *VectorSource) IndexDevice() torch.Device { return vs.x.Device() }
 

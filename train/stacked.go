@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"math"
 	"reflect"
 	"time"
 
@@ -139,13 +140,25 @@ func stackedEpoch(ctx context.Context, runs []*Run, st *model.Stacked, opt *torc
 	cfg := &runs[0].Cfg
 	n, batch, rs := runs[0].Src.Len(), cfg.BatchSize, len(runs)
 	steps := n / batch
-	order := make([]int64, 0, rs*n)
-	for _, r := range runs {
-		order = append(order, r.epochOrder(epochSeed(r.Cfg.Seed, epoch))...)
-	}
 	ep := torch.NoGrad()
 	defer ep.Close()
-	orderT := ep.FromInt64(order, []int{rs, n}, runs[0].Src.IndexDevice())
+	// Row i is restart i's order, copied in one restart at a time: on a table of
+	// millions of rows a host copy of all of them would hold as much again. They
+	// are int32 where the rows allow, half the room (index_select takes either).
+	dt := torch.Int64
+	if n <= math.MaxInt32 {
+		dt = torch.Int32
+	}
+	orderT := ep.Empty([]int{rs, n}, dt, runs[0].Src.IndexDevice())
+	perm := make([]int64, n)
+	for i, r := range runs {
+		r.epochOrder(perm, epochSeed(r.Cfg.Seed, epoch))
+		s := torch.NoGrad()
+		s.CopyInto(s.Narrow(orderT, 0, i, 1), s.FromInt64(perm, []int{1, n}, runs[0].Src.IndexDevice()))
+		if err := s.Close(); err != nil {
+			return nil, err
+		}
+	}
 	lossSum := ep.Zeros([]int{rs}, torch.Float32, runs[0].Dev)
 	hSum := ep.Zeros([]int{rs, cfg.K}, torch.Float32, runs[0].Dev)
 	if err := ep.Err(); err != nil {

@@ -446,7 +446,8 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 	}
 	n := r.Src.Len()
 	steps := n / cfg.BatchSize
-	perm := r.epochOrder(seed)
+	perm := make([]int64, n)
+	r.epochOrder(perm, seed)
 
 	// Per-epoch tensors: the permutation and the on-device accumulators, read once at
 	// the end (and every LogEvery steps for the progress bar) so steps never wait.
@@ -519,14 +520,15 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 	return m, r.diverged(m.Loss)
 }
 
-// epochOrder is the order in which an epoch of seed (epochSeed) visits the rows.
-func (r *Run) epochOrder(seed uint64) []int64 {
+// epochOrder fills perm, of one entry per row, with the order in which an epoch of
+// seed (epochSeed) visits the rows. It is rand.Perm's permutation, drawn in place:
+// runs saved before keep their batches, and no second slice of the rows' size is made.
+func (r *Run) epochOrder(perm []int64, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, r.Cfg.Seed))
-	perm := make([]int64, r.Src.Len())
-	for i, p := range rng.Perm(len(perm)) {
-		perm[i] = int64(p)
+	for i := range perm {
+		perm[i] = int64(i)
 	}
-	return perm
+	rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 }
 
 // diverged is the error for an epoch's mean loss that is not finite.
@@ -709,7 +711,7 @@ type Criteria struct {
 // Predict clusters every row in eval mode (running statistics), 1024 rows at a time,
 // with the network's selected head.
 func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) (*Prediction, error) {
-	preds, err := predict(net, src, dev, prior, 0, 0, src.Len())
+	preds, err := predict(net, src, dev, prior, 0, true, 0, src.Len())
 	if err != nil {
 		return nil, err
 	}
@@ -721,7 +723,7 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 	if !(gamma > 0) {
 		return nil, fmt.Errorf("criteria need γ > 0, got %v", gamma)
 	}
-	preds, err := predict(net, src, dev, prior, gamma, 0, src.Len())
+	preds, err := predict(net, src, dev, prior, gamma, true, 0, src.Len())
 	if err != nil {
 		return nil, err
 	}
@@ -731,16 +733,22 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 // predict runs the model over rows from to to-1 of src in eval mode, in chunks; with
 // γ > 0 it also sums the criteria. It returns every head's prediction, indexed by
 // head: the network computes them all in any case, and the selected head's criteria
-// then come out of the same sums whichever head a caller wants.
-func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64, from, to int) ([]*Prediction, error) {
+// then come out of the same sums whichever head a caller wants. The posteriors come
+// to the host only when asked for: they are K numbers a row, where an evaluation
+// during training needs one.
+func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64, posteriors bool, from, to int) ([]*Prediction, error) {
 	defer oneBLASThreadForConvolutions(net, dev)()
 	n, k, heads := to-from, net.Spec.K, net.Spec.NumHeads()
 	out := make([]*Prediction, heads)
 	for h := range out {
-		out[h] = &Prediction{Cluster: make([]int, n), Posterior: make([]float32, 0, n*k), K: k}
+		out[h] = &Prediction{Cluster: make([]int, n), K: k}
+		if posteriors {
+			out[h].Posterior = make([]float32, 0, n*k)
+		}
 	}
 	emSum := make([]float64, heads)
 	llSum := make([]float64, heads)
+	maxPostSum := make([]float64, heads)
 	const chunk = 1024
 	all := torch.NoGrad()
 	defer all.Close()
@@ -762,7 +770,10 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 		}
 		p := loss.Posterior(s, aStar, logPrior)
 		am := s.Int64s(s.ArgMax(p, false, 1))
-		post := s.Float32s(p)
+		var post []float32
+		if posteriors {
+			post = s.Float32s(p)
+		}
 		if gamma > 0 {
 			logH := loss.LogLikelihood(s, aStar, gamma)
 			if logPrior == nil {
@@ -770,17 +781,20 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 			}
 			em := s.Neg(s.Mul(p, logH))
 			ll := s.LogSumExp(s.Add(logH, logPrior), false, 1)
+			maxP := s.Max(p, false, 1)
 			if heads == 1 {
-				em, ll = s.Sum(em, false), s.Sum(ll, false)
+				em, ll, maxP = s.Sum(em, false), s.Sum(ll, false), s.Sum(maxP, false)
 			} else {
 				em = s.Sum(s.Reshape(em, m, heads, k), false, 0, 2)
 				ll = s.Sum(s.Reshape(ll, m, heads), false, 0)
+				maxP = s.Sum(s.Reshape(maxP, m, heads), false, 0)
 			}
-			// Both sums of every head in one copy to the host.
-			if sums := s.Float32s(s.Stack(0, em, ll)); len(sums) == 2*heads {
+			// The three sums of every head in one copy to the host.
+			if sums := s.Float32s(s.Stack(0, em, ll, maxP)); len(sums) == 3*heads {
 				for h := range heads {
 					emSum[h] += float64(sums[h])
 					llSum[h] += float64(sums[heads+h])
+					maxPostSum[h] += float64(sums[2*heads+h])
 				}
 			}
 		}
@@ -790,16 +804,14 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 		for r, c := range am {
 			i, h := r/heads, r%heads
 			out[h].Cluster[lo+i] = int(c)
-			out[h].Posterior = append(out[h].Posterior, post[r*k:(r+1)*k]...)
+			if posteriors {
+				out[h].Posterior = append(out[h].Posterior, post[r*k:(r+1)*k]...)
+			}
 		}
 	}
 	if gamma > 0 {
 		for h, pred := range out {
-			var maxPost float64
-			for i, cl := range pred.Cluster {
-				maxPost += float64(pred.Posterior[i*k+cl])
-			}
-			pred.Criteria = newCriteria(emSum[h], llSum[h], maxPost, pred.Cluster, k)
+			pred.Criteria = newCriteria(emSum[h], llSum[h], maxPostSum[h], pred.Cluster, k)
 		}
 	}
 	return out, nil
@@ -922,12 +934,9 @@ func (r *Run) predictClusters() ([]*Prediction, error) {
 		w, rank := r.group.Size(), r.group.Rank()
 		lo, hi = rank*n/w, (rank+1)*n/w
 	}
-	preds, err := predict(r.Net, r.Src, r.Dev, r.prior, r.Cfg.GammaVal, lo, hi)
+	preds, err := predict(r.Net, r.Src, r.Dev, r.prior, r.Cfg.GammaVal, false, lo, hi)
 	if err != nil {
 		return nil, err
-	}
-	for _, p := range preds {
-		p.Posterior = nil
 	}
 	if r.group == nil {
 		return preds, nil

@@ -1,0 +1,123 @@
+package train
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"emclust/data"
+	"emclust/torch"
+)
+
+// epochOrder draws rand.Perm's permutation in place: a run saved before it did
+// so keeps its batches when it resumes.
+func TestEpochOrderIsRandPerm(t *testing.T) {
+	for _, tc := range []struct {
+		n         int
+		seed, run uint64
+	}{{1, 1, 1}, {2, 5, 3}, {1797, epochSeed(7, 0), 7}, {1797, epochSeed(7, 4), 7}} {
+		r := &Run{}
+		r.Cfg.Seed = tc.run
+		got := make([]int64, tc.n)
+		r.epochOrder(got, tc.seed)
+		for i, p := range rand.New(rand.NewPCG(tc.seed, tc.run)).Perm(tc.n) {
+			if got[i] != int64(p) {
+				t.Fatalf("n %d, seed %d: row %d is %d, rand.Perm's %d", tc.n, tc.seed, i, got[i], p)
+			}
+		}
+	}
+}
+
+// The source keeps no host copy of the rows, leaves the caller's alone, and still
+// z-scores them as data.Vectors.Standardize does, to the bit, over several chunks
+// and a constant column.
+func TestVectorSourceStandardizedWithoutHostRows(t *testing.T) {
+	const n, d = 600, 4096 // 256 rows a chunk
+	rng := rand.New(rand.NewPCG(3, 4))
+	v := &data.Vectors{N: n, D: d, X: make([]float32, n*d), Source: "t"}
+	for i := range v.X {
+		switch j := i % d; {
+		case j == 5:
+			v.X[i] = 2.5 // constant
+		default:
+			v.X[i] = float32(rng.NormFloat64()*float64(1+j%7*100) + float64(j))
+		}
+	}
+	given := slices.Clone(v.X)
+	vs, err := NewVectorSource(v, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vs.Close()
+	if vs.v.X != nil {
+		t.Errorf("the source keeps %d host values", len(vs.v.X))
+	}
+	if !slices.Equal(v.X, given) {
+		t.Fatal("the caller's rows changed")
+	}
+	v.Standardize()
+	s := torch.NoGrad()
+	defer s.Close()
+	got := s.Float32s(vs.Standardized(s))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n*d {
+		t.Fatalf("%d values, want %d", len(got), n*d)
+	}
+	for i := range got {
+		if math.Float32bits(got[i]) != math.Float32bits(v.X[i]) {
+			t.Fatalf("row %d column %d: %v, Standardize gives %v", i/d, i%d, got[i], v.X[i])
+		}
+	}
+}
+
+// Opening a table leaves no copy of its rows on Go's heap: they live on the device.
+func TestOpenSourceLeavesNoHostRows(t *testing.T) {
+	const n, d = 1 << 16, 64 // 16 MiB of rows
+	var b strings.Builder
+	hdr := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", n, d)
+	hdr += strings.Repeat(" ", 63-(10+len(hdr))%64) + "\n"
+	b.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(&b, binary.LittleEndian, uint16(len(hdr)))
+	b.WriteString(hdr)
+	row := make([]byte, 4*d)
+	for i := range n {
+		for j := range d {
+			binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(float32(i%10+j)))
+		}
+		b.Write(row)
+	}
+	path := filepath.Join(t.TempDir(), "rows.npy")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	b = strings.Builder{}
+
+	cfg := VectorDefaults()
+	cfg.DataFile = path
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	src, err := OpenSource(&cfg, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	rows := int64(n * d * 4)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > rows/8 {
+		t.Errorf("Go's heap grew by %d KiB after opening %d KiB of rows, want at most %d", grew>>10, rows>>10, rows>>13)
+	}
+	if src.Len() != n {
+		t.Errorf("%d rows, want %d", src.Len(), n)
+	}
+}
