@@ -27,7 +27,7 @@ import (
 // Labels must be non-negative; negative values usually mean "noise" or
 // "unlabelled" in other tools, and silently scoring them as an ordinary
 // class would distort every metric.
-func Contingency(truth, pred []int) (table [][]int, classes, clusters []int, err error) {
+func Contingency[L Label](truth, pred []L) (table [][]int, classes, clusters []L, err error) {
 	if err := checkLabelings(truth, pred); err != nil {
 		return nil, nil, nil, err
 	}
@@ -44,8 +44,12 @@ func Contingency(truth, pred []int) (table [][]int, classes, clusters []int, err
 	return table, classes, clusters, nil
 }
 
+// Label is the type of a labelling's entries: int, or int32 where millions of rows
+// are kept at once (a run's restarts).
+type Label interface{ ~int | ~int32 }
+
 // checkLabelings reports why truth and pred cannot be compared, if they can't.
-func checkLabelings(truth, pred []int) error {
+func checkLabelings[L Label](truth, pred []L) error {
 	if len(truth) != len(pred) {
 		return fmt.Errorf("eval: truth has %d labels but pred has %d", len(truth), len(pred))
 	}
@@ -67,8 +71,8 @@ func checkLabelings(truth, pred []int) error {
 
 // index returns the sorted distinct values of labels and the position of
 // each value in that list.
-func index(labels []int) (values []int, pos map[int]int) {
-	pos = make(map[int]int)
+func index[L Label](labels []L) (values []L, pos map[L]int) {
+	pos = make(map[L]int)
 	for _, l := range labels {
 		if _, ok := pos[l]; !ok {
 			pos[l] = 0
@@ -88,10 +92,10 @@ func index(labels []int) (values []int, pos map[int]int) {
 // clustering is easy to spot from its sizes. If pred holds an id >= k the
 // result grows to include it rather than dropping points; negative ids have
 // no slot and are not counted.
-func ClusterSizes(pred []int, k int) []int {
+func ClusterSizes[L Label](pred []L, k int) []int {
 	n := max(k, 0)
 	for _, c := range pred {
-		n = max(n, c+1)
+		n = max(n, int(c)+1)
 	}
 	sizes := make([]int, n)
 	for _, c := range pred {

@@ -152,7 +152,7 @@ func entropy(counts []int) float64 {
 // pair confusion matrix and defines it as 1 whenever the two partitions
 // agree on every pair, which covers both labelings being a single cluster
 // or both being all singletons, where the usual formula is 0/0.
-func ARI(truth, pred []int) (float64, error) {
+func ARI[L Label](truth, pred []L) (float64, error) {
 	table, _, _, err := Contingency(truth, pred)
 	if err != nil {
 		return 0, fmt.Errorf("ARI: %w", err)

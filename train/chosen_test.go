@@ -159,7 +159,7 @@ func TestAgreementByPairs(t *testing.T) {
 }
 
 // pairARI counts the pairs of rows that a and b put together.
-func pairARI(a, b []int) float64 {
+func pairARI(a, b []int32) float64 {
 	var both, inA, inB, pairs float64
 	for i := range a {
 		for j := i + 1; j < len(a); j++ {

@@ -272,7 +272,7 @@ func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 	var all []Restart
 	for c := range cands {
 		var finished []*Run
-		var clusterings [][]int
+		var clusterings [][]int32
 		var restarts []Restart
 		for j := c * n; j < (c+1)*n; j++ {
 			if r := runs[j]; r != nil {
@@ -553,7 +553,7 @@ type networkChoice struct {
 // ACC 0.29 against the MLP's 0.87 (docs/RESULTS.md section 29).
 func chooseNetwork(runs []*Run, src Source) (networkChoice, error) {
 	k := runs[0].Cfg.K
-	clusterings := make([][]int, len(runs))
+	clusterings := make([][]int32, len(runs))
 	for i, r := range runs {
 		clusterings[i] = r.recent[len(r.recent)-1]
 	}
@@ -593,7 +593,7 @@ func betterNetwork(used []int, sil []float64) int {
 // on), fills in each restart's agreement and silhouette, and closes the rest. The
 // kept run's config counts the restarts it was chosen from; its seed is its own,
 // which a resume's later epochs draw from.
-func choose(runs []*Run, clusterings [][]int, all []Restart, src Source) (*Run, error) {
+func choose(runs []*Run, clusterings [][]int32, all []Restart, src Source) (*Run, error) {
 	rule := KeptBy(runs[0].Cfg.KeepBy, len(runs))
 	var score []float64 // higher is kept; nil: the max posterior decides
 	err := func() error {
@@ -653,7 +653,7 @@ func choose(runs []*Run, clusterings [][]int, all []Restart, src Source) (*Run, 
 }
 
 // meanAgreement is, for each clustering, its mean adjusted Rand index with the others.
-func meanAgreement(clusterings [][]int) ([]float64, error) {
+func meanAgreement[L eval.Label](clusterings [][]L) ([]float64, error) {
 	n := len(clusterings)
 	out := make([]float64, n)
 	for i := range n {

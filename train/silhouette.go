@@ -24,7 +24,7 @@ const silhouetteChunk = 512
 // whether or not the run standardised them). The Euclidean distances are computed
 // on features' device in float64, one chunk of rows at a time, and summed per
 // cluster of every clustering in the same pass.
-func silhouettes(features *torch.Tensor, clusterings [][]int, k, limit int, seed uint64, zscore bool) ([]float64, error) {
+func silhouettes[L eval.Label](features *torch.Tensor, clusterings [][]L, k, limit int, seed uint64, zscore bool) ([]float64, error) {
 	s := torch.NoGrad()
 	defer s.Close()
 	shape := features.Shape()
@@ -57,7 +57,7 @@ func silhouettes(features *torch.Tensor, clusterings [][]int, k, limit int, seed
 	ids := make([]int64, 0, m*len(clusterings))
 	for _, r := range rows {
 		for _, c := range clusterings {
-			if c[r] < 0 || c[r] >= k {
+			if c[r] < 0 || int(c[r]) >= k {
 				return nil, fmt.Errorf("silhouette: row %d has cluster %d, want 0..%d", r, c[r], k-1)
 			}
 			ids = append(ids, int64(c[r]))
@@ -94,7 +94,7 @@ func silhouettes(features *torch.Tensor, clusterings [][]int, k, limit int, seed
 			for _, v := range row {
 				per[i] = append(per[i], float64(v))
 			}
-			own[i] = c[r]
+			own[i] = int(c[r])
 		}
 		sil, err := eval.SilhouetteFromSums(own, per)
 		if err != nil {

@@ -89,8 +89,9 @@ type Run struct {
 	lock       *os.File // held on Dir/.lock while the run may write there
 
 	// recent are the clusterings of the last AgreementWindow evaluations, oldest
-	// first; the checkpoint carries them, so that a resumed run agrees alike.
-	recent [][]int
+	// first; the checkpoint carries them, so that a resumed run agrees alike. They
+	// are int32: a choice among twenty restarts holds all of theirs at once.
+	recent [][]int32
 	// chosen is the evaluated epoch ranked first (better); chosenState holds its
 	// tensors (with a folder), which each checkpoint carries while a later epoch is
 	// the last; chosenFile is the epoch ChosenName holds.
@@ -854,11 +855,15 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 		m.Head = &best
 	}
 	cluster := heads[best].Cluster
+	compact := make([]int32, len(cluster))
+	for i, c := range cluster {
+		compact[i] = int32(c)
+	}
 	m.Criteria = heads[best].Criteria
 	if len(r.recent) > 0 {
 		var sum float64
 		for _, c := range r.recent {
-			ari, err := eval.ARI(cluster, c)
+			ari, err := eval.ARI(compact, c)
 			if err != nil {
 				return fmt.Errorf("agreement with earlier evaluations: %w", err)
 			}
@@ -867,7 +872,7 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 		agree := round6(sum / float64(len(r.recent)))
 		m.Agreement = &agree
 	}
-	r.recent = append(r.recent, cluster)
+	r.recent = append(r.recent, compact)
 	if len(r.recent) > AgreementWindow {
 		r.recent = r.recent[1:]
 	}
@@ -965,7 +970,7 @@ func (r *Run) predictClusters() ([]*Prediction, error) {
 			return nil, fmt.Errorf("gather predictions: %w", err)
 		}
 	}
-	clusters := ints64To(s.Int64s(t))
+	clusters := ints64To[int](s.Int64s(t))
 	sum := s.Float32s(st)
 	if err := s.Err(); err != nil {
 		return nil, err
@@ -1193,7 +1198,7 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 		if len(c) != r.Src.Len() {
 			return fmt.Errorf("%s: %s has %d rows, the data %d", f.Path, name, len(c), r.Src.Len())
 		}
-		r.recent = append(r.recent, ints64To(c))
+		r.recent = append(r.recent, ints64To[int32](c))
 	}
 	if err := s.Err(); err != nil {
 		return err
@@ -1302,7 +1307,7 @@ func (r *Run) ExportChosen() (string, error) {
 	return path, nil
 }
 
-func intsTo64(c []int) []int64 {
+func intsTo64[L eval.Label](c []L) []int64 {
 	out := make([]int64, len(c))
 	for i, v := range c {
 		out[i] = int64(v)
@@ -1310,10 +1315,10 @@ func intsTo64(c []int) []int64 {
 	return out
 }
 
-func ints64To(c []int64) []int {
-	out := make([]int, len(c))
+func ints64To[L eval.Label](c []int64) []L {
+	out := make([]L, len(c))
 	for i, v := range c {
-		out[i] = int(v)
+		out[i] = L(v)
 	}
 	return out
 }
