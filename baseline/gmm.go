@@ -151,11 +151,7 @@ func (p *points) em(cfg GMMConfig, r int, hook func(iter int, ll float64)) (*GMM
 
 	rs := torch.NoGrad() // owns the current parameters
 	defer rs.Close()
-	labels := make([]int64, len(km.labels))
-	for i, l := range km.labels {
-		labels[i] = int64(l)
-	}
-	resp := rs.Cast(rs.OneHot(rs.FromInt64(labels, []int{p.n}, p.dev), p.k), torch.Float32)
+	resp := rs.Cast(rs.OneHot(rs.FromInt64(km.labels, []int{p.n}, p.dev), p.k), torch.Float32)
 	m, err := p.mStep(rs, resp, full, cfg.Reg)
 	if err != nil {
 		return nil, fmt.Errorf("initial M-step: %w", err)

@@ -75,43 +75,62 @@ func KMeans(x *torch.Tensor, cfg KMeansConfig) (*Result, error) {
 		return nil, err
 	}
 	var best *kmeansRun
+	var st lloyd // one restart's host state, reused by the next: N×K bounds on large N
 	for r := range cfg.Restarts {
 		rng := rand.New(rand.NewPCG(cfg.Seed+uint64(r), pcgStream))
-		run, err := p.kmeans(rng, cfg.MaxIter, cfg.Tol)
+		run, err := p.kmeansWith(&st, rng, cfg.MaxIter, cfg.Tol)
 		if err != nil {
 			return nil, fmt.Errorf("k-means: restart %d of %d: %w", r+1, cfg.Restarts, err)
 		}
 		if best == nil || run.inertia < best.inertia {
+			if best != nil {
+				run.labels = best.labels[:0] // the old best's room
+			}
+			run.labels = append(run.labels, st.labels...)
 			best = run
 		}
+	}
+	labels := make([]int, len(best.labels))
+	for i, l := range best.labels {
+		labels[i] = int(l)
 	}
 	centers := best.centers
 	for i := range centers {
 		centers[i] += p.mean[i%p.d]
 	}
-	return &Result{Labels: best.labels, Centers: centers, Inertia: best.inertia, Iters: best.iters}, nil
+	return &Result{Labels: labels, Centers: centers, Inertia: best.inertia, Iters: best.iters}, nil
 }
 
-// kmeansRun is one restart's outcome, with centres in the centred coordinates of points.
+// kmeansRun is one restart's outcome, with centres in the centred coordinates of
+// points. kmeansWith leaves labels nil: they are st's, until the next restart.
 type kmeansRun struct {
-	labels  []int
+	labels  []int64
 	centers []float32
 	inertia float64
 	iters   int
 }
 
-// kmeans runs one k-means++ seeding and Lloyd's algorithm. Its tensors live in a scope
-// of the restart, and each iteration's temporaries in a scope of the iteration, so
-// memory stays flat however many iterations run.
+// kmeans runs one k-means++ seeding and Lloyd's algorithm.
 func (p *points) kmeans(rng *rand.Rand, maxIter int, tol float64) (*kmeansRun, error) {
+	var st lloyd
+	run, err := p.kmeansWith(&st, rng, maxIter, tol)
+	if err == nil {
+		run.labels = st.labels
+	}
+	return run, err
+}
+
+// kmeansWith is kmeans in st, whose host buffers it reuses; the labels stay in st.
+// Its tensors live in a scope of the restart, and each iteration's temporaries in a
+// scope of the iteration, so memory stays flat however many iterations run.
+func (p *points) kmeansWith(st *lloyd, rng *rand.Rand, maxIter int, tol float64) (*kmeansRun, error) {
 	rs := torch.NoGrad()
 	defer rs.Close()
 	centers, err := p.plusPlus(rs, rng)
 	if err != nil {
 		return nil, fmt.Errorf("k-means++: %w", err)
 	}
-	st, err := p.newLloyd(centers)
-	if err != nil {
+	if err := p.resetLloyd(st, centers); err != nil {
 		return nil, err
 	}
 	tolAbs := tol * p.meanVar
@@ -148,11 +167,7 @@ func (p *points) kmeans(rng *rand.Rand, maxIter int, tol float64) (*kmeansRun, e
 	if err != nil {
 		return nil, fmt.Errorf("inertia: %w", err)
 	}
-	out := &kmeansRun{labels: make([]int, p.n), centers: st.host, inertia: inertia, iters: iters}
-	for i, l := range st.labels {
-		out.labels[i] = int(l)
-	}
-	return out, nil
+	return &kmeansRun{centers: st.host, inertia: inertia, iters: iters}, nil
 }
 
 // inertia sums the squared distances of the points to their centres from direct
@@ -302,25 +317,30 @@ type lloyd struct {
 	computed int           // rows whose distances the last assignment computed
 }
 
-// newLloyd starts a restart at the given centres, which it takes over.
-func (p *points) newLloyd(centers *torch.Tensor) (*lloyd, error) {
+// resetLloyd starts a restart in st at the given centres, which it takes over; st's
+// host buffers are reused where they have the room.
+func (p *points) resetLloyd(st *lloyd, centers *torch.Tensor) error {
 	s := torch.NoGrad()
 	defer s.Close()
 	host := s.Float32s(centers)
 	sq := s.Float32s(p.sq)
 	if err := s.Err(); err != nil {
-		return nil, err
+		return err
 	}
-	st := &lloyd{
+	*st = lloyd{
 		centers: centers,
 		host:    host,
-		labels:  make([]int64, p.n),
-		upper:   make([]float64, p.n),
-		lower:   make([]float64, p.n*p.k),
-		slack:   make([]float64, p.n),
+		labels:  resize(st.labels, p.n),
+		upper:   resize(st.upper, p.n),
+		lower:   resize(st.lower, p.n*p.k),
+		slack:   resize(st.slack, p.n),
 		sums:    make([]float64, p.k*p.d),
 		counts:  make([]int, p.k),
+		moved:   st.moved[:0],
+		from:    st.from[:0],
 	}
+	clear(st.upper)
+	clear(st.lower)
 	maxSq := float64(slices.Max(sq))
 	for i := range st.labels {
 		st.labels[i] = -1
@@ -328,7 +348,7 @@ func (p *points) newLloyd(centers *torch.Tensor) (*lloyd, error) {
 		// allow a hundred. A centre is a mean of points or a point, so ||c||² ≤ maxSq.
 		st.slack[i] = 1e-5 * (float64(sq[i]) + maxSq)
 	}
-	return st, nil
+	return nil
 }
 
 // assign gives every point its nearest centre and returns how many points changed
@@ -528,4 +548,12 @@ func (p *points) update(rs *torch.Scope, st *lloyd) error {
 	st.centers, st.host = next, host
 	moveTo(rs, s, next)
 	return s.Err()
+}
+
+// resize is buf with n elements, reusing its room when it has enough.
+func resize[T any](buf []T, n int) []T {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]T, n)
 }

@@ -175,6 +175,44 @@ func TestKMeansDeterministic(t *testing.T) {
 	}
 }
 
+// Restarts share one host state (lloyd): each must still be what it is alone, the
+// best of them kept whichever came first. Restart r of seed S is restart 0 of seed
+// S+r, and blobs of unequal spread make the restarts differ.
+func TestKMeansRestartsIndependent(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(8, 8))
+	const n, d = 600, 3
+	xs := make([]float32, n*d)
+	for i := range xs {
+		xs[i] = float32(rng.NormFloat64() * float64(1+i/d%3))
+	}
+	x := tensor(t, s, xs, d)
+	const restarts = 5
+	all, err := KMeans(x, KMeansConfig{K: 7, Restarts: restarts, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var best *Result
+	inertias := map[float64]bool{}
+	for r := range restarts {
+		one, err := KMeans(x, KMeansConfig{K: 7, Restarts: 1, Seed: 3 + uint64(r)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inertias[one.Inertia] = true
+		if best == nil || one.Inertia < best.Inertia {
+			best = one
+		}
+	}
+	if len(inertias) < 2 {
+		t.Fatalf("the %d restarts all reached inertia %v: the test needs them to differ", restarts, inertias)
+	}
+	if all.Inertia != best.Inertia || !slices.Equal(all.Labels, best.Labels) || !slices.Equal(all.Centers, best.Centers) {
+		t.Errorf("%d restarts: inertia %v, the best of them run alone %v (labels equal: %v)", restarts, all.Inertia, best.Inertia, slices.Equal(all.Labels, best.Labels))
+	}
+}
+
 func TestKMeansKEqualsN(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
@@ -267,8 +305,8 @@ func TestLloydReseedsEmptyCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Centred data is -5.5 -4.5 4.5 5.5; centre 1 is far from everything.
-	st, err := p.newLloyd(s.FromFloat32([]float32{-5, 100}, []int{2, 1}, testDevice))
-	if err != nil {
+	st := &lloyd{}
+	if err := p.resetLloyd(st, s.FromFloat32([]float32{-5, 100}, []int{2, 1}, testDevice)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.assign(st); err != nil {
@@ -312,8 +350,8 @@ func TestLloydBoundsKeepNearestCentre(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := p.newLloyd(centres)
-	if err != nil {
+	st := &lloyd{}
+	if err := p.resetLloyd(st, centres); err != nil {
 		t.Fatal(err)
 	}
 	minComputed := n

@@ -89,7 +89,9 @@ func preparePoints(s *torch.Scope, x *torch.Tensor, k int, who string) (*points,
 		return nil, fmt.Errorf("%s: data too large: a column's mean overflows float32", who)
 	}
 	xc := s.Sub(xf, mean)
-	sq := s.Sum(s.Square(xc), true, 1)
+	sqx := s.Square(xc)
+	sq := s.Sum(sqx, true, 1)
+	sqx.Free() // N×D: as large as the data
 	total := s.Item(s.Sum(sq, false))
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("%s: preparing data: %w", who, err)
@@ -132,11 +134,21 @@ func (p *points) sqDist(s *torch.Scope, c *torch.Tensor) *torch.Tensor {
 	return sqDistTo(s, p.x, p.sq, c)
 }
 
-// sqDistTo is sqDist for the rows x, whose squared norms (M×1) are sq.
+// sqDistTo is sqDist for the rows x, whose squared norms (M×1) are sq. Each M×K
+// temporary is freed once the next is made: on a table of millions of rows they are
+// the largest tensors the baselines make, and s may live for a whole restart.
 func sqDistTo(s *torch.Scope, x, sq, c *torch.Tensor) *torch.Tensor {
 	cc := s.Reshape(s.Sum(s.Square(c), false, 1), 1, -1)
 	xc := s.MatMul(x, s.Transpose(c, 0, 1))
-	return s.ClampMin(s.Add(s.Sub(sq, s.MulScalar(xc, 2)), cc), 0)
+	xc2 := s.MulScalar(xc, 2)
+	xc.Free()
+	diff := s.Sub(sq, xc2)
+	xc2.Free()
+	d := s.Add(diff, cc)
+	diff.Free()
+	out := s.ClampMin(d, 0)
+	d.Free()
+	return out
 }
 
 // moveTo hands tensors made in a short-lived scope to a longer-lived one, so that the
