@@ -71,9 +71,20 @@ func silhouettes[L eval.Label](features *torch.Tensor, clusterings [][]L, k, lim
 		cs := torch.NoGrad()
 		w := min(silhouetteChunk, m-lo)
 		xc := cs.Narrow(x, 0, lo, w)
-		// |a−b|² = |a|² + |b|² − 2a·b, clamped at 0 against rounding.
-		d2 := cs.Add(cs.Add(cs.Unsqueeze(cs.Narrow(sq, 0, lo, w), 1), cs.Unsqueeze(sq, 0)), cs.MulScalar(cs.MatMul(xc, xt), -2))
-		d := cs.Sqrt(cs.ClampMin(d2, 0))
+		// |a−b|² = |a|² + |b|² − 2a·b, clamped at 0 against rounding. Each chunk ×
+		// rows temporary (16 MB at 512 × 4000) is freed once the next is made: at
+		// most three are live, not six.
+		norms := cs.Add(cs.Unsqueeze(cs.Narrow(sq, 0, lo, w), 1), cs.Unsqueeze(sq, 0))
+		dot := cs.MatMul(xc, xt)
+		dot2 := cs.MulScalar(dot, -2)
+		dot.Free()
+		d2 := cs.Add(norms, dot2)
+		norms.Free()
+		dot2.Free()
+		pos := cs.ClampMin(d2, 0)
+		d2.Free()
+		d := cs.Sqrt(pos)
+		pos.Free()
 		sums = append(sums, cs.Float32s(cs.Cast(cs.MatMul(d, onehot), torch.Float32))...)
 		err := cs.Close()
 		if err != nil {
