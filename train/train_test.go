@@ -580,6 +580,22 @@ func TestPredictCriteria(t *testing.T) {
 	if _, err := PredictWithCriteria(r.Net, src, r.Dev, r.Prior(), 0); err == nil {
 		t.Error("γ = 0 was accepted")
 	}
+
+	// An evaluation during training finds the same clusters and criteria, and leaves
+	// the posteriors, K floats a row, on the device.
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	heads, err := r.predictClusters()
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := heads[0]; ev.Posterior != nil || !slices.Equal(ev.Cluster, pred.Cluster) || *ev.Criteria != *pred.Criteria {
+		t.Errorf("evaluation: %d posteriors, clusters equal %v, criteria %+v; want none, true, %+v", len(ev.Posterior), slices.Equal(ev.Cluster, pred.Cluster), *ev.Criteria, *pred.Criteria)
+	}
+	if got, posteriors := after.TotalAlloc-before.TotalAlloc, uint64(n*k*4); got >= posteriors {
+		t.Errorf("evaluation allocated %d bytes on the host, the posteriors alone take %d", got, posteriors)
+	}
 }
 
 func TestEpochsFor(t *testing.T) {
