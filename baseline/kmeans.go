@@ -216,9 +216,10 @@ func (p *points) plusPlus(rs *torch.Scope, rng *rand.Rand) (*torch.Tensor, error
 	}
 	cum := make([]float64, n)
 	cand := make([]int64, trials)
+	var w []float32
 	for len(chosen) < k {
 		s := torch.NoGrad()
-		w := s.Float32s(closest)
+		w = s.Float32sInto(w, closest)
 		if err := s.Err(); err != nil {
 			s.Close()
 			return nil, err
@@ -307,10 +308,12 @@ type lloyd struct {
 	host     []float32     // the same centres on the host
 	labels   []int64       // assignment of each point; -1 before the first
 	upper    []float64     // per point, ≥ the distance to its own centre (not squared)
-	lower    []float64     // N×K, ≤ the distance of point i to centre j
+	lower    []float32     // N×K, ≤ the distance of point i to centre j (rounded down: half the room of float64)
 	slack    []float64     // rounding allowance of each point's squared distances
 	sums     []float64     // K×D sums of the points of each cluster
 	counts   []int         // points per cluster
+	rows     []int64       // the points the last assignment computed: room reused
+	dist     []float32     // their distances, M×K: room reused
 	moved    []int64       // points whose cluster the last assignment changed
 	from     []int64       // their previous clusters
 	shift    float64       // summed squared move of the centres in the last update
@@ -336,6 +339,8 @@ func (p *points) resetLloyd(st *lloyd, centers *torch.Tensor) error {
 		slack:   resize(st.slack, p.n),
 		sums:    make([]float64, p.k*p.d),
 		counts:  make([]int, p.k),
+		rows:    st.rows[:0],
+		dist:    st.dist,
 		moved:   st.moved[:0],
 		from:    st.from[:0],
 	}
@@ -359,18 +364,21 @@ func (p *points) assign(st *lloyd) (changed int, err error) {
 	var rows []int64 // points to compute; nil means all
 	if st.labels[0] >= 0 {
 		gap := halfGaps(st.host, k, p.d)
+		st.rows = st.rows[:0]
 		for i := range n {
 			a, u := int(st.labels[i]), st.upper[i]
 			lo := st.lower[i*k : (i+1)*k]
 			for j := range k {
-				if j != a && u > lo[j] && u > gap[a*k+j] {
-					rows = append(rows, int64(i))
+				if j != a && u > float64(lo[j]) && u > gap[a*k+j] {
+					st.rows = append(st.rows, int64(i))
 					break
 				}
 			}
 		}
-		if len(rows) > n/2 {
-			rows = nil // gathering most rows costs more than computing all
+		// Gathering most rows costs more than computing all; when none is left to
+		// check, a full pass confirms the assignment.
+		if len(st.rows) > 0 && len(st.rows) <= n/2 {
+			rows = st.rows
 		}
 	}
 	st.moved, st.from = st.moved[:0], st.from[:0]
@@ -384,13 +392,15 @@ func (p *points) assign(st *lloyd) (changed int, err error) {
 	}
 	s := torch.NoGrad()
 	defer s.Close()
-	var dist []float32
+	var dt *torch.Tensor
 	if rows == nil {
-		dist = s.Float32s(p.sqDist(s, st.centers))
+		dt = p.sqDist(s, st.centers)
 	} else {
 		idx := s.FromInt64(rows, []int{m}, p.dev)
-		dist = s.Float32s(sqDistTo(s, s.IndexSelect(p.x, 0, idx), s.IndexSelect(p.sq, 0, idx), st.centers))
+		dt = sqDistTo(s, s.IndexSelect(p.x, 0, idx), s.IndexSelect(p.sq, 0, idx), st.centers)
 	}
+	st.dist = s.Float32sInto(st.dist, dt)
+	dist := st.dist
 	if err := s.Err(); err != nil {
 		return 0, err
 	}
@@ -406,7 +416,7 @@ func (p *points) assign(st *lloyd) (changed int, err error) {
 			if d < bestD {
 				best, bestD = j, d
 			}
-			lo[j] = math.Sqrt(max(d-st.slack[i], 0))
+			lo[j] = down32(math.Sqrt(max(d-st.slack[i], 0)))
 		}
 		st.upper[i] = math.Sqrt(bestD + st.slack[i])
 		if old := st.labels[i]; int64(best) != old {
@@ -537,7 +547,7 @@ func (p *points) update(rs *torch.Scope, st *lloyd) error {
 		st.upper[i] += moved[l]
 		lo := st.lower[i*k : (i+1)*k]
 		for j := range lo {
-			lo[j] -= moved[j]
+			lo[j] = down32(float64(lo[j]) - moved[j])
 		}
 	}
 	next := s.FromFloat32(host, []int{k, d}, p.dev)
@@ -556,4 +566,13 @@ func resize[T any](buf []T, n int) []T {
 		return buf[:n]
 	}
 	return make([]T, n)
+}
+
+// down32 is v as a float32 no larger than v: a lower bound stays one when stored.
+func down32(v float64) float32 {
+	f := float32(v)
+	if float64(f) > v {
+		f = math.Nextafter32(f, float32(math.Inf(-1)))
+	}
+	return f
 }

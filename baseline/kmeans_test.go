@@ -438,3 +438,16 @@ func BenchmarkKMeansDigitsSize(b *testing.B) {
 	}
 	b.ReportMetric(float64(iters)/float64(b.N), "iters/op")
 }
+
+// down32 stores a lower bound as the largest float32 not above it.
+func TestDown32(t *testing.T) {
+	for _, v := range []float64{0, 1, 1.0 / 3, -1.0 / 3, 0.1, 1e-46, 3e38, 1e39, math.MaxFloat32, 12345.678901} {
+		f := down32(v)
+		if float64(f) > v {
+			t.Errorf("down32(%g) = %g, above it", v, f)
+		}
+		if up := math.Nextafter32(f, float32(math.Inf(1))); float64(up) <= v && !math.IsInf(float64(up), 1) {
+			t.Errorf("down32(%g) = %g, but %g is also not above it", v, f, up)
+		}
+	}
+}

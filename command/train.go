@@ -464,6 +464,7 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 	if err := writeAssignments(filepath.Join(run.Dir, "assignments.csv"), pred, labels); err != nil {
 		return err
 	}
+	pred.Posterior = nil // K numbers a row, not needed past the file: let the baselines have the room
 	sum := summary{Run: run.Dir, Epochs: run.EpochsDone(), Seconds: round3(elapsed.Seconds()), K: run.Cfg.K,
 		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K), Criteria: pred.Criteria, Restarts: restarts}
 	if h := run.Spec.NumHeads(); h > 1 {

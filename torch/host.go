@@ -61,6 +61,21 @@ func (s *Scope) Float32s(t *Tensor) []float32 {
 	return out
 }
 
+// Float32sInto is Float32s into buf's room when it has enough, so that a loop
+// copying large tensors to the host reuses one buffer.
+func (s *Scope) Float32sInto(buf []float32, t *Tensor) []float32 {
+	if !s.ok("to_host", t) {
+		return nil
+	}
+	n := t.Numel()
+	if cap(buf) < n {
+		buf = make([]float32, n)
+	}
+	buf = buf[:n]
+	s.toHost(t, Float32, hostPtr(buf), n)
+	return buf
+}
+
 // Int64s copies t to the host as int64 values.
 func (s *Scope) Int64s(t *Tensor) []int64 {
 	if !s.ok("to_host", t) {

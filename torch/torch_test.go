@@ -70,6 +70,26 @@ func TestRoundTripAndArithmetic(t *testing.T) {
 	}
 }
 
+// Float32sInto copies into the buffer it is given when that has the room, and into a
+// new one when not.
+func TestFloat32sInto(t *testing.T) {
+	s := NoGrad()
+	defer s.Close()
+	a := s.FromFloat32([]float32{1, 2, 3, 4}, []int{2, 2}, testDevice)
+	buf := make([]float32, 1, 8)
+	got := s.Float32sInto(buf, a)
+	if !slices.Equal(got, []float32{1, 2, 3, 4}) || &got[0] != &buf[0] {
+		t.Errorf("into room for 8: %v, same buffer %v", got, &got[0] == &buf[0])
+	}
+	small := make([]float32, 2)
+	if got := s.Float32sInto(small, a); !slices.Equal(got, []float32{1, 2, 3, 4}) || &got[0] == &small[0] {
+		t.Errorf("into room for 2: %v", got)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestErrorsAreValuesNotCrashes(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
