@@ -308,7 +308,7 @@ type lloyd struct {
 	host     []float32     // the same centres on the host
 	labels   []int64       // assignment of each point; -1 before the first
 	upper    []float64     // per point, ≥ the distance to its own centre (not squared)
-	lower    []float32     // N×K, ≤ the distance of point i to centre j (rounded down: half the room of float64)
+	lower    []float64     // N×K, ≤ the distance of point i to centre j
 	slack    []float64     // rounding allowance of each point's squared distances
 	sums     []float64     // K×D sums of the points of each cluster
 	counts   []int         // points per cluster
@@ -369,7 +369,7 @@ func (p *points) assign(st *lloyd) (changed int, err error) {
 			a, u := int(st.labels[i]), st.upper[i]
 			lo := st.lower[i*k : (i+1)*k]
 			for j := range k {
-				if j != a && u > float64(lo[j]) && u > gap[a*k+j] {
+				if j != a && u > lo[j] && u > gap[a*k+j] {
 					st.rows = append(st.rows, int64(i))
 					break
 				}
@@ -416,7 +416,7 @@ func (p *points) assign(st *lloyd) (changed int, err error) {
 			if d < bestD {
 				best, bestD = j, d
 			}
-			lo[j] = down32(math.Sqrt(max(d-st.slack[i], 0)))
+			lo[j] = math.Sqrt(max(d-st.slack[i], 0))
 		}
 		st.upper[i] = math.Sqrt(bestD + st.slack[i])
 		if old := st.labels[i]; int64(best) != old {
@@ -547,7 +547,7 @@ func (p *points) update(rs *torch.Scope, st *lloyd) error {
 		st.upper[i] += moved[l]
 		lo := st.lower[i*k : (i+1)*k]
 		for j := range lo {
-			lo[j] = down32(float64(lo[j]) - moved[j])
+			lo[j] -= moved[j]
 		}
 	}
 	next := s.FromFloat32(host, []int{k, d}, p.dev)
@@ -566,13 +566,4 @@ func resize[T any](buf []T, n int) []T {
 		return buf[:n]
 	}
 	return make([]T, n)
-}
-
-// down32 is v as a float32 no larger than v: a lower bound stays one when stored.
-func down32(v float64) float32 {
-	f := float32(v)
-	if float64(f) > v {
-		f = math.Nextafter32(f, float32(math.Inf(-1)))
-	}
-	return f
 }
