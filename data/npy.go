@@ -118,7 +118,7 @@ func parseNPY(r io.Reader, name string, size int64) (*Vectors, error) {
 	// Decode in chunks rather than allocating what the header claims up front,
 	// so a truncated or lying file fails on its data, not on memory; a file that
 	// holds the data claimed gets its rows in one allocation, not a growing slice
-	// that would take three times their size on its way.
+	// that would allocate two to three times their size on its way.
 	want := count * dt.size
 	capacity := min(count, 1<<24)
 	if size >= 0 && size-int64(8+lenBytes+hlen) >= int64(want) {

@@ -207,7 +207,7 @@ func TestParseNPYHeader(t *testing.T) {
 }
 
 // A file that holds the rows its header claims is read into one slice of their size,
-// not a growing one that would allocate about three times as much on the way; one
+// not a growing one that would allocate two to three times as much on the way; one
 // that holds fewer still fails on its data.
 func TestReadNPYAllocatesRowsOnce(t *testing.T) {
 	const n, d = 1 << 20, 17 // 17 M values: past the 16 M that a growing slice starts with
