@@ -60,9 +60,10 @@ type Result struct {
 // nearest-centre assignment of the returned centres, and the inertia is computed from
 // them by direct differences in float64, not from the distance expansion.
 //
-// Besides x and a centred copy of it, the device holds at most an N×K distance matrix
-// and the rows whose distances an iteration computes (see lloyd); the host holds the
-// assignment and N×K distance bounds. Nothing of size N×D crosses to the host.
+// Besides x and a centred copy of it, the device holds at most two N×K distance
+// matrices and the rows whose distances an iteration computes (see lloyd); the host
+// holds the assignment, N×K distance bounds and the last N×K distances, one set of
+// them for all the restarts. Nothing of size N×D crosses to the host.
 func KMeans(x *torch.Tensor, cfg KMeansConfig) (*Result, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -312,8 +313,8 @@ type lloyd struct {
 	slack    []float64     // rounding allowance of each point's squared distances
 	sums     []float64     // K×D sums of the points of each cluster
 	counts   []int         // points per cluster
-	rows     []int64       // the points the last assignment computed: room reused
-	dist     []float32     // their distances, M×K: room reused
+	rows     []int64       // the points the last assignment had to check: room reused
+	dist     []float32     // the distances it computed, M×K: room reused
 	moved    []int64       // points whose cluster the last assignment changed
 	from     []int64       // their previous clusters
 	shift    float64       // summed squared move of the centres in the last update

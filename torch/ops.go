@@ -298,7 +298,8 @@ func (s *Scope) Narrow(a *Tensor, dim, start, length int) *Tensor {
 	return s.done("narrow", C.et_narrow(s.flags(), a.h, C.int64_t(dim), C.int64_t(start), C.int64_t(length), &h), h)
 }
 
-// IndexSelect gathers the slices of a at index (int64) along dim.
+// IndexSelect gathers the slices of a at index along dim: int64, or int32 on the CPU
+// (libtorch 1.13's kernel takes either).
 func (s *Scope) IndexSelect(a *Tensor, dim int, index *Tensor) *Tensor {
 	if !s.ok("index_select", a, index) {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,6 +92,28 @@ func TestHeadsRun(t *testing.T) {
 	}
 	if len(pred.Posterior) != r.Src.Len()*cfg.K || *pred.Criteria != *last.Criteria {
 		t.Fatalf("Predict: %d posteriors and criteria %+v, want %d and the evaluation's %+v", len(pred.Posterior), pred.Criteria, r.Src.Len()*cfg.K, last.Criteria)
+	}
+	// Every head's max posterior, summed on the device by head, is that of its
+	// posteriors on the host.
+	n := r.Src.Len()
+	for h, hm := range last.Heads {
+		if err := r.Net.SetHead(h); err != nil {
+			t.Fatal(err)
+		}
+		ph, err := PredictWithCriteria(r.Net, r.Src, testDevice, r.Prior(), r.Cfg.GammaVal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum float64
+		for i := range n {
+			sum += float64(slices.Max(ph.Posterior[i*cfg.K : (i+1)*cfg.K]))
+		}
+		if want := sum / float64(n); math.Abs(hm.Criteria.MaxPosterior-want) > 1e-5 {
+			t.Errorf("head %d: max posterior %.7f in the evaluation, %.7f from its posteriors", h, hm.Criteria.MaxPosterior, want)
+		}
+	}
+	if err := r.Net.SetHead(*last.Head); err != nil {
+		t.Fatal(err)
 	}
 	if got := modelCriteria(t, filepath.Join(r.Dir, checkpointName), r); got != *last.Criteria {
 		t.Fatalf("the checkpoint predicts with criteria %+v, the last evaluation had %+v", got, *last.Criteria)

@@ -81,7 +81,6 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 			// The host's rows are garbage now. Training allocates too little on Go's
 			// heap for its collector to run again soon: without this they would stay
 			// in the process for the whole run.
-			v = nil
 			debug.FreeOSMemory()
 		}
 		return src, err

@@ -143,10 +143,11 @@ func stackedEpoch(ctx context.Context, runs []*Run, st *model.Stacked, opt *torc
 	ep := torch.NoGrad()
 	defer ep.Close()
 	// Row i is restart i's order, copied in one restart at a time: on a table of
-	// millions of rows a host copy of all of them would hold as much again. They
-	// are int32 where the rows allow, half the room (index_select takes either).
+	// millions of rows a host copy of all of them would hold as much again. On the
+	// CPU, where stacks train (index_select takes either there), they are int32 in
+	// half the room.
 	dt := torch.Int64
-	if n <= math.MaxInt32 {
+	if n <= math.MaxInt32 && !runs[0].Src.IndexDevice().CUDA {
 		dt = torch.Int32
 	}
 	orderT := ep.Empty([]int{rs, n}, dt, runs[0].Src.IndexDevice())
