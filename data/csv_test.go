@@ -3,9 +3,12 @@ package data
 import (
 	"bytes"
 	"compress/gzip"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -423,6 +426,57 @@ func TestSniffCSVComma(t *testing.T) {
 	for _, tt := range tests {
 		if got := sniffComma([]byte(tt.head)); got != tt.want {
 			t.Errorf("sniffComma(%q) = %q, want %q", tt.head, got, tt.want)
+		}
+	}
+}
+
+// An uncompressed file read from disk gets its values' slice sized from the share of
+// it parsed after the first 4 MiB or sixteenth: the bytes allocated stay near the
+// values' own size plus the text's records, where a slice grown by appending
+// allocated several times the values. The rows are those ParseCSV reads from the same
+// bytes, and those of the file gzipped, which is read as before.
+func TestReadCSVPresizes(t *testing.T) {
+	const n, d = 200000, 20
+	var b strings.Builder
+	b.WriteString("f0")
+	for j := 1; j < d; j++ {
+		fmt.Fprintf(&b, ",f%d", j)
+	}
+	b.WriteString(",label\n")
+	for i := range n {
+		for j := range d {
+			fmt.Fprintf(&b, "%.4f,", float64((i*7+j*13)%1000)/7)
+		}
+		fmt.Fprintf(&b, "%d\n", i%10)
+	}
+	text := []byte(b.String())
+	b = strings.Builder{}
+	want, err := ParseCSV(bytes.NewReader(text), "rows.csv", CSVOptions{LabelCol: "label"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := uint64(n * d * 4)
+	for _, tc := range []struct {
+		name    string
+		content []byte
+	}{{"rows.csv", text}, {"rows.csv.gz", gzipVecBytes(t, text)}} {
+		path := writeVecFile(t, tc.name, tc.content)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		v, err := ReadCSV(path, CSVOptions{LabelCol: "label"})
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The records' text, the labels' ints, the values and 3% more, and the
+		// values grown by appending up to the first 4 MiB or sixteenth.
+		limit := uint64(len(text)) + uint64(n*8) + values*2
+		if got := after.TotalAlloc - before.TotalAlloc; got > limit && tc.name == "rows.csv" {
+			t.Errorf("%s: reading %d KiB of text and %d KiB of values allocated %d KiB, want at most %d", tc.name, len(text)>>10, values>>10, got>>10, limit>>10)
+		}
+		if v.N != n || !slices.Equal(v.X, want.X) || !slices.Equal(v.Labels, want.Labels) {
+			t.Errorf("%s: %d rows, values equal %v, labels equal %v", tc.name, v.N, slices.Equal(v.X, want.X), slices.Equal(v.Labels, want.Labels))
 		}
 	}
 }
