@@ -345,8 +345,8 @@ func (p *points) resetLloyd(st *lloyd, centers *torch.Tensor) error {
 		moved:   st.moved[:0],
 		from:    st.from[:0],
 	}
-	clear(st.upper)
-	clear(st.lower)
+	// upper and lower keep the last restart's values: the first assignment computes
+	// every distance and writes every bound.
 	maxSq := float64(slices.Max(sq))
 	for i := range st.labels {
 		st.labels[i] = -1

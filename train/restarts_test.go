@@ -503,7 +503,7 @@ func TestTrainRestartsChoosesNetwork(t *testing.T) {
 	for i, f := range x32 {
 		x[i] = float64(f)
 	}
-	want := silhouetteByDefinition(x, v.N, v.D, ints64To[int](intsTo64(r.recent[len(r.recent)-1])), false)
+	want := silhouetteByDefinition(x, v.N, v.D, convertInts[int](r.recent[len(r.recent)-1]), false)
 	if got := *scored[kept].NetworkSilhouette; math.Abs(got-want) > 1e-5 {
 		t.Errorf("kept run's network silhouette %.7f, want %.7f on the features as trained", got, want)
 	}

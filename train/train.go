@@ -855,10 +855,7 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 		m.Head = &best
 	}
 	cluster := heads[best].Cluster
-	compact := make([]int32, len(cluster))
-	for i, c := range cluster {
-		compact[i] = int32(c)
-	}
+	compact := convertInts[int32](cluster)
 	m.Criteria = heads[best].Criteria
 	if len(r.recent) > 0 {
 		var sum float64
@@ -970,7 +967,7 @@ func (r *Run) predictClusters() ([]*Prediction, error) {
 			return nil, fmt.Errorf("gather predictions: %w", err)
 		}
 	}
-	clusters := ints64To[int](s.Int64s(t))
+	clusters := convertInts[int](s.Int64s(t))
 	sum := s.Float32s(st)
 	if err := s.Err(); err != nil {
 		return nil, err
@@ -1025,7 +1022,7 @@ func (r *Run) Save() error {
 		ts = append(ts, torch.Named{Name: "prior", Tensor: r.prior})
 	}
 	for i, c := range r.recent {
-		ts = append(ts, torch.Named{Name: fmt.Sprintf("recent.%d", i), Tensor: s.FromInt64(intsTo64(c), []int{len(c)}, torch.CPU)})
+		ts = append(ts, torch.Named{Name: fmt.Sprintf("recent.%d", i), Tensor: s.FromInt64(convertInts[int64](c), []int{len(c)}, torch.CPU)})
 	}
 	if r.chosen != nil && r.chosen.Epoch != r.epoch {
 		for _, nt := range r.chosenState {
@@ -1198,7 +1195,7 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 		if len(c) != r.Src.Len() {
 			return fmt.Errorf("%s: %s has %d rows, the data %d", f.Path, name, len(c), r.Src.Len())
 		}
-		r.recent = append(r.recent, ints64To[int32](c))
+		r.recent = append(r.recent, convertInts[int32](c))
 	}
 	if err := s.Err(); err != nil {
 		return err
@@ -1307,18 +1304,12 @@ func (r *Run) ExportChosen() (string, error) {
 	return path, nil
 }
 
-func intsTo64[L eval.Label](c []L) []int64 {
-	out := make([]int64, len(c))
+// convertInts is c with each value converted to To: cluster ids between Go's ints,
+// the int32 a run keeps and the int64 tensors hold.
+func convertInts[To, From ~int | ~int32 | ~int64](c []From) []To {
+	out := make([]To, len(c))
 	for i, v := range c {
-		out[i] = int64(v)
-	}
-	return out
-}
-
-func ints64To[L eval.Label](c []int64) []L {
-	out := make([]L, len(c))
-	for i, v := range c {
-		out[i] = L(v)
+		out[i] = To(v)
 	}
 	return out
 }
