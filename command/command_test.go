@@ -971,6 +971,30 @@ func TestCompareGuardsOutputs(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("compare --force: exit %d: %s", r.code, r.stderr)
 	}
+
+	// --force replaces an earlier table, never the data or a run's own file.
+	data := filepath.Join(dir, "four.csv")
+	orig, err := os.ReadFile(filepath.Join(fixtures, "four.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(data, orig, 0o644)
+	config, _ := os.ReadFile(filepath.Join(dir, "cmp/em-s1/config.json"))
+	base := []string{"compare", "--data", data, "--label-col", "label", "--methods", "kmeans", "--seeds", "1", "--quiet", "--force"}
+	for _, tc := range []struct{ markdown, want string }{
+		{data, "is this command's input"},
+		{filepath.Join(dir, "cmp/em-s1/config.json"), "belongs to the run"},
+		{filepath.Join(dir, "cmp"), "is a folder"},
+		{filepath.Join(dir, "nowhere/t.md"), "does not exist"},
+	} {
+		wantError(t, run(t, dir, append(base, "--markdown", tc.markdown)...), 2, "--markdown "+tc.markdown, tc.want)
+	}
+	if b, _ := os.ReadFile(data); !bytes.Equal(b, orig) {
+		t.Error("compare --markdown wrote over its own data")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "cmp/em-s1/config.json")); !bytes.Equal(b, config) {
+		t.Error("compare --markdown wrote over a run's config.json")
+	}
 }
 
 // A run killed while writing its first checkpoint leaves a partial file (42 MB for

@@ -383,7 +383,8 @@ func printCompare(rep interface{ Markdown() string }, asJSON bool, stdout io.Wri
 
 // checkCompareOutputs refuses, unless --force, to write over an earlier comparison:
 // its compare.json, the --markdown file, or a run folder a neural method would
-// retrain in place.
+// retrain in place; and even with --force, a --markdown that is the data compared
+// or a run folder's own file.
 func checkCompareOutputs(opts compareOptions) error {
 	var taken []string
 	if dir := opts.Out; dir != "" {
@@ -394,19 +395,15 @@ func checkCompareOutputs(opts compareOptions) error {
 			}
 		}
 	}
-	if md := opts.Markdown; md != "" {
-		if st, err := os.Stat(md); err == nil && st.IsDir() {
-			return usageError{fmt.Errorf("--markdown %s is a folder; name the file to write", md)}
-		}
-		taken = append(taken, md)
-	}
-	if opts.Force {
-		return nil
-	}
 	for _, path := range taken {
-		if _, err := os.Stat(path); err == nil {
+		if _, err := os.Stat(path); err == nil && !opts.Force {
 			return usageError{fmt.Errorf("%s exists from an earlier comparison; pass --force to replace it, or pick another --out", path)}
 		}
+	}
+	if md := opts.Markdown; md != "" {
+		// Even with --force: never the data compared, nor a run folder's own files.
+		inputs := append([]string{opts.Run.Config.DataFile}, opts.Tables...)
+		return checkOutputFlag("--markdown", md, opts.Force, inputs...)
 	}
 	return nil
 }

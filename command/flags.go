@@ -19,6 +19,11 @@ var forceFlag = &cli.BoolFlag{Name: "force", Usage: "replace the --out file if i
 // checkOutput refuses an --out path before any work is done: a folder, a file a run
 // folder owns, one of the command's inputs, or an existing file without --force.
 func checkOutput(out string, force bool, inputs ...string) error {
+	return checkOutputFlag("--out", out, force, inputs...)
+}
+
+// checkOutputFlag is checkOutput for the file flag names (--out, --markdown).
+func checkOutputFlag(flag, out string, force bool, inputs ...string) error {
 	// Whether or not the file exists yet: a run still training writes it later.
 	dir, base := filepath.Split(out)
 	for _, owned := range append(train.RunFiles, ".lock") {
@@ -27,7 +32,7 @@ func checkOutput(out string, force bool, inputs ...string) error {
 		}
 		for _, marker := range []string{"checkpoint.safetensors", "config.json"} {
 			if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
-				return usageError{fmt.Errorf("--out %s belongs to the run in %s; name a file outside the run folder", out, filepath.Clean(dir))}
+				return usageError{fmt.Errorf("%s %s belongs to the run in %s; name a file outside the run folder", flag, out, filepath.Clean(dir))}
 			}
 		}
 	}
@@ -36,25 +41,25 @@ func checkOutput(out string, force bool, inputs ...string) error {
 	case errors.Is(err, os.ErrNotExist):
 		if dir := filepath.Dir(out); dir != "." {
 			if d, err := os.Stat(dir); err != nil || !d.IsDir() {
-				return usageError{fmt.Errorf("--out %s: folder %s does not exist", out, dir)}
+				return usageError{fmt.Errorf("%s %s: folder %s does not exist", flag, out, dir)}
 			}
 		}
 		return nil
 	case err != nil:
-		return fmt.Errorf("--out %s: %w", out, err)
+		return fmt.Errorf("%s %s: %w", flag, out, err)
 	case st.IsDir():
-		return usageError{fmt.Errorf("--out %s is a folder; name the file to write", out)}
+		return usageError{fmt.Errorf("%s %s is a folder; name the file to write", flag, out)}
 	}
 	for _, in := range inputs {
 		if in == "" {
 			continue
 		}
 		if ist, err := os.Stat(in); err == nil && os.SameFile(st, ist) {
-			return usageError{fmt.Errorf("--out %s is this command's input; name another file", out)}
+			return usageError{fmt.Errorf("%s %s is this command's input; name another file", flag, out)}
 		}
 	}
 	if !force {
-		return usageError{fmt.Errorf("--out %s exists; pass --force to replace it", out)}
+		return usageError{fmt.Errorf("%s %s exists; pass --force to replace it", flag, out)}
 	}
 	return nil
 }
