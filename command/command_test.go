@@ -29,6 +29,7 @@ import (
 
 	"emclust/data"
 	"emclust/data/datatest"
+	"emclust/eval"
 	"emclust/torch"
 	"emclust/train"
 )
@@ -1927,5 +1928,42 @@ func TestCompareSuite(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "suite.md")); err != nil || string(b) != r.stdout {
 		t.Errorf("suite.md differs from what was printed (%v)", err)
+	}
+}
+
+// A baseline that fails after training (squared distances past float32's range on a
+// column in units of 1e30) is named and left out, and the run finishes; it used to
+// fail the command after training, and every --resume again the same way.
+func TestTrainFinishesWhenABaselineFails(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("a,b,c,label\n")
+	for i := range 60 {
+		c := i % 3
+		fmt.Fprintf(&b, "%g,%g,%g,%d\n", float64(c)+float64(i%7)/10, float64(c*2)-float64(i%5)/10, (float64(c)+float64(i%4)/10)*1e30, c)
+	}
+	os.WriteFile(filepath.Join(dir, "huge.csv"), []byte(b.String()), 0o644)
+	r := run(t, dir, "train", "--data", "huge.csv", "--label-col", "label", "--restarts", "1", "--epochs", "3", "--device", "cpu", "--out", "run")
+	noCrash(t, r)
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "ACC ") {
+		t.Fatalf("exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "k-means baseline on the raw features: ") || !strings.Contains(r.stderr, "; left out") {
+		t.Errorf("stderr does not say which baseline was left out:\n%s", r.stderr)
+	}
+	var sum struct {
+		Scores  *eval.Scores `json:"scores"`
+		KMeans  *eval.Scores `json:"kmeans"`
+		Skipped []string     `json:"baselines_skipped"`
+	}
+	b2, err := os.ReadFile(filepath.Join(dir, "run", "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b2, &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Scores == nil || sum.KMeans == nil || len(sum.Skipped) != 1 {
+		t.Errorf("summary.json: scores %v, k-means on the standardized features %v, skipped %q; want both scores and one skipped", sum.Scores, sum.KMeans, sum.Skipped)
 	}
 }

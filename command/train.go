@@ -493,24 +493,29 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 		}
 		sum.Scores = &sc
 		if run.Cfg.KMeans {
+			// The baselines only inform: one that fails (features too large for
+			// float32 distances, say) is named and left out, and the run finishes.
+			// Failing here would leave a run that no --resume could finish.
+			skip := func(what string, sc *eval.Scores, err error) *eval.Scores {
+				if err != nil {
+					sum.BaselinesSkipped = append(sum.BaselinesSkipped, fmt.Sprintf("%s: %v", what, err))
+					return nil
+				}
+				return sc
+			}
 			t0 := time.Now()
 			km, err := kmeansScores(src, run.Cfg, labels, false)
-			if err != nil {
-				return fmt.Errorf("k-means baseline: %w", err)
-			}
-			sum.KMeans = km
+			sum.KMeans = skip("k-means baseline", km, err)
 			sum.KMeansSeconds = round3(time.Since(t0).Seconds())
 			// k-means does better on the raw digits (0.79 against 0.58) and on the
 			// standardized wine (0.97 against 0.70): show it on the features the run
 			// did not use too, so that the stronger baseline is in view.
 			if run.Cfg.Standardize {
-				if sum.KMeansRaw, err = kmeansScores(src, run.Cfg, labels, true); err != nil {
-					return fmt.Errorf("k-means baseline on the raw features: %w", err)
-				}
+				km, err := kmeansScores(src, run.Cfg, labels, true)
+				sum.KMeansRaw = skip("k-means baseline on the raw features", km, err)
 			} else if vs, ok := src.(*train.VectorSource); ok {
-				if sum.KMeansStandardized, err = kmeansStandardized(vs, run.Cfg, labels); err != nil {
-					return fmt.Errorf("k-means baseline on the standardized features: %w", err)
-				}
+				km, err := kmeansStandardized(vs, run.Cfg, labels)
+				sum.KMeansStandardized = skip("k-means baseline on the standardized features", km, err)
 			}
 		}
 	}
@@ -534,6 +539,8 @@ type summary struct {
 	// KMeansStandardized is k-means on the standardized features of a vector run
 	// that kept them raw.
 	KMeansStandardized *eval.Scores `json:"kmeans_standardized,omitempty"`
+	// BaselinesSkipped says why a baseline above is missing.
+	BaselinesSkipped []string `json:"baselines_skipped,omitempty"`
 	// Criteria judge the clustering without labels (train.Criteria).
 	Criteria *train.Criteria `json:"criteria,omitempty"`
 	// Restarts are the seeds trained and their criteria, when --restarts > 1.
@@ -594,6 +601,9 @@ func printSummary(s summary, asJSON bool, stdout, log io.Writer) error {
 	}
 	if s.KMeansStandardized != nil {
 		fmt.Fprintf(log, "k-means  %s  (standardized features, as --standardize would)\n", s.KMeansStandardized)
+	}
+	for _, why := range s.BaselinesSkipped {
+		fmt.Fprintf(log, "emclust: %s; left out\n", why)
 	}
 	fmt.Fprintln(stdout, s.Scores.String())
 	return nil
