@@ -94,7 +94,7 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 		b := first.Bounds()
 		h, w = b.Dy(), b.Dx()
 		if h == 0 || w == 0 {
-			return nil, fmt.Errorf("%s: empty image", files[0])
+			return nil, fmt.Errorf("%s: empty image", filepath.Join(dir, files[0]))
 		}
 	}
 	total, ok := mulWithin(1<<62, len(files), c, h, w)
@@ -113,11 +113,11 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 	put := func(i int, img image.Image) error {
 		b := img.Bounds()
 		if size == 0 && (b.Dx() != w || b.Dy() != h) {
-			return fmt.Errorf("%s: image is %dx%d, but %s is %dx%d (give a size to resize them)",
-				files[i], b.Dx(), b.Dy(), files[0], w, h)
+			return fmt.Errorf("%s: image is %dx%d, but %s is %dx%d (give --image-size N to resize them all to N×N)",
+				filepath.Join(dir, files[i]), b.Dx(), b.Dy(), filepath.Join(dir, files[0]), w, h)
 		}
 		if b.Dx() == 0 || b.Dy() == 0 {
-			return fmt.Errorf("%s: empty image", files[i])
+			return fmt.Errorf("%s: empty image", filepath.Join(dir, files[i]))
 		}
 		planes := toPlanes(img, gray)
 		dst := im.Pix[i*imgBytes : (i+1)*imgBytes]
@@ -198,9 +198,10 @@ func folderLabels(dir string, files []string) ([]int, []string, error) {
 	return labels, classes, nil
 }
 
-// decodeImageFile decodes dir/rel, naming rel in errors.
+// decodeImageFile decodes dir/rel, naming that path in errors.
 func decodeImageFile(dir, rel string) (image.Image, error) {
-	f, err := os.Open(filepath.Join(dir, rel))
+	path := filepath.Join(dir, rel)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
@@ -208,17 +209,17 @@ func decodeImageFile(dir, rel string) (image.Image, error) {
 	// The header's size is checked before the decoder allocates the pixels.
 	cfg, _, err := image.DecodeConfig(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: decode: %w", rel, err)
+		return nil, fmt.Errorf("%s: decode: %w", path, err)
 	}
 	if _, ok := mulWithin(maxDecodedPixels, cfg.Width, cfg.Height); !ok || cfg.Width > MaxImageSide || cfg.Height > MaxImageSide {
-		return nil, fmt.Errorf("%s: image is %dx%d, larger than the %dx%d emclust decodes", rel, cfg.Width, cfg.Height, MaxImageSide, MaxImageSide)
+		return nil, fmt.Errorf("%s: image is %dx%d, larger than the %dx%d emclust decodes", path, cfg.Width, cfg.Height, MaxImageSide, MaxImageSide)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, err
 	}
 	img, _, err := image.Decode(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: decode: %w", rel, err)
+		return nil, fmt.Errorf("%s: decode: %w", path, err)
 	}
 	return img, nil
 }

@@ -90,7 +90,7 @@ func TestLoadImageFolderClasses(t *testing.T) {
 	// A different size is an error naming both files when no size is given.
 	imgWriteFile(t, filepath.Join(dir, "dogs", "002.png"), pngBytes(t, patternImage(0, 5, 3)))
 	_, err = LoadImageFolder(dir, 0, false)
-	imgWantErr(t, err, filepath.Join("dogs", "002.png")+": image is 5x3, but "+filepath.Join("cats", "001.png")+" is 4x3")
+	imgWantErr(t, err, filepath.Join(dir, "dogs", "002.png")+": image is 5x3, but "+filepath.Join(dir, "cats", "001.png")+" is 4x3 (give --image-size")
 
 	// With a size they are all resized.
 	im, err = LoadImageFolder(dir, 8, true)
@@ -175,7 +175,7 @@ func TestLoadImageFolderErrors(t *testing.T) {
 	imgWriteFile(t, filepath.Join(dir, "cats", "001.png"), pngBytes(t, patternImage(0, 2, 2)))
 	imgWriteFile(t, filepath.Join(dir, "cats", "003.png"), []byte("not a png"))
 	_, err := LoadImageFolder(dir, 0, false)
-	imgWantErr(t, err, filepath.Join("cats", "003.png")+": decode: ")
+	imgWantErr(t, err, filepath.Join(dir, "cats", "003.png")+": decode: ")
 
 	dir = t.TempDir()
 	imgWriteFile(t, filepath.Join(dir, "cats", "001.png"), pngBytes(t, patternImage(0, 2, 2)))

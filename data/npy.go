@@ -144,7 +144,12 @@ func parseNPY(r io.Reader, name string, size int64) (*Vectors, error) {
 	if dt.float {
 		for i, f := range x {
 			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
-				return nil, fmt.Errorf("%s: %v at row %d, column %d (0-based)", name, f, i/d, i%d)
+				what := fmt.Sprint(f)
+				if math.IsInf(float64(f), 0) && dt.size > 4 {
+					// Decoded already: a float64 past float32's range reads as Inf too.
+					what += " (or a value out of float32 range)"
+				}
+				return nil, fmt.Errorf("%s: %s at row %d, column %d (0-based)", name, what, i/d, i%d)
 			}
 		}
 	}

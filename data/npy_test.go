@@ -168,7 +168,10 @@ func TestReadNPYErrors(t *testing.T) {
 		{"huge shape", npyFile(1, "<f8", false, "(4611686018427387904, 4)", nil), "x.npy: implausible shape"},
 		{"negative shape", npyFile(1, "<f8", false, "(-1, 4)", nil), "x.npy: implausible shape"},
 		{"NaN", npyFile(1, "<f4", false, "(2, 2)", npyData(le, []float32{1, 2, float32(math.NaN()), 4})), "x.npy: NaN at row 1, column 0"},
-		{"Inf", npyFile(1, "<f8", false, "(2, 2)", npyData(le, []float64{1, 2, 3, math.Inf(-1)})), "x.npy: -Inf at row 1, column 1"},
+		{"Inf", npyFile(1, "<f8", false, "(2, 2)", npyData(le, []float64{1, 2, 3, math.Inf(-1)})), "x.npy: -Inf (or a value out of float32 range) at row 1, column 1"},
+		// Was "+Inf at row 0": 1e300 is finite, past float32's range.
+		{"past float32", npyFile(1, "<f8", false, "(2, 2)", npyData(le, []float64{1e300, 2, 3, 4})), "x.npy: +Inf (or a value out of float32 range) at row 0, column 0"},
+		{"Inf in float32", npyFile(1, "<f4", false, "(2, 2)", npyData(le, []float32{1, 2, 3, float32(math.Inf(1))})), "x.npy: +Inf at row 1, column 1"},
 		{"bad header", npyFile(1, "<f4", false, "[2, 3", nil), "x.npy: header"},
 		{"structured", []byte(strings.Replace(string(npyFile(1, "XX", false, "(1,)", make([]byte, 8))), "'XX'", "[('a','<f4'),('b','<f4')]", 1)), "structured arrays are not supported"},
 	}
