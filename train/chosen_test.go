@@ -67,6 +67,21 @@ func TestChosenEpoch(t *testing.T) {
 	if got := modelCriteria(t, path, r); got != ch.Criteria {
 		t.Errorf("%s predicts with criteria %+v, epoch 2 evaluated %+v", ChosenName, got, ch.Criteria)
 	}
+	// The chosen epoch is not an unfinished run; the finished run's checkpoint neither.
+	for _, tc := range []struct {
+		path          string
+		epoch         int
+		chosen, unfin bool
+	}{{path, 2, true, false}, {dir, 4, false, false}} {
+		m, err := LoadModel(tc.path, testDevice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Epoch != tc.epoch || m.Chosen != tc.chosen || m.Unfinished() != tc.unfin {
+			t.Errorf("%s: epoch %d, chosen %v, unfinished %v; want %d, %v, %v", tc.path, m.Epoch, m.Chosen, m.Unfinished(), tc.epoch, tc.chosen, tc.unfin)
+		}
+		m.Close()
+	}
 
 	// A run killed after its checkpoint and before chosen.safetensors: the
 	// checkpoint carries the chosen model, and the resumed run writes the file.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 
 	"emclust/data"
@@ -26,7 +27,9 @@ func CheckData(cfg *Config) error {
 	switch {
 	case cfg.DataFile != "" && cfg.Dataset != "":
 		return errors.New("give either --data FILE or --dataset NAME, not both")
-	case cfg.DataFile != "" || cfg.Dataset == "" || slices.Contains(data.TableNames(), cfg.Dataset):
+	case cfg.DataFile != "":
+		return data.CheckVectorPath(cfg.DataFile)
+	case cfg.Dataset == "" || slices.Contains(data.TableNames(), cfg.Dataset):
 		return nil
 	case cfg.Dataset == "folder" && cfg.DataDir == "":
 		return errors.New("--dataset folder needs --data-dir with the images")
@@ -137,7 +140,15 @@ type Model struct {
 	Net   *model.Net
 	Cfg   *Config
 	Prior *torch.Tensor // the learned prior; nil for a uniform one
+	// Epoch is the epochs trained into the model, and Chosen whether it is a run's
+	// chosen epoch (chosen.safetensors) rather than its checkpoint.
+	Epoch  int
+	Chosen bool
 }
+
+// Unfinished says whether the model is a checkpoint of a run that has not trained
+// all its epochs: one stopped, or still training.
+func (m *Model) Unfinished() bool { return !m.Chosen && m.Epoch < m.Cfg.Epochs }
 
 // LoadModel rebuilds the network saved in a run folder (or checkpoint file) on dev,
 // in the arithmetic it trained with.
@@ -150,7 +161,11 @@ func LoadModel(path string, dev torch.Device) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	m := &Model{Net: net, Cfg: cfg}
+	m := &Model{Net: net, Cfg: cfg, Chosen: f.Meta["chosen"] != ""}
+	if m.Epoch, err = strconv.Atoi(f.Meta["epoch"]); err != nil {
+		m.Close()
+		return nil, fmt.Errorf("%s: epoch %q: not a number", path, f.Meta["epoch"])
+	}
 	if err := net.Load(f, "model."); err != nil {
 		m.Close()
 		return nil, err

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -335,26 +336,45 @@ func epochSeed(seed uint64, epoch int) uint64 {
 }
 
 // Train runs the remaining epochs, evaluating and checkpointing as configured.
-// Cancelling ctx stops after the current step; the last checkpoint stays valid.
+// Cancelling ctx stops after the current step, or, where the last epoch took under
+// shortEpoch, at the end of the current one, which is then saved: a run of short
+// epochs checkpoints only every checkpointInterval, and an interrupt would
+// otherwise lose up to that much. The last checkpoint stays valid either way.
 func (r *Run) Train(ctx context.Context) error {
 	defer r.oneThreadForSmallSteps()()
 	defer oneBLASThreadForConvolutions(r.Net, r.Dev)()
+	var last time.Duration // the last epoch's time; 0: none trained yet
 	for r.epoch < r.Cfg.Epochs {
 		// Ranks agree on stopping at the epoch's first step instead (stopRequested):
 		// one of them leaving here would leave the others in that collective.
 		if err := ctx.Err(); err != nil && r.group == nil {
+			if r.Dir != "" && r.epoch > r.savedEpoch {
+				if serr := r.Save(); serr != nil {
+					return errors.Join(err, serr)
+				}
+			}
 			return err
 		}
-		m, err := r.trainEpoch(ctx)
+		epochCtx := ctx
+		if last > 0 && last < shortEpoch && r.group == nil {
+			epochCtx = context.WithoutCancel(ctx)
+		}
+		start := time.Now()
+		m, err := r.trainEpoch(epochCtx)
 		if err != nil {
 			return fmt.Errorf("epoch %d: %w", r.epoch+1, err)
 		}
+		last = time.Since(start)
 		if err := r.endEpoch(m); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// shortEpoch is the longest epoch an interrupt lets finish, so that the run can be
+// saved at its end (Train).
+const shortEpoch = time.Second
 
 // endEpoch takes the metrics of the epoch just trained: it evaluates when due,
 // records the epoch, and saves when due.
@@ -1193,7 +1213,7 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 		}
 		c := s.Int64s(s.LoadTensor(f, name, torch.CPU))
 		if len(c) != r.Src.Len() {
-			return fmt.Errorf("%s: %s has %d rows, the data %d", f.Path, name, len(c), r.Src.Len())
+			return fmt.Errorf("%s: the run trained on %d rows, and the data hold %d; a resumed run needs the data it trained on", f.Path, len(c), r.Src.Len())
 		}
 		r.recent = append(r.recent, convertInts[int32](c))
 	}

@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -684,5 +685,61 @@ func TestLossReadOnlyWhenShown(t *testing.T) {
 		if p.reads != tc.want {
 			t.Errorf("ShowsLoss %v: the loss was read %d times, want %d", tc.shows, p.reads, tc.want)
 		}
+	}
+}
+
+// cancelAt cancels its context at a step of an epoch.
+type cancelAt struct {
+	epoch, step int
+	cancel      context.CancelFunc
+	current     int
+}
+
+func (c *cancelAt) Start(epoch, epochs, steps int) { c.current = epoch }
+func (c *cancelAt) Step(done int, loss float64, read bool) {
+	if c.current == c.epoch && done == c.step {
+		c.cancel()
+	}
+}
+func (c *cancelAt) End(EpochMetrics) {}
+
+// An interrupt in the middle of a short epoch lets it finish and saves it, where
+// the checkpoint would otherwise hold only the first epoch (one every 10 s); in the
+// first epoch, whose length is not known yet, it stops at once as before.
+func TestInterruptSavesShortEpochs(t *testing.T) {
+	src := digitsSourceOn(t, torch.CPU) // 15 steps an epoch
+	cfg := VectorDefaults()
+	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs, cfg.Restarts = 0, 0, 50, 1
+	for _, tc := range []struct{ epoch, done, saved int }{{6, 6, 6}, {1, 0, 0}} {
+		dir := t.TempDir()
+		r := newRun(t, cfg, src, dir)
+		ctx, cancel := context.WithCancel(context.Background())
+		r.Progress = &cancelAt{epoch: tc.epoch, step: 3, cancel: cancel}
+		err := r.Train(ctx)
+		cancel()
+		if !errors.Is(err, context.Canceled) || r.EpochsDone() != tc.done || r.EpochsSaved() != tc.saved {
+			t.Errorf("cancelled in epoch %d: %v after %d epochs, %d saved; want the cancellation after %d, %d saved", tc.epoch, err, r.EpochsDone(), r.EpochsSaved(), tc.done, tc.saved)
+		}
+		r.Close()
+		if tc.saved == 0 {
+			continue
+		}
+		f, saved, _, err := ReadCheckpoint(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := LoadModel(dir, torch.CPU)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !m.Unfinished() || m.Epoch != tc.saved {
+			t.Errorf("the stopped run's model: epoch %d, unfinished %v; want epoch %d, unfinished", m.Epoch, m.Unfinished(), tc.saved)
+		}
+		m.Close()
+		resumed := newRun(t, *saved, src, dir)
+		if err := resumed.Restore(f); err != nil || resumed.EpochsDone() != tc.saved || len(resumed.History) != tc.saved {
+			t.Errorf("the checkpoint resumes at epoch %d with %d epochs of history (%v), want %d", resumed.EpochsDone(), len(resumed.History), err, tc.saved)
+		}
+		resumed.Close()
 	}
 }
