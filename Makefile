@@ -49,8 +49,12 @@ $(SHIM): $(SHIM_SRC) | deps
 	$(CXX) $(SHIM_FLAGS) $(CXXFLAGS) -I$(TORCH_INC) torch/csrc/emtorch.cpp -o $@ \
 		-Wl,--version-script=torch/csrc/emtorch.map -Wl,--no-as-needed -ltorch -ltorch_cpu -lc10
 
+# emclust --version names the commit (Go's own VCS stamp is off where GOFLAGS says
+# -buildvcs=false, and fails where git refuses the checkout's owner).
+COMMIT      := $(shell git describe --always --dirty 2>/dev/null)
+
 build: lib
-	$(GO) build -o emclust ./cmd/emclust
+	$(GO) build -ldflags "-X emclust/command.commit=$(COMMIT)" -o emclust ./cmd/emclust
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -24,9 +25,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Name:      "emclust",
+		Version:   version(),
 		Usage:     "cluster vectors and images with a neural mixture model trained by batch-wise EM",
 		Description: "With no data flag, `emclust train` clusters the embedded UCI handwritten digits.\n" +
-			"Each command that ends a run prints one line a script can read: ACC x NMI y ARI z.",
+			"Each command that ends a run prints one line a script can read: ACC x NMI y ARI z where\n" +
+			"there are labels, else clusters K sizes n1 n2 ...",
 		Commands: []*cli.Command{
 			trainCommand(),
 			predictCommand(),
@@ -128,6 +131,10 @@ func prepareCommands(cmds []*cli.Command, parent string) {
 	for _, cmd := range cmds {
 		name := strings.TrimPrefix(parent+" "+cmd.Name, " ")
 		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
+			// Go's flag package names a flag with one dash whatever was typed.
+			if f, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+				err = fmt.Errorf("unknown flag --%s", strings.TrimLeft(f, "-"))
+			}
 			return usageError{fmt.Errorf("%s: %w (see emclust %s --help)", name, err, name)}
 		}
 		if cmd.ArgsUsage == "" && len(cmd.Subcommands) == 0 {
@@ -238,4 +245,28 @@ func interspersedFlags(c *cli.Context) ([]string, error) {
 		}
 	}
 	return pos, nil
+}
+
+// commit is the commit the binary was built from, as git describe gives it; make
+// build sets it (-ldflags -X).
+var commit string
+
+// version names the commit the binary was built from, and the shim ABI it expects.
+func version() string {
+	rev := commit
+	if info, ok := debug.ReadBuildInfo(); ok && rev == "" {
+		// go build stamps the commit itself where it may run git.
+		for _, kv := range info.Settings {
+			switch {
+			case kv.Key == "vcs.revision":
+				rev = kv.Value[:min(12, len(kv.Value))] + rev
+			case kv.Key == "vcs.modified" && kv.Value == "true":
+				rev += "-dirty"
+			}
+		}
+	}
+	if rev == "" || rev == "-dirty" {
+		rev = "unknown commit"
+	}
+	return fmt.Sprintf("%s (shim ABI %d)", rev, torch.ABIVersion)
 }

@@ -324,10 +324,17 @@ func TestErrors(t *testing.T) {
 		{name: "missing file", args: append(train, "--data", "missing.csv"), code: 1, want: []string{"missing.csv", "no such file"}},
 		{name: "unknown label column", args: append(train, "--data", "ten.csv", "--label-col", "nope"), code: 1,
 			want: []string{"ten.csv", `"nope"`, "label"}},
-		{name: "k above rows", args: append(ten, "--k", "50"), code: 1, want: []string{"--k 50", "10 rows", "ten.csv"}},
+		{name: "k above rows", args: append(ten, "--k", "50"), code: 2, want: []string{"--k 50", "10 rows", "ten.csv"}},
+		// Was exit 1 and "unknown vector file type" for a folder.
+		{name: "data is a folder", args: append(train, "--data", "mnist"), code: 2, want: []string{"mnist is a folder", "--dataset folder --data-dir"}},
+		{name: "unknown file type", args: append(train, "--data", "ten.xlsx"), code: 2, want: []string{"ten.xlsx", "unknown vector file type"}},
 		{name: "unknown device", args: append(ten, "--device", "gpu"), code: 2, want: []string{"--device", `"gpu"`, "cuda:N"}},
 		{name: "cuda on a CPU build", args: append(ten, "--device", "cuda"), code: 1, want: []string{`device "cuda"`, "CUDA"}, skip: !noCUDA},
 		{name: "too many heads", args: append(ten, "--heads", "40"), code: 2, want: []string{"heads 40", "1 to 32"}},
+		// Were accepted as the defaults, or "want 0 to 1000" with no word of what 0 is.
+		{name: "no heads", args: append(ten, "--heads", "0"), code: 2, want: []string{"--heads 0", "1 to 32"}},
+		{name: "no restarts", args: append(ten, "--restarts", "0"), code: 2, want: []string{"--restarts 0", "1 (a single run) to 1000"}},
+		{name: "unknown arch", args: append(ten, "--arch", "foo"), code: 2, want: []string{`--arch "foo"`, "mlp, mnist"}},
 		{name: "unknown objective", args: append(ten, "--objective", "foo"), code: 2, want: []string{"objective", `"foo"`, "em, em-aug, twofold, iic"}},
 		// Was a nil-tensor panic in loss.KL: image objectives on vectors.
 		{name: "twofold on vectors", args: append(ten, "--objective", "twofold"), code: 2, want: []string{"twofold", "--objective em"}},
@@ -427,7 +434,7 @@ func TestErrors(t *testing.T) {
 		{name: "embed without model", args: []string{"embed"}, code: 2, want: []string{"--model", "required"}},
 		{name: "embed onto an existing file", args: []string{"embed", "--model", "r4", "--out", "ten.csv"}, code: 2,
 			want: []string{"--out ten.csv", "--force"}},
-		{name: "eval without labels", args: []string{"eval", "--model", "r4", "--data", "four-unlabelled.csv"}, code: 1,
+		{name: "eval without labels", args: []string{"eval", "--model", "r4", "--data", "four-unlabelled.csv"}, code: 2,
 			want: []string{"four-unlabelled.csv", "no labels", "--label-col"}},
 		{name: "score of different lengths", args: []string{"score", "--truth", "truth.txt", "--pred", "short.txt"}, code: 1,
 			want: []string{"truth.txt", "6", "short.txt", "2"}},
@@ -439,8 +446,8 @@ func TestErrors(t *testing.T) {
 		// read now, and the missing --dir value is what is refused.
 		{name: "fetch with the flag last", args: []string{"data", "fetch", "cifar10", "--dir"}, code: 2,
 			want: []string{"data fetch", "flag needs an argument: --dir"}},
-		{name: "fetch of an unknown set, flag last", args: []string{"data", "fetch", "imagenet", "--dir", "d"}, code: 1,
-			want: []string{"imagenet"}},
+		{name: "fetch of an unknown set, flag last", args: []string{"data", "fetch", "imagenet", "--dir", "d"}, code: 2,
+			want: []string{`"imagenet"`, "fashion-mnist"}},
 		{name: "bench of an unknown model", args: []string{"bench", "--model", "resnet"}, code: 2, want: []string{`"resnet"`}},
 		{name: "bench of an unknown precision", args: []string{"bench", "--model", "mlp", "--precision", "fp32,int8"}, code: 2, want: []string{"--precision", `"int8"`}},
 		{name: "bench of a bad layout", args: []string{"bench", "--model", "mlp", "--channels-last", "yes"}, code: 2, want: []string{"--channels-last", `"yes"`}},
@@ -553,7 +560,7 @@ func TestTrainDigits(t *testing.T) {
 
 	// The same run folder again is refused, not overwritten.
 	r = run(t, dir, "train", "--quiet", "--epochs", "3", "--out", "run")
-	wantError(t, r, 1, "run", "--resume run")
+	wantError(t, r, 2, "run", "--resume run")
 }
 
 // A run shows k-means on the features it did not use too: a standardized run on the
@@ -855,7 +862,7 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 
 	// A finished run says how to train it longer.
 	r = runProc(t, dir, "train", "--resume", "a")
-	wantError(t, r, 1, "a", "4 of 4 epochs", "--epochs")
+	wantError(t, r, 2, "a", "4 of 4 epochs", "--epochs")
 
 	// A run killed, or out of disk, after its last checkpoint but before its summary
 	// (say, during the k-means baseline) is finished by resuming it, without training.
@@ -876,7 +883,7 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 		t.Errorf("finishing the run left %d epochs in metrics.jsonl, want 4", n)
 	}
 	// Finished now: the summary says 4 epochs, and a further resume is refused.
-	wantError(t, runProc(t, dir, "train", "--resume", "a"), 1, "4 of 4 epochs")
+	wantError(t, runProc(t, dir, "train", "--resume", "a"), 2, "4 of 4 epochs")
 
 	// Was data loss: a refused resume had already rewritten config.json to the
 	// refused epoch count.
@@ -1965,5 +1972,169 @@ func TestTrainFinishesWhenABaselineFails(t *testing.T) {
 	}
 	if sum.Scores == nil || sum.KMeans == nil || len(sum.Skipped) != 1 {
 		t.Errorf("summary.json: scores %v, k-means on the standardized features %v, skipped %q; want both scores and one skipped", sum.Scores, sum.KMeans, sum.Skipped)
+	}
+}
+
+// train --out takes a new or empty folder, or one a run left before its first
+// checkpoint; never a folder of the user's files, which a run would write over.
+func TestTrainOutKeepsUsersFiles(t *testing.T) {
+	dir := t.TempDir()
+	train := []string{"train", "--dataset", "iris", "--restarts", "1", "--epochs", "1", "--kmeans=false", "--quiet", "--device", "cpu", "--out"}
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  string // "" when the run may take the folder
+	}{
+		{"notes", map[string]string{"config.json": `{"k": 3, "objective": "em"}`, "assignments.csv": "mine\n", "notes.txt": "mine\n"}, "notes.txt"},
+		{"own-config", map[string]string{"config.json": `{"learning": "mine"}`}, "config.json"},
+		{"own-assignments", map[string]string{"assignments.csv": "mine\n"}, "assignments.csv"},
+		{"empty", map[string]string{}, ""},
+		{"killed", map[string]string{"config.json": `{"k": 3, "objective": "em"}`, ".lock": "123\n", ".checkpoint.safetensors.tmp77": "partial"}, ""},
+	} {
+		out := filepath.Join(dir, tc.name)
+		os.MkdirAll(out, 0o755)
+		for f, content := range tc.files {
+			os.WriteFile(filepath.Join(out, f), []byte(content), 0o644)
+		}
+		r := run(t, dir, append(train, out)...)
+		if tc.want == "" {
+			if r.code != 0 {
+				t.Errorf("%s: exit %d: %s", tc.name, r.code, r.stderr)
+			}
+			continue
+		}
+		wantError(t, r, 2, "--out "+out, tc.want, "new or empty folder")
+		for f, content := range tc.files {
+			if b, _ := os.ReadFile(filepath.Join(out, f)); string(b) != content {
+				t.Errorf("%s: %s is now %q, want the user's %q", tc.name, f, b, content)
+			}
+		}
+	}
+	wantError(t, run(t, dir, append(train, filepath.Join(dir, "killed"))...), 2, "already holds a run", "--resume")
+	os.WriteFile(filepath.Join(dir, "file"), nil, 0o644)
+	wantError(t, run(t, dir, append(train, filepath.Join(dir, "file"))...), 2, "is a file")
+}
+
+// Runs given no --out that start in the same second get folders of their own.
+func TestNewRunDirName(t *testing.T) {
+	t.Chdir(t.TempDir())
+	now := time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC)
+	var got []string
+	for range 3 {
+		d, err := newRunDirName("iris", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, d)
+	}
+	want := []string{"runs/iris-20261125-070000", "runs/iris-20261125-070000-2", "runs/iris-20261125-070000-3"}
+	if !slices.Equal(got, want) {
+		t.Errorf("folders %q, want %q", got, want)
+	}
+}
+
+// predict and eval say when the model is a run's checkpoint before its last epoch.
+func TestInferenceWarnsOfUnfinishedRuns(t *testing.T) {
+	dir := t.TempDir()
+	if r := run(t, dir, "train", "--dataset", "iris", "--restarts", "1", "--epochs", "3", "--kmeans=false", "--quiet", "--device", "cpu", "--out", "done"); r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	// The same run as if stopped after 3 of 10 epochs.
+	f, cfg, _, err := train.ReadCheckpoint(filepath.Join(dir, "done"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Epochs = 10
+	src, err := train.OpenSource(cfg, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	stopped, err := train.New(*cfg, src, torch.CPU, filepath.Join(dir, "stopped"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stopped.Restore(f); err == nil {
+		err = stopped.Save()
+	}
+	stopped.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		warn bool
+	}{
+		{[]string{"predict", "--model", "done", "--out", "a.csv"}, false},
+		{[]string{"predict", "--model", "stopped", "--out", "b.csv"}, true},
+		{[]string{"eval", "--model", "stopped"}, true},
+	} {
+		r := run(t, dir, tc.args...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", tc.args, r.code, r.stderr)
+		}
+		if warned := strings.Contains(r.stderr, "holds epoch 3 of 10") && strings.Contains(r.stderr, "--resume"); warned != tc.warn {
+			t.Errorf("%v: warned %v, want %v; stderr:\n%s", tc.args, warned, tc.warn, r.stderr)
+		}
+	}
+}
+
+// A run's warnings reach stderr with --quiet and --json too: empty clusters and
+// baselines left out.
+func TestPrintSummaryWarns(t *testing.T) {
+	sc := &eval.Scores{ACC: 0.5, NMI: 0.4, ARI: 0.3}
+	for _, tc := range []struct {
+		name string
+		sum  summary
+		want []string
+	}{
+		{"all used", summary{K: 3, Sizes: []int{60, 60, 60}, Scores: sc}, nil},
+		{"two empty", summary{K: 3, Sizes: []int{180, 0, 0}, Scores: sc}, []string{"uses 1 of its 3 clusters"}},
+		{"baseline left out", summary{K: 2, Sizes: []int{1, 1}, BaselinesSkipped: []string{"k-means baseline: overflow"}},
+			[]string{"k-means baseline: overflow; left out"}},
+	} {
+		for _, asJSON := range []bool{false, true} {
+			var stdout, warn strings.Builder
+			if err := printSummary(tc.sum, asJSON, &stdout, io.Discard, &warn); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(warn.String(), "\n"), "\n")
+			if warn.Len() == 0 {
+				lines = nil
+			}
+			if len(lines) != len(tc.want) {
+				t.Errorf("%s (json %v): warnings %q, want %d", tc.name, asJSON, lines, len(tc.want))
+				continue
+			}
+			for i, w := range tc.want {
+				if !strings.HasPrefix(lines[i], "emclust: warning: ") || !strings.Contains(lines[i], w) {
+					t.Errorf("%s (json %v): warning %q, want one mentioning %q", tc.name, asJSON, lines[i], w)
+				}
+			}
+		}
+	}
+}
+
+// --resume with --data of another number of rows says so in the user's terms; it
+// named the checkpoint's internal tensor ("recent.0 has 10 rows, the data 20").
+func TestResumeWithOtherData(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.csv"), []byte(randomCSV(10, 4, 2, 1, true)), 0o644)
+	os.WriteFile(filepath.Join(dir, "b.csv"), []byte(randomCSV(20, 4, 2, 2, true)), 0o644)
+	r := run(t, dir, "train", "--data", "a.csv", "--label-col", "label", "--restarts", "1", "--epochs", "2", "--eval-every", "1", "--kmeans=false", "--quiet", "--device", "cpu", "--out", "run")
+	if r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	wantError(t, run(t, dir, "train", "--resume", "run", "--epochs", "4", "--data", "b.csv"), 1, "trained on 10 rows", "hold 20", "needs the data it trained on")
+}
+
+// --version names the build and the shim ABI it pairs with.
+func TestVersion(t *testing.T) {
+	for _, flag := range []string{"--version", "-v"} {
+		r := run(t, t.TempDir(), flag)
+		want := fmt.Sprintf("(shim ABI %d)\n", torch.ABIVersion)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "emclust version ") || !strings.HasSuffix(r.stdout, want) {
+			t.Errorf("%s: exit %d, stdout %q, want \"emclust version … %s\"", flag, r.code, r.stdout, want)
+		}
 	}
 }

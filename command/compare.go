@@ -195,8 +195,8 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 		if perr := printCompare(rep, opts.JSON, stdout); perr != nil {
 			return perr
 		}
-		return interruptedError{fmt.Errorf("interrupted after %d of %d runs; the table above covers those, and no files were written",
-			len(rep.Runs), len(opts.Methods)*len(opts.Seeds))}
+		return interruptedError{fmt.Errorf("interrupted after %d of %d runs; the table above covers those, and %s",
+			len(rep.Runs), len(opts.Methods)*len(opts.Seeds), unwritten(opts))}
 	}
 	if err != nil {
 		return err
@@ -206,7 +206,7 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 			if perr := printCompare(rep, opts.JSON, stdout); perr != nil {
 				return perr
 			}
-			return interruptedError{errors.New("interrupted while the baselines ran on the other choice of standardisation; the table above shows every run on the features the rule chose, and no files were written")}
+			return interruptedError{fmt.Errorf("interrupted while the baselines ran on the other choice of standardisation; the table above shows every run on the features the rule chose, and %s", unwritten(opts))}
 		}
 		return err
 	}
@@ -379,6 +379,15 @@ func printCompare(rep interface{ Markdown() string }, asJSON bool, stdout io.Wri
 	}
 	fmt.Fprint(stdout, rep.Markdown())
 	return nil
+}
+
+// unwritten says what an interrupted comparison did not write: its tables. The
+// folders of the neural runs it finished (and of the one it stopped) stay in --out.
+func unwritten(opts compareOptions) string {
+	if opts.Out == "" {
+		return "no table was written"
+	}
+	return fmt.Sprintf("no table was written; %s keeps the folders of the neural runs begun", opts.Out)
 }
 
 // checkCompareOutputs refuses, unless --force, to write over an earlier comparison:

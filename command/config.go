@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"emclust/loss"
+	"emclust/model"
 	"emclust/torch"
 	"emclust/train"
 )
@@ -79,6 +81,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	setFloat(&cfg.LRKL, "lr-kl")
 	setString(&cfg.Objective, "objective")
 	setString(&cfg.Arch, "arch")
+	if c.IsSet("arch") && !slices.Contains(model.Archs, cfg.Arch) {
+		return cfg, usageError{fmt.Errorf("--arch %q: want one of %s", cfg.Arch, strings.Join(model.Archs, ", "))}
+	}
 	if c.IsSet("arch") && !images && cfg.Arch != "mlp" {
 		return cfg, usageError{fmt.Errorf("--arch %s is a network for images; vectors train an mlp", cfg.Arch)}
 	}
@@ -99,6 +104,10 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		cfg.Hidden, cfg.HiddenAuto = hidden, false
 	}
 	setInt(&cfg.Heads, "heads")
+	// 0 stands for the default in a Config; given on the command line it is a mistake.
+	if c.IsSet("heads") && cfg.Heads < 1 {
+		return cfg, usageError{fmt.Errorf("--heads %d: want 1 to %d", cfg.Heads, model.MaxHeads)}
+	}
 	if cfg.Heads > 1 && cfg.HiddenAuto {
 		// Heads share one network (train.NetworkCandidates).
 		if c.IsSet("hidden") {
@@ -124,6 +133,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	setInt(&cfg.Threads, "threads")
 	setInt(&cfg.EvalEvery, "eval-every")
 	setInt(&cfg.Restarts, "restarts")
+	if c.IsSet("restarts") && (cfg.Restarts < 1 || cfg.Restarts > 1000) {
+		return cfg, usageError{fmt.Errorf("--restarts %d: want 1 (a single run) to 1000", cfg.Restarts)}
+	}
 	setString(&cfg.KeepBy, "keep-by")
 	if images {
 		setInt(&cfg.ImageSize, "image-size")

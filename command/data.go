@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -51,6 +54,9 @@ func fetchOptionsFrom(c *cli.Context) (fetchOptions, error) {
 	}
 	if len(args) != 1 {
 		return fetchOptions{}, usageError{errors.New("data fetch takes one data set name: mnist, fashion-mnist, cifar10, cifar100 or stl10")}
+	}
+	if names := slices.Sorted(maps.Keys(data.DefaultArchives())); !slices.Contains(names, args[0]) {
+		return fetchOptions{}, usageError{fmt.Errorf("data fetch: unknown data set %q; want one of %s", args[0], strings.Join(names, ", "))}
 	}
 	if err := requireFlags(c, "dir"); err != nil {
 		return fetchOptions{}, err

@@ -21,7 +21,7 @@ func embedCommand() *cli.Command {
 		Usage:     "write the 2-d bottleneck outputs of a supervised mnist2d model as CSV (x,y,label)",
 		UsageText: "emclust embed --model RUN [--dataset NAME --data-dir D] --out points.csv",
 		Flags: append(dataFlags("the data the model trained on", "as in training"),
-			&cli.StringFlag{Name: "model", Usage: "run folder of `emclust train --arch mnist2d --objective supervised` (required)"},
+			&cli.StringFlag{Name: "model", Usage: "run folder of a supervised mnist2d run, as emclust train --arch mnist2d --objective supervised makes (required)"},
 			&cli.StringFlag{Name: "out", Value: "points.csv", Usage: "CSV with columns x,y[,label], written atomically"},
 			deviceFlag(),
 			forceFlag,
@@ -45,7 +45,7 @@ func runEmbed(_ context.Context, opts embedOptions, _, stderr io.Writer) error {
 	if err := checkOutput(opts.Out, opts.Force, opts.Model, opts.Data.DataFile); err != nil {
 		return err
 	}
-	in, err := openInference(opts.modelOptions)
+	in, err := openInference(opts.modelOptions, stderr)
 	if err != nil {
 		return err
 	}

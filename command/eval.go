@@ -36,15 +36,15 @@ func evalOptionsFrom(c *cli.Context) (evalOptions, error) {
 	return evalOptions{modelOptions: m, JSON: c.Bool("json")}, err
 }
 
-func runEval(_ context.Context, opts evalOptions, stdout, _ io.Writer) error {
-	in, err := openInference(opts.modelOptions)
+func runEval(_ context.Context, opts evalOptions, stdout, stderr io.Writer) error {
+	in, err := openInference(opts.modelOptions, stderr)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
 	labels := in.src.Labels()
 	if labels == nil {
-		return fmt.Errorf("%s has no labels to score against (give --label-col for a CSV)", in.src.Describe())
+		return usageError{fmt.Errorf("%s has no labels to score against (give --label-col for a CSV)", in.src.Describe())}
 	}
 	pred, err := train.Predict(in.Net, in.src, in.dev, in.Prior)
 	if err != nil {

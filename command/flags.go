@@ -86,7 +86,7 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 		&cli.StringFlag{Name: "data", Usage: "vectors to cluster: a .csv/.tsv/.txt (optionally .gz) or .npy file", DefaultText: dflt},
 		&cli.StringFlag{Name: "label-col", Usage: "CSV column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring", DefaultText: "none"},
 		&cli.StringFlag{Name: "header", Value: "auto", Usage: "CSV header row: auto, yes or no"},
-		&cli.BoolFlag{Name: "standardize", Usage: "z-score each feature column", DefaultText: standardize},
+		&cli.BoolFlag{Name: "standardize", Usage: "z-score each feature column; --standardize=false keeps them raw", DefaultText: standardize},
 		&cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match)"},
 		&cli.BoolFlag{Name: "gray", Usage: "with --dataset folder: load images as grayscale"},
 	}
@@ -109,7 +109,7 @@ func modelFlags() []cli.Flag {
 		&cli.StringFlag{Name: "gamma", Usage: "γ in h = sigmoid(a*/γ): a number, or auto = ((n−1)/√n)/2.245 for batch size n", DefaultText: both(vd.Gamma, id.Gamma)},
 		&cli.Float64Flag{Name: "lr", Usage: "Adam learning rate of the EM (or IIC) step", DefaultText: both(vd.LR, id.LR)},
 		&cli.Float64Flag{Name: "lr-kl", Usage: "Adam learning rate of the KL step (twofold)", DefaultText: both(vd.LRKL, id.LRKL)},
-		&cli.StringFlag{Name: "arch", Usage: "network: mlp, mnist, cifar or stl10", DefaultText: "chosen from the data"},
+		&cli.StringFlag{Name: "arch", Usage: "network: mlp (vectors), mnist, cifar or stl10 (images), or mnist2d (section 8.1's 2-unit bottleneck, with --objective supervised)", DefaultText: "chosen from the data"},
 		&cli.StringFlag{Name: "keep-by", Usage: "what keeps one of several restarts: silhouette (of the clustering on the z-scored features) or agreement (mean adjusted Rand index with the other restarts; of two, the higher mean max posterior); labels are never used", DefaultText: both(vd.KeepBy, id.KeepBy)},
 		&cli.StringFlag{Name: "hidden", Usage: "MLP hidden layer widths; none: a linear map from features to scores (lets clusters differ in size; docs/RESULTS.md section 24); auto: train both, the linear map with a learned prior, and keep the clustering that uses more clusters, then has the higher silhouette on the features (section 29); with one restart or several processes, the MLP alone",
 			DefaultText: "auto, between " + strings.Trim(strings.ReplaceAll(fmt.Sprint(vd.Hidden), " ", ","), "[]") + " and none"},

@@ -1,6 +1,9 @@
 package command
 
 import (
+	"fmt"
+	"io"
+
 	"github.com/urfave/cli/v2"
 
 	"emclust/torch"
@@ -82,8 +85,9 @@ type inference struct {
 }
 
 // openInference loads the model on its device and the data the options name (or the
-// data the model trained on), and checks that the data fit the model.
-func openInference(opts modelOptions) (*inference, error) {
+// data the model trained on), and checks that the data fit the model. It warns on
+// log when the model is a run's checkpoint before its last epoch.
+func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 	dev, err := selectDevice(opts.Device)
 	if err != nil {
 		return nil, err
@@ -91,6 +95,9 @@ func openInference(opts modelOptions) (*inference, error) {
 	m, err := train.LoadModel(opts.Model, dev)
 	if err != nil {
 		return nil, err
+	}
+	if m.Unfinished() {
+		fmt.Fprintf(log, "emclust: warning: %s holds epoch %d of %d: its run was stopped, or is still training (continue it with emclust train --resume)\n", opts.Model, m.Epoch, m.Cfg.Epochs)
 	}
 	in := &inference{Model: m, dev: dev}
 	cfg := opts.Data.config(m.Cfg)

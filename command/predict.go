@@ -27,7 +27,7 @@ func predictCommand() *cli.Command {
 			&cli.StringFlag{Name: "model", Usage: "run folder or checkpoint file (required)"},
 			&cli.StringFlag{Name: "out", Value: "assignments.csv", Usage: "CSV of index,cluster,posterior (and label when known), written atomically"},
 			deviceFlag(),
-			&cli.BoolFlag{Name: "all-posteriors", Usage: "also write the posterior of every cluster (p0..pK-1)"},
+			&cli.BoolFlag{Name: "all-posteriors", Usage: "write the posterior of every cluster (columns p0..pK-1) in place of the assigned cluster's (column posterior)"},
 			forceFlag,
 		),
 		Action: action(predictOptionsFrom, runPredict),
@@ -43,7 +43,7 @@ func runPredict(_ context.Context, opts predictOptions, stdout, stderr io.Writer
 	if err := checkOutput(opts.Out, opts.Force, opts.Model, opts.Data.DataFile); err != nil {
 		return err
 	}
-	in, err := openInference(opts.modelOptions)
+	in, err := openInference(opts.modelOptions, stderr)
 	if err != nil {
 		return err
 	}

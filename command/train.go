@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -159,7 +160,7 @@ func openResumed(dir string, o resumeOverrides) (*torch.SafeFile, train.Config, 
 		// A run killed, or out of disk, between its last checkpoint and its summary
 		// is finished by resuming it; a complete one is not redone. summary.json is
 		// the last file a run writes, and says which epoch.
-		return nil, train.Config{}, fmt.Errorf("resume: %s already finished %d of %d epochs; pass --epochs N with N > %d to train longer", dir, done, saved.Epochs, done)
+		return nil, train.Config{}, usageError{fmt.Errorf("resume: %s already finished %d of %d epochs; pass --epochs N with N > %d to train longer", dir, done, saved.Epochs, done)}
 	}
 	// The data may move, not change kind: a file stays a file, an image set a folder.
 	switch {
@@ -223,10 +224,13 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		}
 		runDir = opts.Resume
 	} else if speaks {
+		var err error
 		if runDir == "" {
-			runDir = filepath.Join("runs", fmt.Sprintf("%s-%s", train.DataName(cfg), time.Now().Format("20060102-150405")))
+			runDir, err = newRunDirName(train.DataName(cfg), time.Now())
+		} else {
+			err = checkNewRunDir(runDir)
 		}
-		if err := checkNewRunDir(runDir); err != nil {
+		if err != nil {
 			return err
 		}
 	}
@@ -269,14 +273,14 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		if src.Len() == 0 {
 			return fmt.Errorf("%s holds no rows or images to cluster", name)
 		}
-		return fmt.Errorf("--k %d: more clusters than the %d rows of %s", cfg.K, src.Len(), name)
+		return usageError{fmt.Errorf("--k %d: more clusters than the %d rows of %s", cfg.K, src.Len(), name)}
 	}
 	log := stderr
 	if opts.Quiet {
 		log = io.Discard
 	}
 	if ckpt == nil && cfg.Restarts > 1 {
-		return trainRestarts(ctx, cfg, src, dev, runDir, opts.JSON, stdout, log)
+		return trainRestarts(ctx, cfg, src, dev, runDir, opts.JSON, stdout, log, stderr)
 	}
 	writeDir := runDir
 	if !speaks {
@@ -318,7 +322,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		if !speaks {
 			return nil
 		}
-		return finishRun(run, src, dev, 0, nil, opts.JSON, stdout, log)
+		return finishRun(run, src, dev, 0, nil, opts.JSON, stdout, log, stderr)
 	}
 	if err := run.Train(ctx); err != nil {
 		if errors.Is(err, context.Canceled) {
@@ -336,12 +340,12 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	if !speaks {
 		return nil
 	}
-	return finishRun(run, src, dev, time.Since(start), nil, opts.JSON, stdout, log)
+	return finishRun(run, src, dev, time.Since(start), nil, opts.JSON, stdout, log, stderr)
 }
 
 // trainRestarts trains cfg.Restarts seeds, keeps the run cfg.KeepBy chooses in
 // runDir, and finishes it like a single run.
-func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, runDir string, asJSON bool, stdout, log io.Writer) error {
+func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, runDir string, asJSON bool, stdout, log, warn io.Writer) error {
 	start := time.Now()
 	// The folder is the run's from now: no other run may take it while these train.
 	lock, err := train.LockDir(runDir)
@@ -443,7 +447,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	fmt.Fprintf(log, "emclust: kept seed %d%s: %s net, %d params, K=%d, γ=%.4g, %d epochs → %s\n",
 		run.Cfg.Seed, agree, run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.GammaVal, run.Cfg.Epochs, runDir)
-	return finishRun(run, src, dev, time.Since(start), restarts, asJSON, stdout, log)
+	return finishRun(run, src, dev, time.Since(start), restarts, asJSON, stdout, log, warn)
 }
 
 // networkLabel names a network of train.NetworkCandidates for people.
@@ -455,7 +459,7 @@ func networkLabel(name string) string {
 }
 
 // finishRun writes assignments and the summary, runs the k-means baseline and prints.
-func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.Duration, restarts []train.Restart, asJSON bool, stdout, log io.Writer) error {
+func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.Duration, restarts []train.Restart, asJSON bool, stdout, log, warn io.Writer) error {
 	pred, err := train.PredictWithCriteria(run.Net, src, dev, run.Prior(), run.Cfg.GammaVal)
 	if err != nil {
 		return err
@@ -522,7 +526,7 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 	if err := writeJSONFile(filepath.Join(run.Dir, "summary.json"), sum); err != nil {
 		return err
 	}
-	return printSummary(sum, asJSON, stdout, log)
+	return printSummary(sum, asJSON, stdout, log, warn)
 }
 
 type summary struct {
@@ -561,7 +565,20 @@ type chosenEpoch struct {
 	Scores *eval.Scores `json:"scores,omitempty"`
 }
 
-func printSummary(s summary, asJSON bool, stdout, log io.Writer) error {
+func printSummary(s summary, asJSON bool, stdout, log, warn io.Writer) error {
+	// Warnings go to stderr with --quiet and --json too.
+	for _, why := range s.BaselinesSkipped {
+		fmt.Fprintf(warn, "emclust: warning: %s; left out\n", why)
+	}
+	used := 0
+	for _, n := range s.Sizes {
+		if n > 0 {
+			used++
+		}
+	}
+	if used < s.K {
+		fmt.Fprintf(warn, "emclust: warning: the clustering uses %d of its %d clusters; fewer may fit these data, or try --standardize, another --seed or a lower --lr\n", used, s.K)
+	}
 	if asJSON {
 		b, _ := json.Marshal(s)
 		fmt.Fprintln(stdout, string(b))
@@ -601,9 +618,6 @@ func printSummary(s summary, asJSON bool, stdout, log io.Writer) error {
 	}
 	if s.KMeansStandardized != nil {
 		fmt.Fprintf(log, "k-means  %s  (standardized features, as --standardize would)\n", s.KMeansStandardized)
-	}
-	for _, why := range s.BaselinesSkipped {
-		fmt.Fprintf(log, "emclust: %s; left out\n", why)
 	}
 	fmt.Fprintln(stdout, s.Scores.String())
 	return nil
@@ -684,12 +698,94 @@ func summaryEpochs(dir string) int {
 	return *sum.Epochs
 }
 
-// checkNewRunDir refuses a folder that holds a run already.
+// checkNewRunDir refuses a folder that holds a run already, or files a run did not
+// write there: a new run writes config.json, assignments.csv and others over
+// whatever has those names. A run stopped before its first checkpoint leaves only
+// its own files, and its folder can be taken again.
 func checkNewRunDir(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); err == nil {
-		return fmt.Errorf("%s already holds a run; continue it with --resume %s or pick another --out", dir, dir)
+		return usageError{fmt.Errorf("%s already holds a run; continue it with --resume %s or pick another --out", dir, dir)}
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		if st, serr := os.Stat(dir); serr == nil && !st.IsDir() {
+			return usageError{fmt.Errorf("--out %s is a file; name a new folder for the run", dir)}
+		}
+		return fmt.Errorf("--out %s: %w", dir, err)
+	}
+	var foreign, named []string // named: files of a run's names, a run's only beside its config
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case name == ".lock" || isPartialRunFile(name):
+		case slices.Contains(train.RunFiles, name):
+			named = append(named, name)
+		default:
+			foreign = append(foreign, name)
+		}
+	}
+	if len(named) > 0 && !isRunConfig(filepath.Join(dir, "config.json")) {
+		foreign = append(foreign, named...)
+	}
+	if len(foreign) > 0 {
+		if len(foreign) > 3 {
+			foreign = append(foreign[:3], "…")
+		}
+		return usageError{fmt.Errorf("--out %s holds files no emclust run wrote (%s), which a run would write over; name a new or empty folder", dir, strings.Join(foreign, ", "))}
 	}
 	return nil
+}
+
+// isPartialRunFile says whether name is what atomicfile leaves of a run file a
+// process was killed while writing.
+func isPartialRunFile(name string) bool {
+	for _, f := range train.RunFiles {
+		if strings.HasPrefix(name, "."+f+".tmp") {
+			return true
+		}
+	}
+	return false
+}
+
+// isRunConfig says whether path is a run's config.json rather than a file of the
+// same name of the user's.
+func isRunConfig(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	var cfg map[string]json.RawMessage
+	if json.Unmarshal(b, &cfg) != nil {
+		return false
+	}
+	_, k := cfg["k"]
+	_, obj := cfg["objective"]
+	return k && obj
+}
+
+// newRunDirName makes a new folder runs/<name>-<time> for a run given no --out,
+// with -2, -3, ... added when two runs start in the same second.
+func newRunDirName(name string, now time.Time) (string, error) {
+	base := filepath.Join("runs", fmt.Sprintf("%s-%s", name, now.Format("20060102-150405")))
+	if err := os.MkdirAll("runs", 0o755); err != nil {
+		return "", fmt.Errorf("run folder: %w", err)
+	}
+	for i := 1; ; i++ {
+		dir := base
+		if i > 1 {
+			dir = fmt.Sprintf("%s-%d", base, i)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) || i == 1000 {
+			return "", fmt.Errorf("run folder: %w", err)
+		}
+	}
 }
 
 // checkRunDir explains a --resume folder without a checkpoint better than the error
