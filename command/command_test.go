@@ -2115,17 +2115,55 @@ func TestPrintSummaryWarns(t *testing.T) {
 	}
 }
 
-// --resume with --data of another number of rows says so in the user's terms; it
-// named the checkpoint's internal tensor ("recent.0 has 10 rows, the data 20").
+// --resume refuses data other than those the run began on, before it writes the run
+// folder: they were taken (same shape, other values), or named by a checkpoint
+// tensor ("recent.0 has 10 rows, the data 20") after config.json had been rewritten.
 func TestResumeWithOtherData(t *testing.T) {
 	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "a.csv"), []byte(randomCSV(10, 4, 2, 1, true)), 0o644)
+	a := randomCSV(10, 4, 2, 1, true)
+	os.WriteFile(filepath.Join(dir, "a.csv"), []byte(a), 0o644)
+	os.WriteFile(filepath.Join(dir, "moved.csv"), []byte(a), 0o644)
 	os.WriteFile(filepath.Join(dir, "b.csv"), []byte(randomCSV(20, 4, 2, 2, true)), 0o644)
-	r := run(t, dir, "train", "--data", "a.csv", "--label-col", "label", "--restarts", "1", "--epochs", "2", "--eval-every", "1", "--kmeans=false", "--quiet", "--device", "cpu", "--out", "run")
-	if r.code != 0 {
+	os.WriteFile(filepath.Join(dir, "c.csv"), []byte(randomCSV(10, 4, 2, 3, true)), 0o644)
+	first := []string{"train", "--data", "a.csv", "--label-col", "label", "--restarts", "1", "--epochs", "2", "--eval-every", "1", "--kmeans=false", "--quiet", "--device", "cpu", "--out"}
+	if r := run(t, dir, append(first, "run")...); r.code != 0 {
 		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
 	}
-	wantError(t, run(t, dir, "train", "--resume", "run", "--epochs", "4", "--data", "b.csv"), 1, "trained on 10 rows", "hold 20", "needs the data it trained on")
+	config, _ := os.ReadFile(filepath.Join(dir, "run", "config.json"))
+	for _, other := range []string{"b.csv", "c.csv"} {
+		wantError(t, run(t, dir, "train", "--resume", "run", "--epochs", "4", "--data", other), 1, other, "not the data the run in run began on", "data_digest")
+		if b, _ := os.ReadFile(filepath.Join(dir, "run", "config.json")); !bytes.Equal(b, config) {
+			t.Errorf("a resume refused on %s rewrote config.json", other)
+		}
+	}
+	// The same data in a new place go on.
+	if r := run(t, dir, "train", "--resume", "run", "--epochs", "3", "--data", "moved.csv", "--quiet"); r.code != 0 {
+		t.Errorf("resume on the same data moved: exit %d: %s", r.code, r.stderr)
+	}
+
+	// A run saved before config.json had a digest is checked by its rows.
+	f, cfg, _, err := train.ReadCheckpoint(filepath.Join(dir, "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := train.OpenSource(cfg, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cfg.DataDigest, cfg.Epochs = "", 10
+	old, err := train.New(*cfg, src, torch.CPU, filepath.Join(dir, "old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Restore(f); err == nil {
+		err = old.Save()
+	}
+	old.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, run(t, dir, "train", "--resume", "old", "--data", "b.csv"), 1, "trained on 10 rows", "b.csv hold 20", "needs the data it trained on")
 }
 
 // --version names the build and the shim ABI it pairs with.

@@ -29,6 +29,9 @@ type Config struct {
 	// FeatureSpread of the vectors exceeds data.SpreadToStandardize, and records it.
 	StandardizeAuto bool    `json:"standardize_auto,omitempty"`
 	FeatureSpread   float64 `json:"feature_spread,omitempty"`
+	// DataDigest is data.Vectors.Digest (or Images.Digest) of the data as OpenSource
+	// last read them: a resumed run checks that it goes on with the data it began on.
+	DataDigest string `json:"data_digest,omitempty"`
 	// InputMean and InputStd are the training data's column statistics when
 	// Standardize is set; predict applies them to new data.
 	InputMean  []float32 `json:"input_mean,omitempty"`

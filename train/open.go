@@ -52,7 +52,7 @@ func DataName(cfg Config) string {
 	return cfg.Dataset
 }
 
-// OpenSource loads the data cfg names onto dev. With Standardize set it z-scores
+// OpenSource loads the data cfg names onto dev and records their digest in cfg. With Standardize set it z-scores
 // vectors by cfg's saved statistics (a trained model sees new data as it saw its
 // training data), or computes them and saves them in cfg. With StandardizeAuto it
 // first decides Standardize from the vectors' FeatureSpread.
@@ -75,6 +75,7 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 		if err != nil {
 			return nil, err
 		}
+		cfg.DataDigest = v.Digest()
 		if err := standardize(cfg, v); err != nil {
 			return nil, err
 		}
@@ -98,6 +99,7 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.DataDigest = im.Digest()
 	if cfg.DataOnHost {
 		return NewHostImageSource(im, dev)
 	}
