@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -2173,6 +2174,41 @@ func TestVersion(t *testing.T) {
 		want := fmt.Sprintf("(shim ABI %d)\n", torch.ABIVersion)
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "emclust version ") || !strings.HasSuffix(r.stdout, want) {
 			t.Errorf("%s: exit %d, stdout %q, want \"emclust version … %s\"", flag, r.code, r.stdout, want)
+		}
+	}
+}
+
+// assignments.csv names each row's class as the data wrote it (quoted where CSV
+// needs it), not by the id emclust numbered it with.
+func TestAssignmentsNameClasses(t *testing.T) {
+	dir := t.TempDir()
+	names := []string{"setosa", "big, round", `the "odd" one`}
+	var b strings.Builder
+	b.WriteString("x,y,label\n")
+	for i := range 30 {
+		c := i % 3
+		fmt.Fprintf(&b, "%d.%d,%d.%d,%s\n", c*5, i%7, c*3, i%5, string(appendCSVField(nil, names[c])))
+	}
+	os.WriteFile(filepath.Join(dir, "t.csv"), []byte(b.String()), 0o644)
+	r := run(t, dir, "train", "--data", "t.csv", "--label-col", "label", "--restarts", "1", "--epochs", "2", "--kmeans=false", "--quiet", "--device", "cpu", "--out", "run")
+	if r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	f, err := os.Open(filepath.Join(dir, "run", "assignments.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 31 || !slices.Equal(rows[0], []string{"index", "cluster", "posterior", "label"}) {
+		t.Fatalf("assignments.csv: %d rows, header %q", len(rows), rows[0])
+	}
+	for i, row := range rows[1:] {
+		if want := names[i%3]; row[3] != want {
+			t.Errorf("row %d: label %q, want %q", i, row[3], want)
 		}
 	}
 }

@@ -5,22 +5,29 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"emclust/atomicfile"
 	"emclust/train"
 )
 
-// writeAssignments writes index,cluster,posterior[,label] atomically.
-func writeAssignments(path string, pred *train.Prediction, labels []int) error {
-	return writeClusters(path, pred, labels, false)
+// writeAssignments writes index,cluster,posterior[,label] atomically. The label is
+// the class's name as the data give it (src's Classes) where known, else its id.
+func writeAssignments(path string, pred *train.Prediction, src train.Source) error {
+	return writeClusters(path, pred, src, false)
 }
 
 // writePosteriors writes every cluster's posterior (p0..pK-1) instead of the winner's.
-func writePosteriors(path string, pred *train.Prediction, labels []int) error {
-	return writeClusters(path, pred, labels, true)
+func writePosteriors(path string, pred *train.Prediction, src train.Source) error {
+	return writeClusters(path, pred, src, true)
 }
 
-func writeClusters(path string, pred *train.Prediction, labels []int, all bool) error {
+func writeClusters(path string, pred *train.Prediction, src train.Source, all bool) error {
+	labels := src.Labels()
+	var classes []string
+	if c, ok := src.(interface{ Classes() []string }); ok && labels != nil {
+		classes = c.Classes()
+	}
 	return atomicfile.Write(path, func(w io.Writer) error {
 		head := "index,cluster,posterior"
 		if all {
@@ -50,7 +57,11 @@ func writeClusters(path string, pred *train.Prediction, labels []int, all bool) 
 			}
 			if labels != nil {
 				buf = append(buf, ',')
-				buf = strconv.AppendInt(buf, int64(labels[i]), 10)
+				if l := labels[i]; l >= 0 && l < len(classes) {
+					buf = appendCSVField(buf, classes[l])
+				} else {
+					buf = strconv.AppendInt(buf, int64(l), 10)
+				}
 			}
 			buf = append(buf, '\n')
 			if _, err := w.Write(buf); err != nil {
@@ -59,6 +70,17 @@ func writeClusters(path string, pred *train.Prediction, labels []int, all bool) 
 		}
 		return nil
 	})
+}
+
+// appendCSVField appends s as one CSV field, quoted where it holds a delimiter, a
+// quote, a line break or surrounding blanks (RFC 4180).
+func appendCSVField(buf []byte, s string) []byte {
+	if !strings.ContainsAny(s, ",\"\r\n") && s == strings.TrimSpace(s) {
+		return append(buf, s...)
+	}
+	buf = append(buf, '"')
+	buf = append(buf, strings.ReplaceAll(s, `"`, `""`)...)
+	return append(buf, '"')
 }
 
 func writeJSONFile(path string, v any) error {

@@ -54,9 +54,9 @@ func runPredict(_ context.Context, opts predictOptions, stdout, stderr io.Writer
 	}
 	labels := in.src.Labels()
 	if opts.AllPosteriors {
-		err = writePosteriors(opts.Out, pred, labels)
+		err = writePosteriors(opts.Out, pred, in.src)
 	} else {
-		err = writeAssignments(opts.Out, pred, labels)
+		err = writeAssignments(opts.Out, pred, in.src)
 	}
 	if err != nil {
 		return err

@@ -468,7 +468,7 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 		return err
 	}
 	labels := src.Labels()
-	if err := writeAssignments(filepath.Join(run.Dir, "assignments.csv"), pred, labels); err != nil {
+	if err := writeAssignments(filepath.Join(run.Dir, "assignments.csv"), pred, src); err != nil {
 		return err
 	}
 	pred.Posterior = nil // K numbers a row, not needed past the file: let the baselines have the room

@@ -55,6 +55,9 @@ func NewVectorSource(v *data.Vectors, dev torch.Device) (*VectorSource, error) {
 
 func (vs *VectorSource) Len() int      { return vs.v.N }
 func (vs *VectorSource) Labels() []int { return vs.v.Labels }
+
+// Classes names the labels' ids as the data wrote them; nil when unknown.
+func (vs *VectorSource) Classes() []string { return vs.v.Classes }
 func (vs *VectorSource) Describe() string {
 	return fmt.Sprintf("%s: %d rows × %d features", vs.v.Source, vs.v.N, vs.v.D)
 }
@@ -149,6 +152,10 @@ func NewImageSource(im *data.Images, dev torch.Device) (*ImageSource, error) {
 
 func (is *ImageSource) Len() int      { return is.im.N }
 func (is *ImageSource) Labels() []int { return is.im.Labels }
+
+// Classes names the labels' ids (Fashion-MNIST's "Sneaker", a folder's name); nil
+// when unknown.
+func (is *ImageSource) Classes() []string { return is.im.Classes }
 func (is *ImageSource) Describe() string {
 	return fmt.Sprintf("%s: %d images %dx%dx%d", is.im.Source, is.im.N, is.im.C, is.im.H, is.im.W)
 }
