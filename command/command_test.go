@@ -1037,6 +1037,16 @@ func TestReportGuardsOutput(t *testing.T) {
 	if r := run(t, dir, append(args, "--force")...); r.code != 0 {
 		t.Fatalf("report --force: exit %d: %s", r.code, r.stderr)
 	}
+
+	// A folder of the user's files: its loss.svg was replaced without a word.
+	mine := filepath.Join(dir, "mine")
+	os.MkdirAll(mine, 0o755)
+	os.WriteFile(filepath.Join(mine, "loss.svg"), []byte("mine"), 0o644)
+	args[len(args)-3] = mine
+	wantError(t, run(t, dir, args...), 2, "--out "+mine, "loss.svg", "--force")
+	if b, _ := os.ReadFile(filepath.Join(mine, "loss.svg")); string(b) != "mine" {
+		t.Errorf("report wrote over the user's loss.svg")
+	}
 }
 
 func TestExitCode(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -88,8 +89,8 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 
 func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) error {
 	runDir, out := opts.Run, opts.Out
-	if _, err := os.Stat(filepath.Join(out, "index.html")); err == nil && !opts.Force {
-		return usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
+	if err := checkReportDir(out, opts.Force); err != nil {
+		return err
 	}
 	dev, err := selectDevice(opts.Device)
 	if err != nil {
@@ -148,4 +149,24 @@ func openReportRun(dir string, dev torch.Device) (*train.Model, *report.Run, err
 		return nil, nil, err
 	}
 	return m, &report.Run{Dir: dir, Cfg: m.Cfg, Net: m.Net, Prior: m.Prior, History: hist}, nil
+}
+
+// checkReportDir refuses, unless --force, an --out that holds a report already or
+// files a report did not write: its figures would replace files of the same names.
+func checkReportDir(out string, force bool) error {
+	entries, err := os.ReadDir(out)
+	if err != nil || len(entries) == 0 || force {
+		return nil // a new folder, or an empty one (what is not a folder fails when written)
+	}
+	if _, err := os.Stat(filepath.Join(out, "index.html")); err == nil {
+		return usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
+	}
+	var names []string
+	for _, e := range entries[:min(len(entries), 3)] {
+		names = append(names, e.Name())
+	}
+	if len(entries) > 3 {
+		names = append(names, "…")
+	}
+	return usageError{fmt.Errorf("--out %s holds files no report wrote (%s); name a new or empty folder, or pass --force to write the report beside them", out, strings.Join(names, ", "))}
 }
