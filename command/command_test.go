@@ -391,6 +391,12 @@ func TestErrors(t *testing.T) {
 		// Was "more clusters than the 0 rows".
 		{name: "IDX of no images", args: append(train, "--dataset", "mnist", "--data-dir", "mnist0"), code: 1, want: []string{"mnist", "no rows or images"}},
 		{name: "data and dataset", args: append(train, "--data", "ten.csv", "--dataset", "digits"), code: 2, want: []string{"--data", "--dataset"}},
+		// Were ignored without a word.
+		{name: "data-dir with data", args: slices.Concat(ten, []string{"--data-dir", "mnist"}), code: 2, want: []string{"--data-dir with --data"}},
+		{name: "label-col with a table", args: append(train, "--dataset", "iris", "--label-col", "species"), code: 2, want: []string{"--label-col with --dataset iris"}},
+		{name: "header with an image set", args: []string{"predict", "--model", "r4", "--dataset", "mnist", "--header", "no"}, code: 2, want: []string{"--header with --dataset mnist"}},
+		{name: "image size of mnist", args: append(train, "--dataset", "mnist", "--data-dir", "mnist", "--image-size", "32"), code: 2, want: []string{"--image-size", "--dataset folder"}},
+		{name: "gray vectors", args: slices.Concat(ten, []string{"--gray"}), code: 2, want: []string{"--gray", "--dataset folder"}},
 		{name: "predict of data and dataset", args: []string{"predict", "--model", "r4", "--data", "ten.csv", "--dataset", "mnist", "--out", "p.csv"}, code: 2,
 			want: []string{"--data", "--dataset"}},
 		{name: "report of a folder without its images", args: []string{"report", "r4", "--dataset", "folder"}, code: 2, want: []string{"folder", "--data-dir"}},

@@ -35,6 +35,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		return cfg, usageError{fmt.Errorf("--header %q: want auto, yes or no", h)}
 	}
 	cfg.Standardize = c.Bool("standardize")
+	if err := checkDataFlags(c); err != nil {
+		return cfg, err
+	}
 	if err := train.CheckData(&cfg); err != nil {
 		return cfg, usageError{err}
 	}

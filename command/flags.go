@@ -92,6 +92,29 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 	}
 }
 
+// checkDataFlags refuses data flags that the data named would ignore: a user who
+// gives them expects them to act.
+func checkDataFlags(c *cli.Context) error {
+	dataset := c.String("dataset")
+	switch {
+	case c.IsSet("data-dir") && c.IsSet("data"):
+		return usageError{errors.New("--data-dir with --data: --data names the file itself; --data-dir holds an image set's files")}
+	case dataset != "" && (c.IsSet("label-col") || c.IsSet("header")):
+		flag := "--label-col"
+		if !c.IsSet("label-col") {
+			flag = "--header"
+		}
+		return usageError{fmt.Errorf("%s with --dataset %s: it reads a CSV given with --data; the embedded tables and image sets bring their labels", flag, dataset)}
+	case dataset != "folder" && (c.IsSet("image-size") || c.IsSet("gray")):
+		flag := "--image-size"
+		if !c.IsSet("image-size") {
+			flag = "--gray"
+		}
+		return usageError{fmt.Errorf("%s is for --dataset folder (images of any size in class folders); other data sets have sizes of their own", flag)}
+	}
+	return nil
+}
+
 // modelFlags choose the network and how it trains; train and compare share them, and
 // their defaults are the library's (train.VectorDefaults, train.ImageDefaults).
 func modelFlags() []cli.Flag {

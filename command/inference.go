@@ -25,6 +25,9 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 	d := dataOptions{Given: c.IsSet("data") || c.IsSet("dataset"),
 		Dataset: c.String("dataset"), DataDir: c.String("data-dir"), DataFile: c.String("data"),
 		LabelCol: c.String("label-col"), Header: c.String("header")}
+	if err := checkDataFlags(c); err != nil {
+		return d, err
+	}
 	if c.String("data") != "" || c.String("dataset") != "" {
 		named := train.Config{DataFile: d.DataFile, Dataset: d.Dataset, DataDir: d.DataDir}
 		if err := train.CheckData(&named); err != nil {
