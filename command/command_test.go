@@ -2057,27 +2057,7 @@ func TestInferenceWarnsOfUnfinishedRuns(t *testing.T) {
 		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
 	}
 	// The same run as if stopped after 3 of 10 epochs.
-	f, cfg, _, err := train.ReadCheckpoint(filepath.Join(dir, "done"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Epochs = 10
-	src, err := train.OpenSource(cfg, torch.CPU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	stopped, err := train.New(*cfg, src, torch.CPU, filepath.Join(dir, "stopped"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stopped.Restore(f); err == nil {
-		err = stopped.Save()
-	}
-	stopped.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	saveRunAs(t, filepath.Join(dir, "done"), filepath.Join(dir, "stopped"), func(cfg *train.Config) { cfg.Epochs = 10 })
 	for _, tc := range []struct {
 		args []string
 		warn bool
@@ -2159,27 +2139,7 @@ func TestResumeWithOtherData(t *testing.T) {
 	}
 
 	// A run saved before config.json had a digest is checked by its rows.
-	f, cfg, _, err := train.ReadCheckpoint(filepath.Join(dir, "run"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := train.OpenSource(cfg, torch.CPU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	cfg.DataDigest, cfg.Epochs = "", 10
-	old, err := train.New(*cfg, src, torch.CPU, filepath.Join(dir, "old"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := old.Restore(f); err == nil {
-		err = old.Save()
-	}
-	old.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	saveRunAs(t, filepath.Join(dir, "run"), filepath.Join(dir, "old"), func(cfg *train.Config) { cfg.DataDigest, cfg.Epochs = "", 10 })
 	wantError(t, run(t, dir, "train", "--resume", "old", "--data", "b.csv"), 1, "trained on 10 rows", "b.csv hold 20", "needs the data it trained on")
 }
 
@@ -2226,5 +2186,33 @@ func TestAssignmentsNameClasses(t *testing.T) {
 		if want := names[i%3]; row[3] != want {
 			t.Errorf("row %d: label %q, want %q", i, row[3], want)
 		}
+	}
+}
+
+// saveRunAs saves the run in from again in to, its config changed by edit (after the
+// data are opened, which records their digest): a run as an older build, or an
+// interrupt, would have left it.
+func saveRunAs(t *testing.T, from, to string, edit func(*train.Config)) {
+	t.Helper()
+	f, cfg, _, err := train.ReadCheckpoint(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := train.OpenSource(cfg, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	edit(cfg)
+	r, err := train.New(*cfg, src, torch.CPU, to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Restore(f); err == nil {
+		err = r.Save()
+	}
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
