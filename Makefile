@@ -51,7 +51,7 @@ $(SHIM): $(SHIM_SRC) | deps
 
 # emclust --version names the commit (Go's own VCS stamp is off where GOFLAGS says
 # -buildvcs=false, and fails where git refuses the checkout's owner).
-COMMIT      := $(shell git describe --always --dirty 2>/dev/null)
+COMMIT       = $(shell git describe --always --dirty 2>/dev/null)
 
 build: lib
 	$(GO) build -ldflags "-X emclust/command.commit=$(COMMIT)" -o emclust ./cmd/emclust

@@ -133,7 +133,12 @@ func prepareCommands(cmds []*cli.Command, parent string) {
 		cmd.OnUsageError = func(c *cli.Context, err error, _ bool) error {
 			// Go's flag package names a flag with one dash whatever was typed.
 			if f, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
-				err = fmt.Errorf("unknown flag --%s", strings.TrimLeft(f, "-"))
+				f = strings.TrimLeft(f, "-")
+				dashes := "--"
+				if len(f) == 1 {
+					dashes = "-"
+				}
+				err = fmt.Errorf("unknown flag %s%s", dashes, f)
 			}
 			return usageError{fmt.Errorf("%s: %w (see emclust %s --help)", name, err, name)}
 		}
@@ -254,7 +259,9 @@ var commit string
 // version names the commit the binary was built from, and the shim ABI it expects.
 func version() string {
 	rev := commit
-	if info, ok := debug.ReadBuildInfo(); ok && rev == "" {
+	if info, ok := debug.ReadBuildInfo(); ok && rev == "" && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		rev = info.Main.Version // go install emclust@version
+	} else if ok && rev == "" {
 		// go build stamps the commit itself where it may run git.
 		for _, kv := range info.Settings {
 			switch {

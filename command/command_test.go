@@ -400,7 +400,8 @@ func TestErrors(t *testing.T) {
 		{name: "predict of data and dataset", args: []string{"predict", "--model", "r4", "--data", "ten.csv", "--dataset", "mnist", "--out", "p.csv"}, code: 2,
 			want: []string{"--data", "--dataset"}},
 		{name: "report of a folder without its images", args: []string{"report", "r4", "--dataset", "folder"}, code: 2, want: []string{"folder", "--data-dir"}},
-		{name: "unknown flag", args: []string{"train", "--bogus"}, code: 2, want: []string{"-bogus", "train --help"}},
+		{name: "unknown flag", args: []string{"train", "--bogus"}, code: 2, want: []string{"unknown flag --bogus", "train --help"}},
+		{name: "unknown short flag", args: []string{"train", "-x"}, code: 2, want: []string{"unknown flag -x", "train --help"}},
 		{name: "unknown command", args: []string{"trian"}, code: 2, want: []string{`"trian"`}},
 		{name: "positional argument", args: []string{"train", "ten.csv"}, code: 2, want: []string{`"ten.csv"`}},
 		{name: "resume without checkpoint", args: []string{"train", "--resume", "mnist"}, code: 1, want: []string{"mnist", "no checkpoint"}},
@@ -1003,6 +1004,13 @@ func TestCompareGuardsOutputs(t *testing.T) {
 		{filepath.Join(dir, "nowhere/t.md"), "does not exist"},
 	} {
 		wantError(t, run(t, dir, append(base, "--markdown", tc.markdown)...), 2, "--markdown "+tc.markdown, tc.want)
+	}
+	wantError(t, run(t, dir, append(base, "--out", "cmp2", "--markdown", "cmp2/compare.json")...), 2, "cmp2/compare.json", "own compare.json")
+	// A table in the --out folder the comparison makes.
+	if r := run(t, dir, append(base, "--out", "cmp3", "--markdown", "cmp3/table.md")...); r.code != 0 {
+		t.Errorf("compare --out cmp3 --markdown cmp3/table.md: exit %d: %s", r.code, r.stderr)
+	} else if _, err := os.Stat(filepath.Join(dir, "cmp3", "table.md")); err != nil {
+		t.Error(err)
 	}
 	if b, _ := os.ReadFile(data); !bytes.Equal(b, orig) {
 		t.Error("compare --markdown wrote over its own data")
@@ -2032,6 +2040,16 @@ func TestTrainOutKeepsUsersFiles(t *testing.T) {
 	wantError(t, run(t, dir, append(train, filepath.Join(dir, "file"))...), 2, "is a file")
 }
 
+// A run given no --out that fails before training leaves no empty folder in runs/.
+func TestFailedRunLeavesNoFolder(t *testing.T) {
+	dir := t.TempDir()
+	wantError(t, run(t, dir, "train", "--data", filepath.Join(fixtures, "ten.csv"), "--label-col", "label", "--k", "500", "--quiet"), 2, "--k 500")
+	wantError(t, run(t, dir, "train", "--data", "missing.csv", "--quiet"), 1, "missing.csv")
+	if entries, _ := os.ReadDir(filepath.Join(dir, "runs")); len(entries) != 0 {
+		t.Errorf("runs/ holds %d folders after two failed runs", len(entries))
+	}
+}
+
 // Runs given no --out that start in the same second get folders of their own.
 func TestNewRunDirName(t *testing.T) {
 	t.Chdir(t.TempDir())
@@ -2128,7 +2146,7 @@ func TestResumeWithOtherData(t *testing.T) {
 	}
 	config, _ := os.ReadFile(filepath.Join(dir, "run", "config.json"))
 	for _, other := range []string{"b.csv", "c.csv"} {
-		wantError(t, run(t, dir, "train", "--resume", "run", "--epochs", "4", "--data", other), 1, other, "not the data the run in run began on", "data_digest")
+		wantError(t, run(t, dir, "train", "--resume", "run", "--epochs", "4", "--data", other), 2, other, "not the data the run in run began on", "data_digest")
 		if b, _ := os.ReadFile(filepath.Join(dir, "run", "config.json")); !bytes.Equal(b, config) {
 			t.Errorf("a resume refused on %s rewrote config.json", other)
 		}
@@ -2140,7 +2158,7 @@ func TestResumeWithOtherData(t *testing.T) {
 
 	// A run saved before config.json had a digest is checked by its rows.
 	saveRunAs(t, filepath.Join(dir, "run"), filepath.Join(dir, "old"), func(cfg *train.Config) { cfg.DataDigest, cfg.Epochs = "", 10 })
-	wantError(t, run(t, dir, "train", "--resume", "old", "--data", "b.csv"), 1, "trained on 10 rows", "b.csv hold 20", "needs the data it trained on")
+	wantError(t, run(t, dir, "train", "--resume", "old", "--data", "b.csv"), 2, "trained on 10 rows", "b.csv hold 20", "needs the data it trained on")
 }
 
 // --version names the build and the shim ABI it pairs with.

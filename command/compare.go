@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -384,7 +385,7 @@ func printCompare(rep interface{ Markdown() string }, asJSON bool, stdout io.Wri
 // unwritten says what an interrupted comparison did not write: its tables. The
 // folders of the neural runs it finished (and of the one it stopped) stay in --out.
 func unwritten(opts compareOptions) string {
-	if opts.Out == "" {
+	if opts.Out == "" || !slices.ContainsFunc(opts.Methods, compare.Neural) {
 		return "no table was written"
 	}
 	return fmt.Sprintf("no table was written; %s keeps the folders of the neural runs begun", opts.Out)
@@ -409,12 +410,37 @@ func checkCompareOutputs(opts compareOptions) error {
 			return usageError{fmt.Errorf("%s exists from an earlier comparison; pass --force to replace it, or pick another --out", path)}
 		}
 	}
-	if md := opts.Markdown; md != "" {
-		// Even with --force: never the data compared, nor a run folder's own files.
-		inputs := append([]string{opts.Run.Config.DataFile}, opts.Tables...)
-		return checkOutputFlag("--markdown", md, opts.Force, inputs...)
+	md := opts.Markdown
+	if md == "" {
+		return nil
 	}
-	return nil
+	// Even with --force: never the data compared, compare.json, nor a run folder's
+	// own files.
+	abs, _ := filepath.Abs(md)
+	if dir := opts.Run.Config.DataDir; dir != "" && within(abs, dir) {
+		return usageError{fmt.Errorf("--markdown %s is inside --data-dir %s; name a file outside the data", md, dir)}
+	}
+	if out := opts.Out; out != "" {
+		outAbs, _ := filepath.Abs(out)
+		if abs == filepath.Join(outAbs, "compare.json") {
+			return usageError{fmt.Errorf("--markdown %s is the comparison's own compare.json; name another file", md)}
+		}
+		if _, err := os.Stat(out); errors.Is(err, os.ErrNotExist) && filepath.Dir(abs) == outAbs {
+			return nil // a new file in the --out folder the comparison makes
+		}
+	}
+	inputs := append([]string{opts.Run.Config.DataFile}, opts.Tables...)
+	return checkOutputFlag("--markdown", md, opts.Force, inputs...)
+}
+
+// within says whether path lies in dir or below it.
+func within(path, dir string) bool {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // writeCompare writes the files asked for and prints the report.

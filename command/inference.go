@@ -3,6 +3,8 @@ package command
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -100,7 +102,11 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 		return nil, err
 	}
 	if m.Unfinished() {
-		fmt.Fprintf(log, "emclust: warning: %s holds epoch %d of %d: its run was stopped, or is still training (continue it with emclust train --resume)\n", opts.Model, m.Epoch, m.Cfg.Epochs)
+		run := opts.Model
+		if st, err := os.Stat(run); err == nil && !st.IsDir() {
+			run = filepath.Dir(run) // --resume takes the folder
+		}
+		fmt.Fprintf(log, "emclust: warning: %s holds epoch %d of %d: its run was stopped, or is still training (continue it with emclust train --resume %s)\n", opts.Model, m.Epoch, m.Cfg.Epochs, run)
 	}
 	in := &inference{Model: m, dev: dev}
 	cfg := opts.Data.config(m.Cfg)

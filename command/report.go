@@ -152,7 +152,9 @@ func openReportRun(dir string, dev torch.Device) (*train.Model, *report.Run, err
 }
 
 // checkReportDir refuses, unless --force, an --out that holds a report already or
-// files a report did not write: its figures would replace files of the same names.
+// other files: its figures would replace files of the same names. (A report stopped
+// before index.html, its last file, leaves figures that are refused alike: they
+// cannot be told from a user's.)
 func checkReportDir(out string, force bool) error {
 	entries, err := os.ReadDir(out)
 	if err != nil || len(entries) == 0 || force {
@@ -168,5 +170,5 @@ func checkReportDir(out string, force bool) error {
 	if len(entries) > 3 {
 		names = append(names, "…")
 	}
-	return usageError{fmt.Errorf("--out %s holds files no report wrote (%s); name a new or empty folder, or pass --force to write the report beside them", out, strings.Join(names, ", "))}
+	return usageError{fmt.Errorf("--out %s holds files but no finished report (%s); name a new or empty folder, or pass --force to write the report beside them (a report stopped before its end leaves only its figures)", out, strings.Join(names, ", "))}
 }

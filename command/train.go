@@ -217,6 +217,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	cfg, runDir := opts.New.Config, opts.Out
 	speaks := role == nil || role.Rank == 0 // writes the run folder and the summary
 	var ckpt *torch.SafeFile
+	var newFolder *runFolder // a new run's, locked until the run takes it
 	if opts.Resume != "" {
 		var err error
 		if ckpt, cfg, err = openResumed(opts.Resume, opts.Resumed); err != nil {
@@ -224,15 +225,12 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		}
 		runDir = opts.Resume
 	} else if speaks {
-		var err error
-		if runDir == "" {
-			runDir, err = newRunDirName(train.DataName(cfg), time.Now())
-		} else {
-			err = checkNewRunDir(runDir)
-		}
+		folder, err := takeNewRunFolder(opts.Out, train.DataName(cfg))
 		if err != nil {
 			return err
 		}
+		defer folder.release() // unless handed to the run
+		runDir, newFolder = folder.dir, folder
 	}
 	dev, err := rankDevice(cfg.Device, role)
 	if err != nil {
@@ -283,17 +281,22 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		log = io.Discard
 	}
 	if ckpt == nil && cfg.Restarts > 1 {
-		return trainRestarts(ctx, cfg, src, dev, runDir, opts.JSON, stdout, log, stderr)
+		return trainRestarts(ctx, cfg, src, dev, newFolder, opts.JSON, stdout, log, stderr)
 	}
 	writeDir := runDir
-	if !speaks {
-		writeDir = ""
+	if !speaks || newFolder != nil {
+		writeDir = "" // a new run attaches the folder it holds locked below
 	}
 	run, err := train.New(cfg, src, dev, writeDir)
 	if err != nil {
 		return err
 	}
 	defer run.Close()
+	if newFolder != nil {
+		if err := run.AttachLocked(runDir, newFolder.take()); err != nil {
+			return err
+		}
+	}
 	if ckpt != nil {
 		if err := run.Restore(ckpt); err != nil {
 			return fmt.Errorf("resume: %w", err)
@@ -328,6 +331,10 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		return finishRun(run, src, dev, 0, nil, opts.JSON, stdout, log, stderr)
 	}
 	if err := run.Train(ctx); err != nil {
+		if se := (*train.StopSaveError)(nil); errors.As(err, &se) {
+			return interruptedError{fmt.Errorf("interrupted after %s, and saving them failed (%v): continue with emclust train --resume %s from what its checkpoint holds",
+				plural(run.EpochsDone(), "epoch"), se.Err, runDir)}
+		}
 		if errors.Is(err, context.Canceled) {
 			if run.EpochsSaved() == 0 {
 				return interruptedError{fmt.Errorf("interrupted before the first epoch ended, so %s holds no checkpoint to resume: start the run again", runDir)}
@@ -348,21 +355,9 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 
 // trainRestarts trains cfg.Restarts seeds, keeps the run cfg.KeepBy chooses in
 // runDir, and finishes it like a single run.
-func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, runDir string, asJSON bool, stdout, log, warn io.Writer) error {
+func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, folder *runFolder, asJSON bool, stdout, log, warn io.Writer) error {
 	start := time.Now()
-	// The folder is the run's from now: no other run may take it while these train.
-	lock, err := train.LockDir(runDir)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if lock != nil { // not handed to the kept run
-			lock.Close()
-		}
-	}()
-	if err := checkNewRunDir(runDir); err != nil {
-		return err
-	}
+	runDir := folder.dir
 	by := map[string]string{train.KeepBySilhouette: "the silhouette of their clusterings",
 		train.KeepByAgreement: "the agreement between their clusterings"}[train.KeptBy(cfg.KeepBy, cfg.Restarts)]
 	if by == "" {
@@ -411,8 +406,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	if run == nil {
 		return interruptedError{errors.New("interrupted before any restart finished; no run was kept: start the run again")}
 	}
-	err = run.AttachLocked(runDir, lock) // the run owns the lock now, even on error
-	lock = nil
+	err = run.AttachLocked(runDir, folder.take()) // the run owns the lock now, even on error
 	if err != nil {
 		return err
 	}
@@ -580,7 +574,7 @@ func printSummary(s summary, asJSON bool, stdout, log, warn io.Writer) error {
 		}
 	}
 	if used < s.K {
-		fmt.Fprintf(warn, "emclust: warning: the clustering uses %d of its %d clusters; fewer may fit these data, or try --standardize, another --seed or a lower --lr\n", used, s.K)
+		fmt.Fprintf(warn, "emclust: warning: the clustering uses %d of its %d clusters; fewer may fit these data, or another --seed, a lower --lr or the other choice of --standardize may help\n", used, s.K)
 	}
 	if asJSON {
 		b, _ := json.Marshal(s)
@@ -769,6 +763,70 @@ func isRunConfig(path string) bool {
 	return k && obj
 }
 
+// runFolder is a new run's folder, locked from before its data are read until the
+// run takes it: no other run can take it between the check and the first write.
+type runFolder struct {
+	dir     string
+	lock    *os.File // nil once the run has it
+	created bool     // by this command: removed again if no run takes it
+}
+
+// takeNewRunFolder makes out (runs/<name>-<time> when empty), or takes it when it is
+// empty or a run left it before its first checkpoint (checkNewRunDir), and locks it.
+func takeNewRunFolder(out, name string) (*runFolder, error) {
+	f := &runFolder{dir: out}
+	if out == "" {
+		dir, err := newRunDirName(name, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		f.dir, f.created = dir, true
+	} else {
+		if err := checkNewRunDir(out); err != nil {
+			return nil, err
+		}
+		_, err := os.Stat(out)
+		f.created = errors.Is(err, os.ErrNotExist)
+	}
+	lock, err := train.LockDir(f.dir)
+	if err != nil {
+		f.removeIfCreated()
+		return nil, err
+	}
+	f.lock = lock
+	// Again under the lock: another run may have written it meanwhile.
+	if err := checkNewRunDir(f.dir); err != nil {
+		f.release()
+		return nil, err
+	}
+	return f, nil
+}
+
+// take hands the lock to the run that attaches the folder.
+func (f *runFolder) take() *os.File {
+	lock := f.lock
+	f.lock = nil
+	return lock
+}
+
+// release unlocks a folder no run took, and removes it when this command made it:
+// a command that fails before training leaves no empty run folder behind.
+func (f *runFolder) release() {
+	if f.lock == nil {
+		return
+	}
+	f.lock.Close()
+	f.lock = nil
+	os.Remove(filepath.Join(f.dir, ".lock"))
+	f.removeIfCreated()
+}
+
+func (f *runFolder) removeIfCreated() {
+	if f.created {
+		os.Remove(f.dir) // only if empty
+	}
+}
+
 // newRunDirName makes a new folder runs/<name>-<time> for a run given no --out,
 // with -2, -3, ... added when two runs start in the same second.
 func newRunDirName(name string, now time.Time) (string, error) {
@@ -803,10 +861,10 @@ func checkResumedData(ckpt *torch.SafeFile, began string, cfg train.Config, src 
 		}
 	}
 	if began != "" && cfg.DataDigest != began {
-		return fmt.Errorf("resume: %s are not the data the run in %s began on (their SHA-256 digest differs from config.json's data_digest); a resumed run needs the same data", name, runDir)
+		return usageError{fmt.Errorf("resume: %s are not the data the run in %s began on (their SHA-256 digest differs from config.json's data_digest); a resumed run needs the same data", name, runDir)}
 	}
 	if shape, ok := ckpt.Shape("recent.0"); ok && len(shape) == 1 && shape[0] != src.Len() {
-		return fmt.Errorf("resume: the run in %s trained on %d rows, and %s hold %d; a resumed run needs the data it trained on", runDir, shape[0], name, src.Len())
+		return usageError{fmt.Errorf("resume: the run in %s trained on %d rows, and %s hold %d; a resumed run needs the data it trained on", runDir, shape[0], name, src.Len())}
 	}
 	return nil
 }

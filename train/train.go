@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -336,10 +335,11 @@ func epochSeed(seed uint64, epoch int) uint64 {
 }
 
 // Train runs the remaining epochs, evaluating and checkpointing as configured.
-// Cancelling ctx stops after the current step, or, where the last epoch took under
-// shortEpoch, at the end of the current one, which is then saved: a run of short
-// epochs checkpoints only every checkpointInterval, and an interrupt would
-// otherwise lose up to that much. The last checkpoint stays valid either way.
+// Cancelling ctx stops after the current step; or, in a run of one process whose
+// previous epoch took under shortEpoch, at the end of the current one, which is then
+// saved: a run of short epochs checkpoints only every checkpointInterval, and an
+// interrupt would otherwise lose up to that much. The last checkpoint stays valid
+// either way.
 func (r *Run) Train(ctx context.Context) error {
 	defer r.oneThreadForSmallSteps()()
 	defer oneBLASThreadForConvolutions(r.Net, r.Dev)()
@@ -350,7 +350,7 @@ func (r *Run) Train(ctx context.Context) error {
 		if err := ctx.Err(); err != nil && r.group == nil {
 			if r.Dir != "" && r.epoch > r.savedEpoch {
 				if serr := r.Save(); serr != nil {
-					return errors.Join(err, serr)
+					return &StopSaveError{Epoch: r.epoch, Stop: err, Err: serr}
 				}
 			}
 			return err
@@ -371,6 +371,18 @@ func (r *Run) Train(ctx context.Context) error {
 	}
 	return nil
 }
+
+// StopSaveError is a run stopped (Stop: ctx's error) whose save of the epochs done
+// since its last checkpoint failed (Err); that checkpoint stays valid.
+type StopSaveError struct {
+	Epoch     int
+	Stop, Err error
+}
+
+func (e *StopSaveError) Error() string {
+	return fmt.Sprintf("%v; saving epoch %d failed: %v", e.Stop, e.Epoch, e.Err)
+}
+func (e *StopSaveError) Unwrap() []error { return []error{e.Stop, e.Err} }
 
 // shortEpoch is the longest epoch an interrupt lets finish, so that the run can be
 // saved at its end (Train).

@@ -743,3 +743,28 @@ func TestInterruptSavesShortEpochs(t *testing.T) {
 		resumed.Close()
 	}
 }
+
+// A save that fails as the run stops is reported with the stop, which stays what
+// errors.Is finds; the checkpoint before it stays.
+func TestInterruptSaveFails(t *testing.T) {
+	src := digitsSourceOn(t, torch.CPU)
+	cfg := VectorDefaults()
+	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs, cfg.Restarts = 0, 0, 50, 1
+	dir := t.TempDir()
+	r := newRun(t, cfg, src, dir)
+	defer r.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.Progress = &cancelAt{epoch: 6, step: 3, cancel: func() {
+		// A folder where the checkpoint goes: its rename fails.
+		ckpt := filepath.Join(dir, checkpointName)
+		os.Remove(ckpt)
+		os.MkdirAll(filepath.Join(ckpt, "x"), 0o755)
+		cancel()
+	}}
+	err := r.Train(ctx)
+	var se *StopSaveError
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &se) || se.Epoch != 6 || r.EpochsSaved() != 1 {
+		t.Errorf("got %v (%T), %d epochs saved; want the stop and the failed save of epoch 6, 1 epoch saved", err, err, r.EpochsSaved())
+	}
+}
