@@ -1006,6 +1006,14 @@ func TestCompareGuardsOutputs(t *testing.T) {
 		wantError(t, run(t, dir, append(base, "--markdown", tc.markdown)...), 2, "--markdown "+tc.markdown, tc.want)
 	}
 	wantError(t, run(t, dir, append(base, "--out", "cmp2", "--markdown", "cmp2/compare.json")...), 2, "cmp2/compare.json", "own compare.json")
+	// The same places spelt through a link, and a run folder made by the comparison.
+	os.Symlink("cmp", filepath.Join(dir, "link"))
+	wantError(t, run(t, dir, append(base, "--out", "cmp", "--markdown", "link/compare.json")...), 2, "link/compare.json", "own compare.json")
+	os.MkdirAll(filepath.Join(dir, "cmp4", "em-s1"), 0o755)
+	wantError(t, run(t, dir, append(base, "--out", "cmp4", "--markdown", "cmp4/em-s1/config.json")...), 2, "inside a run folder of --out cmp4")
+	os.Symlink(filepath.Join(fixtures, "mnist"), filepath.Join(dir, "images"))
+	images := []string{"compare", "--dataset", "mnist", "--methods", "kmeans", "--seeds", "1", "--quiet", "--force", "--data-dir", "images"}
+	wantError(t, run(t, dir, append(images, "--markdown", filepath.Join(fixtures, "mnist", "t.md"))...), 2, "inside the data's folder", "images")
 	// A table in the --out folder the comparison makes.
 	if r := run(t, dir, append(base, "--out", "cmp3", "--markdown", "cmp3/table.md")...); r.code != 0 {
 		t.Errorf("compare --out cmp3 --markdown cmp3/table.md: exit %d: %s", r.code, r.stderr)
@@ -2040,13 +2048,23 @@ func TestTrainOutKeepsUsersFiles(t *testing.T) {
 	wantError(t, run(t, dir, append(train, filepath.Join(dir, "file"))...), 2, "is a file")
 }
 
-// A run given no --out that fails before training leaves no empty folder in runs/.
+// A run that fails before training leaves none of the folders it made: runs/, or
+// --out and its parents.
 func TestFailedRunLeavesNoFolder(t *testing.T) {
 	dir := t.TempDir()
 	wantError(t, run(t, dir, "train", "--data", filepath.Join(fixtures, "ten.csv"), "--label-col", "label", "--k", "500", "--quiet"), 2, "--k 500")
 	wantError(t, run(t, dir, "train", "--data", "missing.csv", "--quiet"), 1, "missing.csv")
-	if entries, _ := os.ReadDir(filepath.Join(dir, "runs")); len(entries) != 0 {
-		t.Errorf("runs/ holds %d folders after two failed runs", len(entries))
+	wantError(t, run(t, dir, "train", "--data", "missing.csv", "--quiet", "--out", "a/b/c"), 1, "missing.csv")
+	for _, d := range []string{"runs", "a"} {
+		if _, err := os.Stat(filepath.Join(dir, d)); err == nil {
+			t.Errorf("%s is left after runs that failed before training", d)
+		}
+	}
+	// A dangling link named as --out is the user's: refused, and kept.
+	os.Symlink("nowhere", filepath.Join(dir, "dangling"))
+	wantError(t, run(t, dir, "train", "--dataset", "iris", "--quiet", "--out", "dangling"), 1, "dangling")
+	if _, err := os.Lstat(filepath.Join(dir, "dangling")); err != nil {
+		t.Errorf("the dangling link is gone: %v", err)
 	}
 }
 

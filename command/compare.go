@@ -415,17 +415,29 @@ func checkCompareOutputs(opts compareOptions) error {
 		return nil
 	}
 	// Even with --force: never the data compared, compare.json, nor a run folder's
-	// own files.
-	abs, _ := filepath.Abs(md)
-	if dir := opts.Run.Config.DataDir; dir != "" && within(abs, dir) {
-		return usageError{fmt.Errorf("--markdown %s is inside --data-dir %s; name a file outside the data", md, dir)}
+	// own files. Paths are compared with their links resolved.
+	real := realPath(md)
+	dataDir := opts.Run.Config.DataDir
+	if dataDir == "" {
+		dataDir = data.DefaultImageDir(opts.Run.Config.Dataset)
+	}
+	if dataDir != "" && within(real, realPath(dataDir)) {
+		return usageError{fmt.Errorf("--markdown %s is inside the data's folder %s; name a file outside the data", md, dataDir)}
+	}
+	for _, table := range opts.Tables {
+		if dir := filepath.Dir(realPath(table)); filepath.Dir(real) == dir && strings.HasSuffix(strings.TrimSuffix(md, ".gz"), ".csv") {
+			return usageError{fmt.Errorf("--markdown %s is a CSV among the --tables; name another file", md)}
+		}
 	}
 	if out := opts.Out; out != "" {
-		outAbs, _ := filepath.Abs(out)
-		if abs == filepath.Join(outAbs, "compare.json") {
+		outReal := realPath(out)
+		switch {
+		case real == filepath.Join(outReal, "compare.json"):
 			return usageError{fmt.Errorf("--markdown %s is the comparison's own compare.json; name another file", md)}
+		case within(real, outReal) && filepath.Dir(real) != outReal:
+			return usageError{fmt.Errorf("--markdown %s is inside a run folder of --out %s; name a file outside them", md, out)}
 		}
-		if _, err := os.Stat(out); errors.Is(err, os.ErrNotExist) && filepath.Dir(abs) == outAbs {
+		if _, err := os.Stat(out); errors.Is(err, os.ErrNotExist) && filepath.Dir(real) == outReal {
 			return nil // a new file in the --out folder the comparison makes
 		}
 	}
@@ -433,14 +445,29 @@ func checkCompareOutputs(opts compareOptions) error {
 	return checkOutputFlag("--markdown", md, opts.Force, inputs...)
 }
 
-// within says whether path lies in dir or below it.
+// within says whether path lies in dir or below it (both absolute).
 func within(path, dir string) bool {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return false
-	}
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// realPath is path made absolute with the links of its longest existing part
+// resolved, so that two spellings of one place compare equal.
+func realPath(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	rest := ""
+	for d := abs; ; d = filepath.Dir(d) {
+		if r, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if d == filepath.Dir(d) {
+			return abs
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+	}
 }
 
 // writeCompare writes the files asked for and prints the report.

@@ -766,9 +766,11 @@ func isRunConfig(path string) bool {
 // runFolder is a new run's folder, locked from before its data are read until the
 // run takes it: no other run can take it between the check and the first write.
 type runFolder struct {
-	dir     string
-	lock    *os.File // nil once the run has it
-	created bool     // by this command: removed again if no run takes it
+	dir  string
+	lock *os.File // nil once the run has it
+	// made is the highest folder of dir's path this command made ("" if none):
+	// it and the folders below it on the way to dir go again if no run takes dir.
+	made string
 }
 
 // takeNewRunFolder makes out (runs/<name>-<time> when empty), or takes it when it is
@@ -776,21 +778,25 @@ type runFolder struct {
 func takeNewRunFolder(out, name string) (*runFolder, error) {
 	f := &runFolder{dir: out}
 	if out == "" {
+		f.made = firstMissing("runs")
 		dir, err := newRunDirName(name, time.Now())
 		if err != nil {
+			f.removeMade()
 			return nil, err
 		}
-		f.dir, f.created = dir, true
+		f.dir = dir
+		if f.made == "" {
+			f.made = dir
+		}
 	} else {
 		if err := checkNewRunDir(out); err != nil {
 			return nil, err
 		}
-		_, err := os.Stat(out)
-		f.created = errors.Is(err, os.ErrNotExist)
+		f.made = firstMissing(out)
 	}
 	lock, err := train.LockDir(f.dir)
 	if err != nil {
-		f.removeIfCreated()
+		f.removeMade()
 		return nil, err
 	}
 	f.lock = lock
@@ -818,12 +824,36 @@ func (f *runFolder) release() {
 	f.lock.Close()
 	f.lock = nil
 	os.Remove(filepath.Join(f.dir, ".lock"))
-	f.removeIfCreated()
+	f.removeMade()
 }
 
-func (f *runFolder) removeIfCreated() {
-	if f.created {
-		os.Remove(f.dir) // only if empty
+// removeMade removes the folders this command made on the way to dir, deepest
+// first; os.Remove leaves any that is not empty.
+func (f *runFolder) removeMade() {
+	if f.made == "" {
+		return
+	}
+	for d := filepath.Clean(f.dir); ; d = filepath.Dir(d) {
+		os.Remove(d)
+		if d == filepath.Clean(f.made) || d == filepath.Dir(d) {
+			return
+		}
+	}
+}
+
+// firstMissing is the highest folder of path that does not exist yet (path itself
+// when only it is missing), or "" when path exists. Lstat: a dangling link is
+// something the user made, not a folder to make and remove.
+func firstMissing(path string) string {
+	missing := ""
+	for d := filepath.Clean(path); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil {
+			return missing
+		}
+		missing = d
+		if d == filepath.Dir(d) || d == "." {
+			return missing
+		}
 	}
 }
 
