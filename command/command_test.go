@@ -349,6 +349,7 @@ func TestErrors(t *testing.T) {
 		{name: "epochs 0", args: []string{"train", "--data", "ten.csv", "--epochs", "0"}, code: 2, want: []string{"epochs"}},
 		{name: "bad hidden", args: append(ten, "--hidden", "32,x"), code: 2, want: []string{"--hidden", `"x"`}},
 		{name: "nproc -1", args: append(ten, "--nproc", "-1"), code: 2, want: []string{"--nproc -1", "1 to 1024"}},
+		{name: "nproc 0", args: append(ten, "--nproc", "0"), code: 2, want: []string{"--nproc 0", "1 to 1024"}},
 		{name: "suite with data", args: []string{"compare", "--suite", "--data", "ten.csv"}, code: 2, want: []string{"--data with --suite"}},
 		{name: "tables without suite", args: []string{"compare", "--tables", "ten.csv", "--label-col", "label"}, code: 2, want: []string{"--tables without --suite"}},
 		{name: "tables without labels", args: []string{"compare", "--suite", "--tables", "ten.csv"}, code: 2, want: []string{"--tables needs --label-col"}},

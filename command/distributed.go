@@ -42,7 +42,7 @@ func distOptionsFrom(c *cli.Context) (distOptions, error) {
 		o.Args = args
 	}
 	switch {
-	case o.NProc < 0 || o.NProc > 1024:
+	case o.NProc < 0 || o.NProc > 1024 || (c.IsSet("nproc") && o.NProc == 0): // 0 is the unset default
 		return o, usageError{fmt.Errorf("--nproc %d: want 1 to 1024 processes", o.NProc)}
 	case o.Timeout <= 0:
 		return o, usageError{fmt.Errorf("--dist-timeout %v: want a positive duration such as 60s", o.Timeout)}
