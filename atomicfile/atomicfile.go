@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Write calls fill with a buffered writer on a temporary file beside path, syncs it,
@@ -18,7 +19,7 @@ func Write(path string, fill func(w io.Writer) error) (err error) {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	f, err := os.CreateTemp(dir, tempPattern(base))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -63,10 +64,19 @@ func RemoveStale(path string) {
 	if dir == "" {
 		dir = "."
 	}
-	old, _ := filepath.Glob(filepath.Join(dir, "."+base+".tmp*"))
+	old, _ := filepath.Glob(filepath.Join(dir, tempPattern(base)))
 	for _, f := range old {
 		os.Remove(f)
 	}
+}
+
+// tempPattern names the temporary files Write makes for a file named base.
+func tempPattern(base string) string { return "." + base + ".tmp*" }
+
+// IsTemp says whether name is a temporary file Write makes for a file named base:
+// what a writer killed before its rename leaves.
+func IsTemp(name, base string) bool {
+	return strings.HasPrefix(name, strings.TrimSuffix(tempPattern(base), "*"))
 }
 
 // WriteBytes writes data to path atomically.

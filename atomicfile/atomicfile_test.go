@@ -45,3 +45,20 @@ func TestFailedWriteKeepsOldFile(t *testing.T) {
 		t.Fatalf("temp file left behind: %v", ents)
 	}
 }
+
+// IsTemp knows Write's temporary files by name, and no others.
+func TestIsTemp(t *testing.T) {
+	for _, tc := range []struct {
+		name, base string
+		want       bool
+	}{
+		{".config.json.tmp123", "config.json", true},
+		{"config.json", "config.json", false},
+		{".config.json.tmp123", "summary.json", false},
+		{".config.jsonx.tmp1", "config.json", false},
+	} {
+		if got := IsTemp(tc.name, tc.base); got != tc.want {
+			t.Errorf("IsTemp(%q, %q) = %v, want %v", tc.name, tc.base, got, tc.want)
+		}
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -164,11 +163,8 @@ func checkReportDir(out string, force bool) error {
 		return usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
 	}
 	var names []string
-	for _, e := range entries[:min(len(entries), 3)] {
+	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if len(entries) > 3 {
-		names = append(names, "…")
-	}
-	return usageError{fmt.Errorf("--out %s holds files but no finished report (%s); name a new or empty folder, or pass --force to write the report beside them (a report stopped before its end leaves only its figures)", out, strings.Join(names, ", "))}
+	return usageError{fmt.Errorf("--out %s holds files but no finished report (%s); name a new or empty folder, or pass --force to write the report beside them (a report stopped before its end leaves only its figures)", out, someNames(names))}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"emclust/atomicfile"
 	"emclust/baseline"
 	"emclust/eval"
 	"emclust/launch"
@@ -728,23 +729,23 @@ func checkNewRunDir(dir string) error {
 		foreign = append(foreign, named...)
 	}
 	if len(foreign) > 0 {
-		if len(foreign) > 3 {
-			foreign = append(foreign[:3], "…")
-		}
-		return usageError{fmt.Errorf("--out %s holds files no emclust run wrote (%s), which a run would write over; name a new or empty folder", dir, strings.Join(foreign, ", "))}
+		return usageError{fmt.Errorf("--out %s holds files no emclust run wrote (%s), which a run would write over; name a new or empty folder", dir, someNames(foreign))}
 	}
 	return nil
+}
+
+// someNames lists the first three of names, and "…" for the rest.
+func someNames(names []string) string {
+	if len(names) > 3 {
+		names = append(names[:3:3], "…")
+	}
+	return strings.Join(names, ", ")
 }
 
 // isPartialRunFile says whether name is what atomicfile leaves of a run file a
 // process was killed while writing.
 func isPartialRunFile(name string) bool {
-	for _, f := range train.RunFiles {
-		if strings.HasPrefix(name, "."+f+".tmp") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(train.RunFiles, func(f string) bool { return atomicfile.IsTemp(name, f) })
 }
 
 // isRunConfig says whether path is a run's config.json rather than a file of the
