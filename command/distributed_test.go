@@ -166,12 +166,33 @@ func TestDataParallelEquivalence(t *testing.T) {
 			if rs[1].code != 0 || rs[1].stdout != "" || rs[1].stderr != "" {
 				t.Errorf("rank 1: exit %d, stdout %q, stderr %q; want 0 and silence", rs[1].code, rs[1].stdout, rs[1].stderr)
 			}
-			// The yardstick: how far one process drifts on one thread instead of all,
-			// from summation order alone (0.009 for twofold here). With
-			// --sync-stats=false the ranks part from one process by 0.07–0.39.
-			wantScoreLine(t, runIn(dir, 5*time.Minute, append(out(tc.name+"-threads1"), "--threads", "1")...))
+			// The yardstick: how far one process drifts from summation order alone,
+			// on one thread instead of all (0.009 for twofold here). On a GPU the
+			// threads change no sum, but cuDNN's vary from run to run: there it is
+			// the same run again (0.0096 for twofold on an H100).
+			// With --sync-stats=false the ranks part from one process by 0.07–0.39.
+			gpuCNN := torchtest.Device().CUDA && tc.name == "twofold cnn"
+			other := []string{"--threads", "1"}
+			if gpuCNN {
+				other = nil
+			}
+			wantScoreLine(t, runIn(dir, 5*time.Minute, append(out(tc.name+"-other"), other...)...))
 			one := checkpointState(t, filepath.Join(dir, tc.name+"-1"))
-			tol := math.Max(1e-2, 2*stateDiff(t, checkpointState(t, filepath.Join(dir, tc.name+"-threads1")), one))
+			yard := stateDiff(t, checkpointState(t, filepath.Join(dir, tc.name+"-other")), one)
+			t.Logf("one process, %v: %.3g from the default", other, yard)
+			tol := math.Max(1e-2, 2*yard)
+			if gpuCNN {
+				// The ranks' halved batches run other cuDNN kernels, in TF32: 0.029–0.042
+				// from one process on an H100. That the bound still tells unsynchronised
+				// statistics apart is checked below.
+				tol = math.Max(0.06, 2*yard)
+				wantScoreLine(t, runIn(dir, 5*time.Minute, append(out(tc.name+"-nosync"), "--nproc", "2", "--sync-stats=false")...))
+				d := stateDiff(t, checkpointState(t, filepath.Join(dir, tc.name+"-nosync")), one)
+				t.Logf("2 ranks, --sync-stats=false: %.3g from 1 process", d)
+				if d <= tol {
+					t.Errorf("2 ranks without synchronised statistics are %.3g from 1 process, within the tolerance %.3g: the test cannot tell them apart", d, tol)
+				}
+			}
 			for _, run := range []string{"-nproc", "-env"} {
 				d := stateDiff(t, checkpointState(t, filepath.Join(dir, tc.name+run)), one)
 				t.Logf("%s: 2 ranks against 1 process: max relative difference %.3g (tolerance %.3g)", run, d, tol)

@@ -57,10 +57,11 @@ func runState(t *testing.T, r *Run) (tensors map[string][]float64, steps []int64
 // statistics, learned prior, optimiser state, epoch losses and criteria, up to the
 // order of float sums in the batched products. For the MLP and for the linear map
 // with a learned prior; and nothing is left behind. Each tensor is compared relative
-// to its largest element, to 1e-2: Adam divides each gradient by its own running
-// size, so a weight whose gradient is small carries its rounding at full scale (1e-4
-// of the linear map's weights after three epochs), and another restart's state is
-// off by its whole size.
+// to its largest element, to 1e-2 (3e-2 on a GPU, whose batched and single matrix
+// products are other kernels: 1.6e-2 in the third MLP restart's Adam moments on an
+// H100): Adam divides each gradient by its own running size, so a weight whose
+// gradient is small carries its rounding at full scale (1e-4 of the linear map's
+// weights after three epochs), and another restart's state is off by its whole size.
 //
 // But for one parameter: the relevance normalisation subtracts the batch mean, so
 // the last layer's bias has a gradient of zero but for rounding, about 1e-8, which
@@ -75,6 +76,10 @@ func TestStackedRestartsAreAlone(t *testing.T) {
 	cands := NetworkCandidates(mlp)
 	if len(cands) != 2 {
 		t.Fatalf("%d networks, want the MLP and the linear map", len(cands))
+	}
+	tol := 1e-2
+	if testDevice.CUDA {
+		tol = 3e-2
 	}
 	for _, cfg := range cands {
 		cfg.EvalEvery = 0
@@ -103,7 +108,7 @@ func TestStackedRestartsAreAlone(t *testing.T) {
 					if strings.HasPrefix(name, "out.bias") || name == "relevance_norm.running_mean" {
 						continue // and the bias's Adam moments
 					}
-					if !torchtest.Near(tb[name], ta[name], 1e-2) {
+					if !torchtest.Near(tb[name], ta[name], tol) {
 						t.Errorf("restart %d: %s stacked %v\nalone %v", i+1, name, tb[name], ta[name])
 					}
 				}

@@ -707,7 +707,7 @@ func (c *cancelAt) End(EpochMetrics) {}
 // the checkpoint would otherwise hold only the first epoch (one every 10 s); in the
 // first epoch, whose length is not known yet, it stops at once as before.
 func TestInterruptSavesShortEpochs(t *testing.T) {
-	src := digitsSourceOn(t, torch.CPU) // 15 steps an epoch
+	src := digitsSource(t) // 15 steps an epoch, on the device the run trains on
 	cfg := VectorDefaults()
 	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs, cfg.Restarts = 0, 0, 50, 1
 	for _, tc := range []struct{ epoch, done, saved int }{{6, 6, 6}, {1, 0, 0}} {
@@ -747,7 +747,7 @@ func TestInterruptSavesShortEpochs(t *testing.T) {
 // A save that fails as the run stops is reported with the stop, which stays what
 // errors.Is finds; the checkpoint before it stays.
 func TestInterruptSaveFails(t *testing.T) {
-	src := digitsSourceOn(t, torch.CPU)
+	src := digitsSource(t)
 	cfg := VectorDefaults()
 	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs, cfg.Restarts = 0, 0, 50, 1
 	dir := t.TempDir()

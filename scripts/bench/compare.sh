@@ -8,6 +8,10 @@
 #   scripts/bench/compare.sh --models mnist,cifar,stl10 --device cuda --steps 50 \
 #       --emclust ./emclust --python python3
 #
+# --objective is the CNNs' (default: emclust's and the peer's own); the MLP trains on
+# vectors, so em alone, and --models mlp,mnist --objective twofold times mlp em beside
+# mnist twofold.
+#
 # Every configuration runs --repeats times, the implementations taking turns so that a
 # busy machine slows them alike; the table keeps the fastest run of each (the least
 # disturbed). The MLP's step takes about a millisecond, so it runs --mlp-steps steps
@@ -82,8 +86,15 @@ mkdir -p "$out"
 raw=$out/raw.jsonl
 : >"$raw"
 
-objflag=()
-[ -z "$objective" ] || objflag=(--objective "$objective")
+# appended WHAT: one more line of raw JSON since the last call, or stop: a run that
+# fails must not leave its row out of the table unnoticed.
+lines=0
+appended() {
+	local n
+	n=$(grep -c . "$raw" || true)
+	[ "$n" -gt "$lines" ] || { echo "compare.sh: $1 wrote no result (its error is above)" >&2; exit 1; }
+	lines=$n
+}
 
 echo "compare.sh: $models on $device, $steps steps after $warmup warmup (mlp: $mlp_steps after $mlp_warmup), $threads threads, best of $repeats; raw JSON in $raw" >&2
 IFS=, read -ra model_list <<<"$models"
@@ -94,14 +105,18 @@ for m in "${model_list[@]}"; do
 		common=(--device "$device" --steps "$steps" --warmup "$warmup" --threads "$threads" --batch-size "$batch")
 	fi
 	common+=(--precision "$precision" --channels-last "$channels_last")
+	objflag=()
+	[ -z "$objective" ] || { [ "$m" = mlp ] && [ "$objective" != em ]; } || objflag=(--objective "$objective")
 	for ((r = 1; r <= repeats; r++)); do
 		echo "  $m run $r/$repeats: emclust" >&2
 		"$emclust" bench --model "$m" "${objflag[@]}" "${common[@]}" --json |
 			sed 's/^{/{"impl":"emclust",/' >>"$raw"
+		appended "emclust bench --model $m"
 		for aug in cpu device; do
 			echo "  $m run $r/$repeats: python --aug $aug" >&2
 			"$python" "$here/reference.py" --model "$m" "${objflag[@]}" "${common[@]}" \
 				--aug "$aug" --num-workers "$workers" >>"$raw"
+			appended "reference.py --model $m --aug $aug"
 		done
 	done
 done
