@@ -1,6 +1,7 @@
 package baseline
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -82,16 +83,19 @@ type GMMResult struct {
 // so that labels and likelihood belong to the final parameters. The E-step works in
 // log space (log-sum-exp over components).
 //
+// An interrupt (ctx done) is seen at each EM and k-means iteration and returned
+// wrapped.
+//
 // Everything runs on x's device except, for full covariances, the Cholesky
 // factorisation and triangular inverse of the K covariances, done on the host in
 // float64 (gonum) and copied back as the factors P with PPᵀ = Σ⁻¹.
-func GMM(x *torch.Tensor, cfg GMMConfig) (*GMMResult, error) {
-	return gmm(x, cfg, nil)
+func GMM(ctx context.Context, x *torch.Tensor, cfg GMMConfig) (*GMMResult, error) {
+	return gmm(ctx, x, cfg, nil)
 }
 
 // gmm is GMM with a hook that sees the mean log-likelihood of every E-step, the
 // final one included, for tests of EM's monotonicity.
-func gmm(x *torch.Tensor, cfg GMMConfig, trace func(restart, iter int, ll float64)) (*GMMResult, error) {
+func gmm(ctx context.Context, x *torch.Tensor, cfg GMMConfig, trace func(restart, iter int, ll float64)) (*GMMResult, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -111,7 +115,7 @@ func gmm(x *torch.Tensor, cfg GMMConfig, trace func(restart, iter int, ll float6
 		if trace != nil {
 			hook = func(it int, ll float64) { trace(r, it, ll) }
 		}
-		res, err := p.em(cfg, r, hook)
+		res, err := p.em(ctx, cfg, r, hook)
 		if err != nil {
 			return nil, fmt.Errorf("gmm: restart %d of %d: %w", r+1, cfg.Restarts, err)
 		}
@@ -141,10 +145,10 @@ func (m *mixture) free() {
 }
 
 // em runs restart r: the k-means initialisation, EM to convergence and a final E-step.
-func (p *points) em(cfg GMMConfig, r int, hook func(iter int, ll float64)) (*GMMResult, error) {
+func (p *points) em(ctx context.Context, cfg GMMConfig, r int, hook func(iter int, ll float64)) (*GMMResult, error) {
 	full := cfg.Covariance == "full"
 	rng := rand.New(rand.NewPCG(cfg.Seed+uint64(r), pcgStream))
-	km, err := p.kmeans(rng, 300, 1e-4)
+	km, err := p.kmeans(ctx, rng, 300, 1e-4)
 	if err != nil {
 		return nil, fmt.Errorf("k-means initialisation: %w", err)
 	}
@@ -161,6 +165,9 @@ func (p *points) em(cfg GMMConfig, r int, hook func(iter int, ll float64)) (*GMM
 	prev := math.Inf(-1)
 	iters := 0
 	for iters < cfg.MaxIter {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("EM iteration %d: %w", iters+1, err)
+		}
 		iters++
 		s := torch.NoGrad()
 		logResp, ll := p.eStep(s, m, full)

@@ -1,6 +1,8 @@
 package baseline
 
 import (
+	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -45,7 +47,7 @@ func agreement(got, want []int) float64 {
 func runGMM(t *testing.T, x *torch.Tensor, cfg GMMConfig) (*GMMResult, map[int][]float64) {
 	t.Helper()
 	traces := map[int][]float64{}
-	res, err := gmm(x, cfg, func(r, it int, ll float64) {
+	res, err := gmm(context.Background(), x, cfg, func(r, it int, ll float64) {
 		if it != len(traces[r])+1 {
 			t.Errorf("restart %d: iteration %d after %d", r, it, len(traces[r]))
 		}
@@ -94,7 +96,7 @@ func TestFullGMMSeparatesParallelBars(t *testing.T) {
 	xs, truth := parallelBars(1, n, 4, 0.4, 3, 0.7)
 	x := tensor(t, s, xs, 2)
 
-	km, err := KMeans(x, KMeansConfig{K: 2, Seed: 1})
+	km, err := KMeans(context.Background(), x, KMeansConfig{K: 2, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func TestGMMErrors(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
 	wide := s.Zeros([]int{300, MaxFullDim + 1}, torch.Float32, testDevice)
-	if _, err := GMM(wide, GMMConfig{K: 2, Covariance: "full"}); err == nil || !strings.Contains(err.Error(), "D ≤ 256") {
+	if _, err := GMM(context.Background(), wide, GMMConfig{K: 2, Covariance: "full"}); err == nil || !strings.Contains(err.Error(), "D ≤ 256") {
 		t.Errorf("full with D=257: err = %v", err)
 	}
 	x := tensor(t, s, make([]float32, 10*2), 2)
@@ -173,7 +175,7 @@ func TestGMMErrors(t *testing.T) {
 		{GMMConfig{K: 2, Covariance: "spherical"}, `Covariance="spherical"`},
 		{GMMConfig{K: 2, Reg: -1}, "Reg=-1"},
 	} {
-		if _, err := GMM(x, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := GMM(context.Background(), x, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want %q", tc.cfg, err, tc.want)
 		}
 	}
@@ -207,5 +209,85 @@ func TestPrecisionCholesky(t *testing.T) {
 	}
 	if _, _, err := precisionCholesky([]float32{1, 2, 2, 1}, 1, 2, 0); err == nil {
 		t.Fatal("indefinite covariance accepted")
+	}
+}
+
+// countdown is a context that is done from its n-th Err on: an interrupt at a known
+// point of a loop, with no timer to race.
+type countdown struct {
+	context.Context
+	n int
+}
+
+func (c *countdown) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// An interrupt stops k-means and GMM where it comes, between iterations: they return
+// the context's error, wrapped, and leave no tensor behind. Ctrl-C in compare waited
+// for a whole baseline before.
+func TestBaselinesStopOnInterrupt(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	xs, _ := blobs(3, 200, 2.0, [][]float64{{0, 0}, {3, 0}, {1.5, 2.5}, {4, 3}})
+	x := tensor(t, s, xs, 2)
+	before := torch.LiveTensors()
+	for _, tc := range []struct {
+		name string
+		fit  func(ctx context.Context) (iters int, err error)
+		// least is the fewest checks a whole fit of iters iterations makes: one
+		// before each restart and each iteration (for the GMM, its k-means's too).
+		least func(iters int) int
+	}{
+		{"k-means", func(ctx context.Context) (int, error) {
+			res, err := KMeans(ctx, x, KMeansConfig{K: 8, Seed: 1, Restarts: 1})
+			if err != nil {
+				return 0, err
+			}
+			return res.Iters, nil
+		}, func(iters int) int { return 1 + iters }},
+		{"gmm-full", func(ctx context.Context) (int, error) {
+			res, err := GMM(ctx, x, GMMConfig{K: 8, Seed: 1, Covariance: "full"})
+			if err != nil {
+				return 0, err
+			}
+			return res.Iters, nil
+		}, func(iters int) int { return 2 + iters }},
+	} {
+		// Counted on a run to its end, then interrupted at the first check, halfway
+		// and at the last.
+		all := &countdown{context.Background(), 1 << 30}
+		iters, err := tc.fit(all)
+		if err != nil {
+			t.Fatalf("%s, not interrupted: %v", tc.name, err)
+		}
+		checks := 1<<30 - all.n
+		if checks < tc.least(iters) || iters < 3 {
+			t.Fatalf("%s: %d checks for the interrupt in a fit of %d iterations, want at least %d", tc.name, checks, iters, tc.least(iters))
+		}
+		for _, n := range []int{0, checks / 2, checks - 1} {
+			if _, err := tc.fit(&countdown{context.Background(), n}); !errors.Is(err, context.Canceled) {
+				t.Errorf("%s, done at check %d of %d: %v, want the interrupt", tc.name, n+1, checks, err)
+			}
+		}
+	}
+	// EM itself: an interrupt in iteration 3 ends it before iteration 4's E-step.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	last := 0
+	_, err := gmm(ctx, x, GMMConfig{K: 8, Seed: 1, Tol: 1e-12, MaxIter: 50}, func(_, it int, _ float64) {
+		last = it
+		if it == 3 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) || last != 3 {
+		t.Errorf("EM interrupted in iteration 3: %v after iteration %d", err, last)
+	}
+	if n := torch.LiveTensors() - before; n != 0 {
+		t.Errorf("%d tensors left by the interrupted fits", n)
 	}
 }

@@ -2,6 +2,7 @@ package baseline
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -60,11 +61,13 @@ type Result struct {
 // nearest-centre assignment of the returned centres, and the inertia is computed from
 // them by direct differences in float64, not from the distance expansion.
 //
+// An interrupt (ctx done) is seen at each Lloyd iteration and returned wrapped.
+//
 // Besides x and a centred copy of it, the device holds at most two N×K distance
 // matrices and the rows whose distances an iteration computes (see lloyd); the host
 // holds the assignment, N×K distance bounds and the last N×K distances, one set of
 // them for all the restarts. Nothing of size N×D crosses to the host.
-func KMeans(x *torch.Tensor, cfg KMeansConfig) (*Result, error) {
+func KMeans(ctx context.Context, x *torch.Tensor, cfg KMeansConfig) (*Result, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -79,7 +82,7 @@ func KMeans(x *torch.Tensor, cfg KMeansConfig) (*Result, error) {
 	var st lloyd // one restart's host state, reused by the next: N×K bounds on large N
 	for r := range cfg.Restarts {
 		rng := rand.New(rand.NewPCG(cfg.Seed+uint64(r), pcgStream))
-		run, err := p.kmeansWith(&st, rng, cfg.MaxIter, cfg.Tol)
+		run, err := p.kmeansWith(ctx, &st, rng, cfg.MaxIter, cfg.Tol)
 		if err != nil {
 			return nil, fmt.Errorf("k-means: restart %d of %d: %w", r+1, cfg.Restarts, err)
 		}
@@ -112,9 +115,9 @@ type kmeansRun struct {
 }
 
 // kmeans runs one k-means++ seeding and Lloyd's algorithm.
-func (p *points) kmeans(rng *rand.Rand, maxIter int, tol float64) (*kmeansRun, error) {
+func (p *points) kmeans(ctx context.Context, rng *rand.Rand, maxIter int, tol float64) (*kmeansRun, error) {
 	var st lloyd
-	run, err := p.kmeansWith(&st, rng, maxIter, tol)
+	run, err := p.kmeansWith(ctx, &st, rng, maxIter, tol)
 	if err == nil {
 		run.labels = st.labels
 	}
@@ -124,7 +127,10 @@ func (p *points) kmeans(rng *rand.Rand, maxIter int, tol float64) (*kmeansRun, e
 // kmeansWith is kmeans in st, whose host buffers it reuses; the labels stay in st.
 // Its tensors live in a scope of the restart, and each iteration's temporaries in a
 // scope of the iteration, so memory stays flat however many iterations run.
-func (p *points) kmeansWith(st *lloyd, rng *rand.Rand, maxIter int, tol float64) (*kmeansRun, error) {
+func (p *points) kmeansWith(ctx context.Context, st *lloyd, rng *rand.Rand, maxIter int, tol float64) (*kmeansRun, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	rs := torch.NoGrad()
 	defer rs.Close()
 	centers, err := p.plusPlus(rs, rng)
@@ -138,6 +144,9 @@ func (p *points) kmeansWith(st *lloyd, rng *rand.Rand, maxIter int, tol float64)
 	strict := false
 	iters := 0
 	for iters < maxIter {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("Lloyd iteration %d: %w", iters+1, err)
+		}
 		iters++
 		changed, err := p.assign(st)
 		if err == nil {

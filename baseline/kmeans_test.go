@@ -1,6 +1,7 @@
 package baseline
 
 import (
+	"context"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -74,7 +75,7 @@ func TestKMeansRecoversBlobs(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
 	xs, truth := blobs(1, 100, 0.5, [][]float64{{0, 0}, {10, 0}, {5, 8}})
-	res, err := KMeans(tensor(t, s, xs, 2), KMeansConfig{K: 3, Seed: 7})
+	res, err := KMeans(context.Background(), tensor(t, s, xs, 2), KMeansConfig{K: 3, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +120,7 @@ func TestKMeansRecoversBlobs(t *testing.T) {
 func TestKMeansHandExample(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
-	res, err := KMeans(tensor(t, s, []float32{0, 1, 10, 11}, 1), KMeansConfig{K: 2, Seed: 3})
+	res, err := KMeans(context.Background(), tensor(t, s, []float32{0, 1, 10, 11}, 1), KMeansConfig{K: 2, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,11 +147,11 @@ func TestKMeansDeterministic(t *testing.T) {
 	}
 	x := tensor(t, s, xs, 4)
 	cfg := KMeansConfig{K: 6, Restarts: 3, Seed: 42}
-	a, err := KMeans(x, cfg)
+	a, err := KMeans(context.Background(), x, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := KMeans(x, cfg)
+	b, err := KMeans(context.Background(), x, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestKMeansDeterministic(t *testing.T) {
 		t.Fatalf("same seed, different results: inertia %g vs %g", a.Inertia, b.Inertia)
 	}
 	// More restarts can only find an equal or lower inertia: restarts 0..2 are shared.
-	c, err := KMeans(x, KMeansConfig{K: 6, Restarts: 6, Seed: 42})
+	c, err := KMeans(context.Background(), x, KMeansConfig{K: 6, Restarts: 6, Seed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestKMeansDeterministic(t *testing.T) {
 		t.Fatalf("6 restarts gave inertia %g, 3 restarts %g", c.Inertia, a.Inertia)
 	}
 	// Other dtypes are cast: float64 input gives the same clustering.
-	d, err := KMeans(s.Cast(x, torch.Float64), cfg)
+	d, err := KMeans(context.Background(), s.Cast(x, torch.Float64), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestKMeansRestartsIndependent(t *testing.T) {
 	}
 	x := tensor(t, s, xs, d)
 	const restarts = 5
-	all, err := KMeans(x, KMeansConfig{K: 7, Restarts: restarts, Seed: 3})
+	all, err := KMeans(context.Background(), x, KMeansConfig{K: 7, Restarts: restarts, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestKMeansRestartsIndependent(t *testing.T) {
 	bestAt := 0
 	inertias := map[float64]bool{}
 	for r := range restarts {
-		one, err := KMeans(x, KMeansConfig{K: 7, Restarts: 1, Seed: 3 + uint64(r)})
+		one, err := KMeans(context.Background(), x, KMeansConfig{K: 7, Restarts: 1, Seed: 3 + uint64(r)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +224,7 @@ func TestKMeansKEqualsN(t *testing.T) {
 	for i := range xs {
 		xs[i] = float32(rng.NormFloat64() * 100)
 	}
-	res, err := KMeans(tensor(t, s, xs, 3), KMeansConfig{K: 10, Seed: 1})
+	res, err := KMeans(context.Background(), tensor(t, s, xs, 3), KMeansConfig{K: 10, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,27 +251,27 @@ func TestKMeansErrors(t *testing.T) {
 		{KMeansConfig{K: 2, Tol: -1}, "Tol=-1"},
 		{KMeansConfig{K: 2, Restarts: -1}, "Restarts=-1"},
 	} {
-		if _, err := KMeans(x, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := KMeans(context.Background(), x, tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: err = %v, want %q", tc.cfg, err, tc.want)
 		}
 	}
-	if _, err := KMeans(x, KMeansConfig{K: 20}); err == nil || err.Error() != "k-means: K=20 is larger than the 10 rows of data" {
+	if _, err := KMeans(context.Background(), x, KMeansConfig{K: 20}); err == nil || err.Error() != "k-means: K=20 is larger than the 10 rows of data" {
 		t.Errorf("K > N: err = %v", err)
 	}
 	bad := tensor(t, s, []float32{0, 1, float32(math.NaN()), 3, 4, 5}, 2)
-	if _, err := KMeans(bad, KMeansConfig{K: 2}); err == nil || !strings.Contains(err.Error(), "1 NaN") {
+	if _, err := KMeans(context.Background(), bad, KMeansConfig{K: 2}); err == nil || !strings.Contains(err.Error(), "1 NaN") {
 		t.Errorf("NaN data: err = %v", err)
 	}
 	// Finite, but the squares overflow float32: every distance would be NaN and all
 	// points would land in cluster 0 without an error.
 	huge := tensor(t, s, []float32{1e20, -1e20, -1e20, 1e20, 1e20, 1e20, -1e20, -1e20}, 2)
-	if _, err := KMeans(huge, KMeansConfig{K: 2}); err == nil || !strings.Contains(err.Error(), "overflow") {
+	if _, err := KMeans(context.Background(), huge, KMeansConfig{K: 2}); err == nil || !strings.Contains(err.Error(), "overflow") {
 		t.Errorf("±1e20 data: err = %v", err)
 	}
-	if _, err := KMeans(s.Reshape(x, 20), KMeansConfig{K: 2}); err == nil || !strings.Contains(err.Error(), "want N×D") {
+	if _, err := KMeans(context.Background(), s.Reshape(x, 20), KMeansConfig{K: 2}); err == nil || !strings.Contains(err.Error(), "want N×D") {
 		t.Errorf("1-D data: err = %v", err)
 	}
-	if _, err := KMeans(nil, KMeansConfig{K: 2}); err == nil {
+	if _, err := KMeans(context.Background(), nil, KMeansConfig{K: 2}); err == nil {
 		t.Error("nil data accepted")
 	}
 }
@@ -284,7 +285,7 @@ func TestKMeansIdenticalPoints(t *testing.T) {
 	for i := range xs {
 		xs[i] = 3
 	}
-	res, err := KMeans(tensor(t, s, xs, 2), KMeansConfig{K: 4, Seed: 2})
+	res, err := KMeans(context.Background(), tensor(t, s, xs, 2), KMeansConfig{K: 4, Seed: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -400,16 +401,16 @@ func TestNoTensorsLeak(t *testing.T) {
 	xs, _ := blobs(2, 50, 1, [][]float64{{0, 0, 0}, {5, 5, 5}})
 	x := tensor(t, s, xs, 3)
 	before := torch.LiveTensors()
-	if _, err := KMeans(x, KMeansConfig{K: 2, Restarts: 2}); err != nil {
+	if _, err := KMeans(context.Background(), x, KMeansConfig{K: 2, Restarts: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := GMM(x, GMMConfig{K: 2, Covariance: "full"}); err != nil {
+	if _, err := GMM(context.Background(), x, GMMConfig{K: 2, Covariance: "full"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := GMM(x, GMMConfig{K: 2, Covariance: "diag"}); err != nil {
+	if _, err := GMM(context.Background(), x, GMMConfig{K: 2, Covariance: "diag"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := KMeans(x, KMeansConfig{K: 200}); err == nil {
+	if _, err := KMeans(context.Background(), x, KMeansConfig{K: 200}); err == nil {
 		t.Fatal("K > N accepted")
 	}
 	if n := torch.LiveTensors() - before; n != 0 {
@@ -432,7 +433,7 @@ func BenchmarkKMeansDigitsSize(b *testing.B) {
 	iters := 0
 	b.ResetTimer()
 	for i := range b.N {
-		res, err := KMeans(x, KMeansConfig{K: 10, Seed: uint64(i)})
+		res, err := KMeans(context.Background(), x, KMeansConfig{K: 10, Seed: uint64(i)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -463,7 +464,7 @@ func BenchmarkKMeansBlobs(b *testing.B) {
 	iters := 0
 	b.ResetTimer()
 	for i := range b.N {
-		res, err := KMeans(x, KMeansConfig{K: k, Seed: uint64(i)})
+		res, err := KMeans(context.Background(), x, KMeansConfig{K: k, Seed: uint64(i)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2253,3 +2253,65 @@ func saveRunAs(t *testing.T, from, to string, edit func(*train.Config)) {
 		t.Fatal(err)
 	}
 }
+
+// SIGINT while a k-means baseline runs stops it where it is: compare ends with the
+// runs that finished (none here), and train, whose run is whole by then, leaves the
+// baselines out and says so. Both waited for the whole baseline before.
+func TestInterruptBaselines(t *testing.T) {
+	dir := t.TempDir()
+	bigCSV(t, dir) // k = 40 on 20 000 rows: seconds a baseline
+	data := []string{"--data", "big.csv", "--label-col", "label", "--k", "40"}
+
+	cmd := exec.Command(bin, append([]string{"compare", "--methods", "kmeans", "--seeds", "2"}, data...)...)
+	cmd.Dir = dir
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { cmd.Wait(); pw.Close() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	lines := bufio.NewScanner(pr)
+	var all []string
+	for lines.Scan() {
+		all = append(all, lines.Text())
+		if strings.Contains(lines.Text(), "kmeans × 2 seeds") { // the line before the first run
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	last := ""
+	if len(all) > 0 {
+		last = all[len(all)-1]
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(last, "interrupted before the first of 2 runs finished") {
+		t.Errorf("compare, SIGINT in the first k-means: exit %d, last line %q; want 130 and no run finished", code, last)
+	}
+	noCrash(t, result{stderr: strings.Join(all, "\n")})
+
+	var stderr bytes.Buffer
+	train := exec.Command(bin, append([]string{"train", "--epochs", "1", "--restarts", "1", "--out", "run"}, data...)...)
+	train.Dir = dir
+	train.Stderr = &stderr
+	if err := train.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { train.Wait(); close(done) }()
+	t.Cleanup(func() { train.Process.Kill(); <-done })
+	waitFor(t, filepath.Join(dir, "run", "assignments.csv"), time.Minute, done) // written before the baselines
+	if err := train.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	var sum struct {
+		Skipped []string `json:"baselines_skipped"`
+	}
+	readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
+	if code := train.ProcessState.ExitCode(); code != 0 || len(sum.Skipped) == 0 || !strings.Contains(sum.Skipped[0], "interrupted") ||
+		!strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("train, SIGINT in its k-means baseline: exit %d, baselines_skipped %q, stderr %q; want 0 and the baselines left out as interrupted", code, sum.Skipped, stderr.String())
+	}
+	noCrash(t, result{stderr: stderr.String()})
+}

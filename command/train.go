@@ -315,8 +315,8 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 			plural(role.World, "rank"), role.Launcher, group.Backend(), run.Cfg.BatchSize/role.World, stats)
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s, %v)\n", src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), run.Net.Compute())
-	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %d epochs → %s\n",
-		run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.Objective, run.Cfg.GammaVal, run.Cfg.BatchSize, run.Cfg.Epochs, runDir)
+	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %s → %s\n",
+		run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.Objective, run.Cfg.GammaVal, run.Cfg.BatchSize, plural(run.Cfg.Epochs, "epoch"), runDir)
 	if ckpt != nil {
 		fmt.Fprintf(log, "emclust: resuming after epoch %d\n", run.EpochsDone())
 	}
@@ -329,7 +329,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		if !speaks {
 			return nil
 		}
-		return finishRun(run, src, dev, 0, nil, opts.JSON, stdout, log, stderr)
+		return finishRun(ctx, run, src, dev, 0, nil, opts.JSON, stdout, log, stderr)
 	}
 	if err := run.Train(ctx); err != nil {
 		if se := (*train.StopSaveError)(nil); errors.As(err, &se) {
@@ -351,7 +351,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	if !speaks {
 		return nil
 	}
-	return finishRun(run, src, dev, time.Since(start), nil, opts.JSON, stdout, log, stderr)
+	return finishRun(ctx, run, src, dev, time.Since(start), nil, opts.JSON, stdout, log, stderr)
 }
 
 // trainRestarts trains cfg.Restarts seeds, keeps the run cfg.KeepBy chooses in
@@ -443,9 +443,9 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 			agree += fmt.Sprintf(", which uses %d of %d clusters", other.NetworkClusters, run.Cfg.K)
 		}
 	}
-	fmt.Fprintf(log, "emclust: kept seed %d%s: %s net, %d params, K=%d, γ=%.4g, %d epochs → %s\n",
-		run.Cfg.Seed, agree, run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.GammaVal, run.Cfg.Epochs, runDir)
-	return finishRun(run, src, dev, time.Since(start), restarts, asJSON, stdout, log, warn)
+	fmt.Fprintf(log, "emclust: kept seed %d%s: %s net, %d params, K=%d, γ=%.4g, %s → %s\n",
+		run.Cfg.Seed, agree, run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.GammaVal, plural(run.Cfg.Epochs, "epoch"), runDir)
+	return finishRun(ctx, run, src, dev, time.Since(start), restarts, asJSON, stdout, log, warn)
 }
 
 // networkLabel names a network of train.NetworkCandidates for people.
@@ -457,7 +457,8 @@ func networkLabel(name string) string {
 }
 
 // finishRun writes assignments and the summary, runs the k-means baseline and prints.
-func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.Duration, restarts []train.Restart, asJSON bool, stdout, log, warn io.Writer) error {
+// An interrupt (ctx done) leaves out the baselines not yet done: the run is whole.
+func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.Device, elapsed time.Duration, restarts []train.Restart, asJSON bool, stdout, log, warn io.Writer) error {
 	pred, err := train.PredictWithCriteria(run.Net, src, dev, run.Prior(), run.Cfg.GammaVal)
 	if err != nil {
 		return err
@@ -499,6 +500,9 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 			// float32 distances, say) is named and left out, and the run finishes.
 			// Failing here would leave a run that no --resume could finish.
 			skip := func(what string, sc *eval.Scores, err error) *eval.Scores {
+				if errors.Is(err, context.Canceled) {
+					err = errors.New("interrupted")
+				}
 				if err != nil {
 					sum.BaselinesSkipped = append(sum.BaselinesSkipped, fmt.Sprintf("%s: %v", what, err))
 					return nil
@@ -506,17 +510,17 @@ func finishRun(run *train.Run, src train.Source, dev torch.Device, elapsed time.
 				return sc
 			}
 			t0 := time.Now()
-			km, err := kmeansScores(src, run.Cfg, labels, false)
+			km, err := kmeansScores(ctx, src, run.Cfg, labels, false)
 			sum.KMeans = skip("k-means baseline", km, err)
 			sum.KMeansSeconds = round3(time.Since(t0).Seconds())
 			// k-means does better on the raw digits (0.79 against 0.58) and on the
 			// standardized wine (0.97 against 0.70): show it on the features the run
 			// did not use too, so that the stronger baseline is in view.
 			if run.Cfg.Standardize {
-				km, err := kmeansScores(src, run.Cfg, labels, true)
+				km, err := kmeansScores(ctx, src, run.Cfg, labels, true)
 				sum.KMeansRaw = skip("k-means baseline on the raw features", km, err)
 			} else if vs, ok := src.(*train.VectorSource); ok {
-				km, err := kmeansStandardized(vs, run.Cfg, labels)
+				km, err := kmeansStandardized(ctx, vs, run.Cfg, labels)
 				sum.KMeansStandardized = skip("k-means baseline on the standardized features", km, err)
 			}
 		}
@@ -588,7 +592,7 @@ func printSummary(s summary, asJSON bool, stdout, log, warn io.Writer) error {
 			empty++
 		}
 	}
-	fmt.Fprintf(log, "emclust: %d epochs in %.1fs; cluster sizes %v (%d empty); run saved in %s\n", s.Epochs, s.Seconds, s.Sizes, empty, s.Run)
+	fmt.Fprintf(log, "emclust: %s in %.1fs; cluster sizes %v (%d empty); run saved in %s\n", plural(s.Epochs, "epoch"), s.Seconds, s.Sizes, empty, s.Run)
 	if h := s.Head; h != nil {
 		fmt.Fprintf(log, "emclust: predicting with head %d of %d, which agreed best with the other heads (mean ARI %.4f)\n", h.Head, s.Heads, h.Agreement)
 	}
@@ -624,7 +628,7 @@ func printSummary(s summary, asJSON bool, stdout, log, warn io.Writer) error {
 // kmeansScores scores the k-means baseline on src's features; with unstandardize, on
 // the features as they were before the run's standardisation (x·std + mean, on the
 // device, rather than reading the data again).
-func kmeansScores(src train.Source, cfg train.Config, labels []int, unstandardize bool) (*eval.Scores, error) {
+func kmeansScores(ctx context.Context, src train.Source, cfg train.Config, labels []int, unstandardize bool) (*eval.Scores, error) {
 	s := torch.NoGrad()
 	defer s.Close()
 	x := src.Features(s)
@@ -635,24 +639,24 @@ func kmeansScores(src train.Source, cfg train.Config, labels []int, unstandardiz
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	return kmeansOn(x, cfg, labels)
+	return kmeansOn(ctx, x, cfg, labels)
 }
 
 // kmeansStandardized scores the k-means baseline on vs's features z-scored as
 // --standardize would (data.Vectors.Standardize, on a copy).
-func kmeansStandardized(vs *train.VectorSource, cfg train.Config, labels []int) (*eval.Scores, error) {
+func kmeansStandardized(ctx context.Context, vs *train.VectorSource, cfg train.Config, labels []int) (*eval.Scores, error) {
 	s := torch.NoGrad()
 	defer s.Close()
 	x := vs.Standardized(s)
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	return kmeansOn(x, cfg, labels)
+	return kmeansOn(ctx, x, cfg, labels)
 }
 
 // kmeansOn scores ten k-means++ restarts on the rows of x against labels.
-func kmeansOn(x *torch.Tensor, cfg train.Config, labels []int) (*eval.Scores, error) {
-	res, err := baseline.KMeans(x, baseline.KMeansConfig{K: cfg.K, Restarts: 10, Seed: cfg.Seed})
+func kmeansOn(ctx context.Context, x *torch.Tensor, cfg train.Config, labels []int) (*eval.Scores, error) {
+	res, err := baseline.KMeans(ctx, x, baseline.KMeansConfig{K: cfg.K, Restarts: 10, Seed: cfg.Seed})
 	if err != nil {
 		return nil, err
 	}

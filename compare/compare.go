@@ -183,7 +183,7 @@ func Run(ctx context.Context, src train.Source, opt Options) ([]Result, error) {
 			if Neural(m) {
 				r, err = opt.neural(ctx, src, m, seed)
 			} else {
-				r, err = opt.baseline(src, m, seed)
+				r, err = opt.baseline(ctx, src, m, seed)
 			}
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return results, fmt.Errorf("compare: stopped during %s seed %d, after %d of %d runs: %w", m, seed, len(results), total, err)
@@ -321,7 +321,7 @@ func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch
 
 // baseline clusters the features the train command's k-means baseline uses: the
 // vectors as given (standardised if asked), or raw pixels scaled to [0, 1].
-func (opt *Options) baseline(src train.Source, method string, seed uint64) (Result, error) {
+func (opt *Options) baseline(ctx context.Context, src train.Source, method string, seed uint64) (Result, error) {
 	k := opt.Train.K
 	start := time.Now()
 	s := torch.NoGrad()
@@ -334,7 +334,7 @@ func (opt *Options) baseline(src train.Source, method string, seed uint64) (Resu
 	var reg float64
 	switch method {
 	case "kmeans":
-		res, err := baseline.KMeans(x, baseline.KMeansConfig{K: k, Restarts: KMeansRestarts, Seed: seed * KMeansRestarts})
+		res, err := baseline.KMeans(ctx, x, baseline.KMeansConfig{K: k, Restarts: KMeansRestarts, Seed: seed * KMeansRestarts})
 		if err != nil {
 			return Result{}, err
 		}
@@ -342,7 +342,7 @@ func (opt *Options) baseline(src train.Source, method string, seed uint64) (Resu
 	case "gmm-diag", "gmm-full":
 		cov := strings.TrimPrefix(method, "gmm-")
 		for i, r := range GMMRegs {
-			res, err := baseline.GMM(x, baseline.GMMConfig{K: k, Restarts: GMMRestarts, Seed: seed, Covariance: cov, Reg: r})
+			res, err := baseline.GMM(ctx, x, baseline.GMMConfig{K: k, Restarts: GMMRestarts, Seed: seed, Covariance: cov, Reg: r})
 			if err == nil {
 				labels, reg = res.Labels, r
 				break

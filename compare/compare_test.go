@@ -158,7 +158,7 @@ func TestRetryMessage(t *testing.T) {
 	// [[1 1] [1 1]], exact in any arithmetic and singular, and Reg = 1e-300 is lost
 	// when added to 1 in float64.
 	x := s.FromFloat32([]float32{0, 0, 2, 2}, []int{2, 2}, testDevice)
-	_, err := baseline.GMM(x, baseline.GMMConfig{K: 1, Covariance: "full", Reg: 1e-300})
+	_, err := baseline.GMM(context.Background(), x, baseline.GMMConfig{K: 1, Covariance: "full", Reg: 1e-300})
 	if err == nil || !strings.Contains(err.Error(), "not positive definite") {
 		t.Fatalf("GMM on a singular covariance: err = %v, want one saying \"not positive definite\"", err)
 	}
