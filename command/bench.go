@@ -62,10 +62,17 @@ type benchOptions struct {
 }
 
 func benchOptionsFrom(c *cli.Context) (benchOptions, error) {
-	opts := benchOptions{Models: splitList(c.String("model")), Objectives: splitList(c.String("objective")),
-		Precisions: splitList(c.String("precision")), Layouts: splitList(c.String("channels-last")),
-		Device: c.String("device"), BatchSize: c.Int("batch-size"), Steps: c.Int("steps"), Warmup: c.Int("warmup"),
+	opts := benchOptions{Device: c.String("device"), BatchSize: c.Int("batch-size"), Steps: c.Int("steps"), Warmup: c.Int("warmup"),
 		Threads: c.Int("threads"), JSON: c.Bool("json")}
+	for _, l := range []struct {
+		flag string
+		list *[]string
+	}{{"model", &opts.Models}, {"objective", &opts.Objectives}, {"precision", &opts.Precisions}, {"channels-last", &opts.Layouts}} {
+		var err error
+		if *l.list, err = splitList(l.flag, c.String(l.flag)); err != nil {
+			return opts, err
+		}
+	}
 	if opts.Steps < 1 || opts.Warmup < 0 {
 		return opts, usageError{fmt.Errorf("--steps %d --warmup %d: want at least 1 timed step and no negative warmup", opts.Steps, opts.Warmup)}
 	}

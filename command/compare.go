@@ -131,7 +131,9 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 	images := train.IsImageSet(opts.Run.Config.Dataset)
 	opts.Methods = compare.DefaultMethods(images)
 	if c.IsSet("methods") {
-		opts.Methods = splitList(c.String("methods"))
+		if opts.Methods, err = splitList("methods", c.String("methods")); err != nil {
+			return opts, err
+		}
 	}
 	if err := compare.CheckMethods(opts.Methods, images); err != nil {
 		return opts, usageError{fmt.Errorf("--methods: %w", err)}
@@ -233,10 +235,17 @@ func suiteTables(arg string) ([]string, error) {
 		}
 		return files, nil // ReadDir sorts by name
 	}
+	names, err := splitList("tables", arg)
+	if err != nil {
+		return nil, err
+	}
 	var files []string
-	for _, f := range splitList(arg) {
+	for _, f := range names {
 		if _, err := os.Stat(f); err != nil {
 			return nil, fmt.Errorf("--tables: %w", err)
+		}
+		if slices.Contains(files, absPath(f)) {
+			return nil, usageError{fmt.Errorf("--tables: %s given twice", f)}
 		}
 		files = append(files, absPath(f))
 	}
@@ -499,8 +508,12 @@ func compareSeeds(c *cli.Context) ([]uint64, error) {
 		if c.IsSet("seeds") {
 			return nil, usageError{errors.New("give either --seeds N or --seed-list, not both")}
 		}
+		list, err := splitList("seed-list", c.String("seed-list"))
+		if err != nil {
+			return nil, err
+		}
 		var seeds []uint64
-		for _, f := range splitList(c.String("seed-list")) {
+		for _, f := range list {
 			s, err := strconv.ParseUint(f, 10, 64)
 			if err != nil {
 				return nil, usageError{fmt.Errorf("--seed-list: %q is not a seed (a non-negative integer)", f)}
@@ -524,14 +537,21 @@ func compareSeeds(c *cli.Context) ([]uint64, error) {
 }
 
 // splitList splits a comma-separated flag value, dropping blanks.
-func splitList(s string) []string {
+// splitList splits flag's comma-separated value. An empty entry ("1,,2", a comma at
+// the end) is refused: it is a slip, and the entry meant may be missing.
+func splitList(flag, s string) ([]string, error) {
+	if s == "" {
+		return nil, nil // the flag's default, or nothing named: the caller's checks say
+	}
 	var out []string
 	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
+		f = strings.TrimSpace(f)
+		if f == "" {
+			return nil, usageError{fmt.Errorf("--%s %q: an empty entry in the list", flag, s)}
 		}
+		out = append(out, f)
 	}
-	return out
+	return out, nil
 }
 
 // runSweep trains opts.Methods[0] at each K of opts.Ks over the seeds and prints the
