@@ -118,14 +118,15 @@ func runBench(_ context.Context, opts benchOptions, stdout, _ io.Writer) error {
 			}
 		}
 		for _, obj := range objs {
+			layouts := opts.Layouts
+			if m == "mlp" {
+				layouts = []string{"false"} // no convolutions to lay out: timed once
+			}
 			for _, prec := range opts.Precisions {
-				for _, layout := range opts.Layouts {
+				for _, layout := range layouts {
 					cl, _ := strconv.ParseBool(layout)
 					if layout == "auto" {
 						cl = defaultChannelsLast(m != "mlp")
-					}
-					if cl && m == "mlp" {
-						continue // no convolutions to lay out
 					}
 					comp := model.Compute{Precision: prec, ChannelsLast: cl}
 					res, err := benchOne(m, obj, comp, dev, opts)

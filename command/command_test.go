@@ -2319,3 +2319,30 @@ func TestInterruptBaselines(t *testing.T) {
 	}
 	noCrash(t, result{stderr: stderr.String()})
 }
+
+// bench times every configuration asked for, each once: the MLP, which has no
+// layout, once whatever --channels-last lists (left out for "true" alone, it was
+// missing from compare.sh's table without a word).
+func TestBenchTimesEachConfiguration(t *testing.T) {
+	r := runIn(t.TempDir(), 3*time.Minute, "bench", "--model", "mlp,mnist", "--channels-last", "true", "--precision", "fp32", "--device", "cpu",
+		"--steps", "1", "--warmup", "0", "--batch-size", "8", "--json")
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var b struct {
+			Arch         string  `json:"arch"`
+			ChannelsLast bool    `json:"channels_last"`
+			MS           float64 `json:"ms_per_step"`
+		}
+		if err := json.Unmarshal([]byte(line), &b); err != nil || !(b.MS > 0) {
+			t.Fatalf("line %q: %v, ms_per_step %v", line, err, b.MS)
+		}
+		got = append(got, fmt.Sprintf("%s/%v", b.Arch, b.ChannelsLast))
+	}
+	if want := []string{"mlp/false", "mnist/true"}; !slices.Equal(got, want) {
+		t.Errorf("timed %v, want %v", got, want)
+	}
+}

@@ -546,11 +546,13 @@ def main():
             for prec in args.precision.split(","):
                 if prec not in ("fp32", "bf16"):
                     ap.error("unknown --precision %r" % prec)
-                for cl in args.channels_last.split(","):
+                layouts = args.channels_last.split(",")
+                for cl in layouts:
                     if cl not in ("false", "true"):
                         ap.error("--channels-last %r: want false or true" % cl)
-                    if cl == "true" and arch == "mlp":
-                        continue
+                if arch == "mlp":
+                    layouts = ["false"]  # no convolutions to lay out: timed once
+                for cl in layouts:
                     for aug in args.aug.split(","):
                         if aug not in ("cpu", "device"):
                             ap.error("unknown --aug %r" % aug)
