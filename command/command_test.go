@@ -2174,13 +2174,24 @@ func TestResumeWithOtherData(t *testing.T) {
 			t.Errorf("a resume refused on %s rewrote config.json", other)
 		}
 	}
+	// The same rows with other labels: the epochs' scores would not compare.
+	var relabelled strings.Builder
+	for i, line := range strings.Split(strings.TrimSuffix(a, "\n"), "\n") {
+		if i == 1 { // one row's class
+			cut := strings.LastIndexByte(line, ',')
+			line = line[:cut] + "," + strconv.Itoa(1-int(line[cut+1]-'0'))
+		}
+		relabelled.WriteString(line + "\n")
+	}
+	os.WriteFile(filepath.Join(dir, "relabelled.csv"), []byte(relabelled.String()), 0o644)
+	wantError(t, run(t, dir, "train", "--resume", "run", "--epochs", "4", "--data", "relabelled.csv"), 2, "relabelled.csv", "labels_digest")
 	// The same data in a new place go on.
 	if r := run(t, dir, "train", "--resume", "run", "--epochs", "3", "--data", "moved.csv", "--quiet"); r.code != 0 {
 		t.Errorf("resume on the same data moved: exit %d: %s", r.code, r.stderr)
 	}
 
 	// A run saved before config.json had a digest is checked by its rows.
-	saveRunAs(t, filepath.Join(dir, "run"), filepath.Join(dir, "old"), func(cfg *train.Config) { cfg.DataDigest, cfg.Epochs = "", 10 })
+	saveRunAs(t, filepath.Join(dir, "run"), filepath.Join(dir, "old"), func(cfg *train.Config) { cfg.DataDigest, cfg.LabelsDigest, cfg.Epochs = "", "", 10 })
 	wantError(t, run(t, dir, "train", "--resume", "old", "--data", "b.csv"), 2, "trained on 10 rows", "b.csv hold 20", "needs the data it trained on")
 }
 

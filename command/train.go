@@ -256,7 +256,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	} else {
 		cfg.WorldSize = 1
 	}
-	began := cfg.DataDigest // a resumed run's; OpenSource records what it reads now
+	began, beganLabels := cfg.DataDigest, cfg.LabelsDigest // a resumed run's; OpenSource records what it reads now
 	src, err := train.OpenSource(&cfg, dev)
 	if err != nil {
 		return err
@@ -264,7 +264,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	defer src.Close()
 	if ckpt == nil {
 		opts.New.resolve(&cfg, dev, src)
-	} else if err := checkResumedData(ckpt, began, cfg, src, runDir); err != nil {
+	} else if err := checkResumedData(ckpt, began, beganLabels, cfg, src, runDir); err != nil {
 		return err
 	}
 	if cfg.K > src.Len() {
@@ -886,8 +886,9 @@ func newRunDirName(name string, now time.Time) (string, error) {
 
 // checkResumedData refuses data other than those a resumed run began on, before the
 // run folder is written: by their digest, or, for runs saved before config.json had
-// one, by the rows of the clusterings the checkpoint keeps.
-func checkResumedData(ckpt *torch.SafeFile, began string, cfg train.Config, src train.Source, runDir string) error {
+// one, by the rows of the clusterings the checkpoint keeps. Other labels are refused
+// too: the epochs' scores would not compare.
+func checkResumedData(ckpt *torch.SafeFile, began, beganLabels string, cfg train.Config, src train.Source, runDir string) error {
 	name := cfg.DataFile
 	if name == "" {
 		name = train.DataName(cfg)
@@ -897,6 +898,9 @@ func checkResumedData(ckpt *torch.SafeFile, began string, cfg train.Config, src 
 	}
 	if began != "" && cfg.DataDigest != began {
 		return usageError{fmt.Errorf("resume: %s are not the data the run in %s began on (their SHA-256 digest differs from config.json's data_digest); a resumed run needs the same data", name, runDir)}
+	}
+	if beganLabels != "" && cfg.LabelsDigest != beganLabels {
+		return usageError{fmt.Errorf("resume: the labels of %s are not those the run in %s was scored against (their SHA-256 digest differs from config.json's labels_digest); a resumed run needs the same labels, or a new run", name, runDir)}
 	}
 	if shape, ok := ckpt.Shape("recent.0"); ok && len(shape) == 1 && shape[0] != src.Len() {
 		return usageError{fmt.Errorf("resume: the run in %s trained on %d rows, and %s hold %d; a resumed run needs the data it trained on", runDir, shape[0], name, src.Len())}

@@ -34,3 +34,23 @@ func (im *Images) Digest() string {
 	h.Write(im.Pix)
 	return hex.EncodeToString(h.Sum(nil))
 }
+
+// LabelsDigest is a SHA-256 of labels and their class names, or "" without labels:
+// a resumed run also checks that its epochs are scored against the labels they were
+// scored against before.
+func LabelsDigest(labels []int, classes []string) string {
+	if labels == nil {
+		return ""
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "labels %d, classes %d\n", len(labels), len(classes))
+	for _, c := range classes {
+		fmt.Fprintf(h, "%d:%s\n", len(c), c)
+	}
+	buf := make([]byte, 0, 4*len(labels))
+	for _, l := range labels {
+		buf = binary.LittleEndian.AppendUint32(buf, uint32(l))
+	}
+	h.Write(buf)
+	return hex.EncodeToString(h.Sum(nil))
+}

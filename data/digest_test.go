@@ -47,3 +47,27 @@ func TestDigest(t *testing.T) {
 		t.Error("image digest differs from SHA-256 of its header and pixels")
 	}
 }
+
+// LabelsDigest tells labels apart by any row's class and by the classes' names, and
+// is empty without labels.
+func TestLabelsDigest(t *testing.T) {
+	base := LabelsDigest([]int{0, 1, 1, 0}, []string{"a", "b"})
+	if len(base) != 64 || LabelsDigest(nil, nil) != "" || LabelsDigest([]int{0, 1, 1, 0}, []string{"a", "b"}) != base {
+		t.Fatalf("digest %q of labels, %q of none; want 64 hex digits, \"\", the same again", base, LabelsDigest(nil, nil))
+	}
+	for _, tc := range []struct {
+		name    string
+		labels  []int
+		classes []string
+	}{
+		{"one row's class", []int{0, 1, 0, 0}, []string{"a", "b"}},
+		{"a row fewer", []int{0, 1, 1}, []string{"a", "b"}},
+		{"other names", []int{0, 1, 1, 0}, []string{"a", "c"}},
+		{"names run together", []int{0, 1, 1, 0}, []string{"ab", ""}},
+		{"no rows", []int{}, nil},
+	} {
+		if LabelsDigest(tc.labels, tc.classes) == base {
+			t.Errorf("%s: the same digest", tc.name)
+		}
+	}
+}

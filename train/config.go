@@ -32,6 +32,8 @@ type Config struct {
 	// DataDigest is data.Vectors.Digest (or Images.Digest) of the data as OpenSource
 	// last read them: a resumed run checks that it goes on with the data it began on.
 	DataDigest string `json:"data_digest,omitempty"`
+	// LabelsDigest is data.LabelsDigest of the labels read with them, if any.
+	LabelsDigest string `json:"labels_digest,omitempty"`
 	// InputMean and InputStd are the training data's column statistics when
 	// Standardize is set; predict applies them to new data.
 	InputMean  []float32 `json:"input_mean,omitempty"`

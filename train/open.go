@@ -75,7 +75,7 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 		if err != nil {
 			return nil, err
 		}
-		cfg.DataDigest = v.Digest()
+		cfg.DataDigest, cfg.LabelsDigest = v.Digest(), data.LabelsDigest(v.Labels, v.Classes)
 		if err := standardize(cfg, v); err != nil {
 			return nil, err
 		}
@@ -99,7 +99,7 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.DataDigest = im.Digest()
+	cfg.DataDigest, cfg.LabelsDigest = im.Digest(), data.LabelsDigest(im.Labels, im.Classes)
 	if cfg.DataOnHost {
 		return NewHostImageSource(im, dev)
 	}
