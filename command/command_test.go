@@ -2026,6 +2026,7 @@ func TestTrainOutKeepsUsersFiles(t *testing.T) {
 		{"notes", map[string]string{"config.json": `{"k": 3, "objective": "em"}`, "assignments.csv": "mine\n", "notes.txt": "mine\n"}, "notes.txt"},
 		{"own-config", map[string]string{"config.json": `{"learning": "mine"}`}, "config.json"},
 		{"own-assignments", map[string]string{"assignments.csv": "mine\n"}, "assignments.csv"},
+		{"own-lock", map[string]string{".lock": "my lock notes\n"}, ".lock"},
 		{"empty", map[string]string{}, ""},
 		{"killed", map[string]string{"config.json": `{"k": 3, "objective": "em"}`, ".lock": "123\n", ".checkpoint.safetensors.tmp77": "partial"}, ""},
 	} {

@@ -722,7 +722,7 @@ func checkNewRunDir(dir string) error {
 	for _, e := range entries {
 		name := e.Name()
 		switch {
-		case name == ".lock" || isPartialRunFile(name):
+		case name == ".lock" && isRunLock(filepath.Join(dir, name)), isPartialRunFile(name):
 		case slices.Contains(train.RunFiles, name):
 			named = append(named, name)
 		default:
@@ -750,6 +750,18 @@ func someNames(names []string) string {
 // process was killed while writing.
 func isPartialRunFile(name string) bool {
 	return slices.ContainsFunc(train.RunFiles, func(f string) bool { return atomicfile.IsTemp(name, f) })
+}
+
+// isRunLock says whether path is a run's lock file, empty or holding a process id
+// (train.LockDir), rather than a file of the same name of the user's, which taking
+// the lock would overwrite.
+func isRunLock(path string) bool {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) > 24 {
+		return false
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	return strings.TrimLeft(s, "0123456789") == ""
 }
 
 // isRunConfig says whether path is a run's config.json rather than a file of the
