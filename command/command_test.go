@@ -445,6 +445,7 @@ func TestErrors(t *testing.T) {
 			want: []string{"--out ten.csv", "--force"}},
 		// Was the whole help on stdout and exit 1.
 		{name: "embed without model", args: []string{"embed"}, code: 2, want: []string{"--model", "required"}},
+		{name: "embed of vectors", args: []string{"embed", "--model", "r4", "--data", "ten.csv"}, code: 2, want: []string{"unknown flag --data"}},
 		{name: "embed onto an existing file", args: []string{"embed", "--model", "r4", "--out", "ten.csv"}, code: 2,
 			want: []string{"--out ten.csv", "--force"}},
 		{name: "eval without labels", args: []string{"eval", "--model", "r4", "--data", "four-unlabelled.csv"}, code: 2,

@@ -20,7 +20,7 @@ func embedCommand() *cli.Command {
 		Name:      "embed",
 		Usage:     "write the 2-d bottleneck outputs of a supervised mnist2d model as CSV (x,y,label)",
 		UsageText: "emclust embed --model RUN [--dataset NAME --data-dir D] --out points.csv",
-		Flags: append(dataFlags("the data the model trained on", "as in training"),
+		Flags: append(imageDataFlags("the images the model trained on"),
 			&cli.StringFlag{Name: "model", Usage: "run folder of a supervised mnist2d run, as emclust train --arch mnist2d --objective supervised makes (required)"},
 			&cli.StringFlag{Name: "out", Value: "points.csv", Usage: "CSV with columns x,y[,label], written atomically"},
 			deviceFlag(),

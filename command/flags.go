@@ -92,6 +92,21 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 	}
 }
 
+// imageDataFlags are dataFlags without the vectors' flags, for embed, whose mnist2d
+// model sees images only.
+func imageDataFlags(dflt string) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range dataFlags(dflt, "") {
+		switch f.Names()[0] {
+		case "dataset":
+			out = append(out, &cli.StringFlag{Name: "dataset", Usage: "mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt})
+		case "data-dir", "image-size", "gray":
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // checkDataFlags refuses data flags that the data named would ignore: a user who
 // gives them expects them to act.
 func checkDataFlags(c *cli.Context) error {
