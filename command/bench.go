@@ -72,6 +72,9 @@ func benchOptionsFrom(c *cli.Context) (benchOptions, error) {
 		if *l.list, err = splitList(l.flag, c.String(l.flag)); err != nil {
 			return opts, err
 		}
+		if len(*l.list) == 0 && l.flag != "objective" { // no objective: each model's default
+			return opts, usageError{fmt.Errorf("--%s: nothing to time", l.flag)}
+		}
 	}
 	if opts.Steps < 1 || opts.Warmup < 0 {
 		return opts, usageError{fmt.Errorf("--steps %d --warmup %d: want at least 1 timed step and no negative warmup", opts.Steps, opts.Warmup)}

@@ -358,6 +358,7 @@ func TestErrors(t *testing.T) {
 		{name: "seed list with a gap", args: []string{"compare", "--data", "ten.csv", "--seed-list", "1,,2"}, code: 2, want: []string{`--seed-list "1,,2"`, "empty entry"}},
 		{name: "methods with a trailing comma", args: []string{"compare", "--data", "ten.csv", "--methods", "kmeans,"}, code: 2, want: []string{`--methods "kmeans,"`, "empty entry"}},
 		{name: "bench models with a gap", args: []string{"bench", "--model", "mlp,,mnist"}, code: 2, want: []string{`--model "mlp,,mnist"`, "empty entry"}},
+		{name: "bench of no precision", args: []string{"bench", "--model", "mlp", "--precision", ""}, code: 2, want: []string{"--precision", "nothing to time"}},
 		{name: "k sweep with a repeat", args: []string{"compare", "--data", "ten.csv", "--k", "2,3,2"}, code: 2, want: []string{"--k", "K = 2 given twice"}},
 		{name: "k not a number", args: []string{"compare", "--data", "ten.csv", "--k", "2,x"}, code: 2, want: []string{"--k", `"2,x"`}},
 		{name: "k sweep of a baseline", args: []string{"compare", "--data", "ten.csv", "--k", "2,3", "--methods", "kmeans"}, code: 2, want: []string{"--methods kmeans", "one neural method"}},
@@ -2276,8 +2277,8 @@ func saveRunAs(t *testing.T, from, to string, edit func(*train.Config)) {
 // baselines out and says so. Both waited for the whole baseline before.
 func TestInterruptBaselines(t *testing.T) {
 	dir := t.TempDir()
-	bigCSV(t, dir) // k = 40 on 20 000 rows: seconds a baseline
-	data := []string{"--data", "big.csv", "--label-col", "label", "--k", "40"}
+	bigCSV(t, dir)
+	data := []string{"--data", "big.csv", "--label-col", "label", "--k", "40", "--device", "cpu"} // seconds a baseline there
 
 	cmd := exec.Command(bin, append([]string{"compare", "--methods", "kmeans", "--seeds", "2"}, data...)...)
 	cmd.Dir = dir

@@ -536,7 +536,6 @@ func compareSeeds(c *cli.Context) ([]uint64, error) {
 	return seeds, nil
 }
 
-// splitList splits a comma-separated flag value, dropping blanks.
 // splitList splits flag's comma-separated value. An empty entry ("1,,2", a comma at
 // the end) is refused: it is a slip, and the entry meant may be missing.
 func splitList(flag, s string) ([]string, error) {

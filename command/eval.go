@@ -22,7 +22,7 @@ func evalCommand() *cli.Command {
 		Name:      "eval",
 		Usage:     "score a trained model on a labelled data set",
 		UsageText: "emclust eval --model RUN [--dataset NAME --data-dir D | --data FILE.csv --label-col C] [--json]",
-		Flags: append(dataFlags("the data the model trained on", "as in training"),
+		Flags: append(inferenceDataFlags("the data the model trained on"),
 			&cli.StringFlag{Name: "model", Usage: "run folder or checkpoint file (required)"},
 			deviceFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -92,15 +93,29 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 	}
 }
 
-// imageDataFlags are dataFlags without the vectors' flags, for embed, whose mnist2d
-// model sees images only.
+// inferenceDataFlags are dataFlags for the verbs that apply a trained model (predict,
+// eval, report): without --gray, which the model's first layer decides.
+func inferenceDataFlags(dflt string) []cli.Flag {
+	return without(dataFlags(dflt, "as in training"), "gray")
+}
+
+// imageDataFlags are inferenceDataFlags without the vectors' flags, for embed, whose
+// mnist2d model sees images only.
 func imageDataFlags(dflt string) []cli.Flag {
+	out := without(inferenceDataFlags(dflt), "data", "label-col", "header", "standardize")
+	for i, f := range out {
+		if f.Names()[0] == "dataset" {
+			out[i] = &cli.StringFlag{Name: "dataset", Usage: "mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt}
+		}
+	}
+	return out
+}
+
+// without is flags less those named.
+func without(flags []cli.Flag, names ...string) []cli.Flag {
 	var out []cli.Flag
-	for _, f := range dataFlags(dflt, "") {
-		switch f.Names()[0] {
-		case "dataset":
-			out = append(out, &cli.StringFlag{Name: "dataset", Usage: "mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt})
-		case "data-dir", "image-size", "gray":
+	for _, f := range flags {
+		if !slices.Contains(names, f.Names()[0]) {
 			out = append(out, f)
 		}
 	}

@@ -23,7 +23,7 @@ func predictCommand() *cli.Command {
 		Name:      "predict",
 		Usage:     "assign rows or images to clusters with a trained model",
 		UsageText: "emclust predict --model RUN [--data FILE.csv | --dataset NAME --data-dir D] --out assignments.csv",
-		Flags: append(dataFlags("the data the model trained on", "as in training"),
+		Flags: append(inferenceDataFlags("the data the model trained on"),
 			&cli.StringFlag{Name: "model", Usage: "run folder or checkpoint file (required)"},
 			&cli.StringFlag{Name: "out", Value: "assignments.csv", Usage: "CSV of index,cluster,posterior (and label when known), written atomically"},
 			deviceFlag(),

@@ -25,7 +25,7 @@ func reportCommand() *cli.Command {
 			"the folder is self-contained. Without data flags the report uses the data the run trained on.\n" +
 			"Prints the path of index.html.",
 		ArgsUsage: "RUN",
-		Flags: append(dataFlags("the data the run trained on", "as in training"),
+		Flags: append(inferenceDataFlags("the data the run trained on"),
 			&cli.StringFlag{Name: "out", Usage: "report folder", DefaultText: "RUN/report"},
 			deviceFlag(),
 			&cli.IntFlag{Name: "tsne-points", Value: 2000, Usage: "rows, drawn at random, in the t-SNE map of the final-layer responses"},
