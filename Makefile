@@ -21,7 +21,7 @@ GO_MIN      := 1.25
 # CUDA shim: make cuda-lib LIBTORCH=/path/to/site-packages/torch (see scripts/build-shim.sh)
 LIBTORCH    ?=
 
-.PHONY: all deps bench-deps lib build test vet fmt-check run bench cuda-lib test-libtorch2 cuda-check gpu-bundle gpu-acceptance-cpu clean
+.PHONY: all deps bench-deps lib build test vet fmt-check run bench cuda-lib test-libtorch2 cuda-check gpu-bundle gpu-pack gpu-acceptance-cpu clean
 
 all: build
 
@@ -82,6 +82,15 @@ cuda-lib:
 gpu-bundle: build
 	@rm -rf $(BUILD)/tests && mkdir -p $(BUILD)/tests
 	$(GO) test -c -o $(BUILD)/tests/ ./...
+
+# gpu-bundle as one file to copy: the binaries stripped and xz-compressed (about
+# 150 MB to 30 MB). scripts/gpu-acceptance.sh unpacks it where ./emclust is missing.
+gpu-pack: gpu-bundle
+	rm -rf $(BUILD)/pack && mkdir -p $(BUILD)/pack/build/tests
+	cp emclust $(BUILD)/pack/ && cp $(BUILD)/tests/*.test $(BUILD)/pack/build/tests/
+	strip $(BUILD)/pack/emclust $(BUILD)/pack/build/tests/*.test
+	XZ_OPT=-T0 tar -C $(BUILD)/pack -cJf $(BUILD)/gpu-bundle.tar.xz emclust build/tests
+	rm -rf $(BUILD)/pack
 
 # scripts/gpu-acceptance.sh on the CPU, quick: the script itself, under CI.
 gpu-acceptance-cpu: gpu-bundle bench-deps

@@ -5,8 +5,9 @@
 #
 # Everything that needs an NVIDIA GPU, in one command, on a machine that has PyTorch
 # (CUDA), g++ and python3 but no Go and no network. Carry over the repository with the
-# binaries built on a Go machine (`make gpu-bundle`: ./emclust and build/tests/*.test)
-# and the Fashion-MNIST IDX files (--fmnist, default Debian's folder).
+# binaries built on a Go machine (`make gpu-bundle`: ./emclust and build/tests/*.test;
+# or `make gpu-pack`: the same in build/gpu-bundle.tar.xz, a fifth of the size) and the
+# Fashion-MNIST IDX files (--fmnist, default Debian's folder).
 #
 # Steps, each timed, logged to OUTDIR/acceptance.log and summed up in
 # OUTDIR/results.json (a step that fails does not stop the later ones; the exit status
@@ -125,6 +126,10 @@ done
 [ -z "$python" ] || export PYTHON=$python
 
 # --- binaries -------------------------------------------------------------------------
+if { [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1; } && [ -f build/gpu-bundle.tar.xz ]; then
+	say "unpacking build/gpu-bundle.tar.xz (make gpu-pack)"
+	tar xJf build/gpu-bundle.tar.xz || { echo "gpu-acceptance.sh: build/gpu-bundle.tar.xz did not unpack" >&2; exit 1; }
+fi
 if [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1; then
 	if command -v go >/dev/null; then
 		say "no ./emclust or build/tests: make gpu-bundle"
