@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-acceptance.sh [--device cuda|cpu] [--quick] [--skip-tests] [--only STEPS]
 #                   [--tests PKGS] [--speed-modes MODES] [--minutes M] [--fmnist DIR]
-#                   [--train-seeds N] OUTDIR
+#                   [--train-seeds N] [--shim FILE] OUTDIR
 #
 # Everything that needs an NVIDIA GPU, in one command, on a machine that has PyTorch
 # (CUDA), g++ and python3 but no Go and no network. Carry over the repository with the
@@ -12,7 +12,9 @@
 # Steps, each timed, logged to OUTDIR/acceptance.log and summed up in
 # OUTDIR/results.json (a step that fails does not stop the later ones; the exit status
 # is 1 if any failed):
-#   shim      build libemtorch.so against this machine's PyTorch (scripts/gpu-setup.sh)
+#   shim      build libemtorch.so against this machine's PyTorch (scripts/gpu-setup.sh,
+#             about a minute), or take --shim FILE, one an earlier run built against
+#             the same PyTorch (OUTDIR/libemtorch.so; the devices step checks its ABI)
 #   devices   emclust devices
 #   dist      a run at world size 1 (NCCL on CUDA), and 2 ranks over Gloo on one device
 #   tests     the Go test binaries with EMCLUST_TEST_DEVICE=DEVICE
@@ -46,6 +48,7 @@ test_pkgs=""
 speed_modes=cnn:fp32:false,cnn:bf16:false,mlp:fp32:false,mlp:bf16:false,cnn:fp32:true,cnn:bf16:true
 minutes=""
 train_seeds=""
+shim=""
 fmnist=/usr/share/datasets/fashion-mnist
 out=""
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--minutes) minutes=$2; shift 2 ;;
 	--fmnist) fmnist=$2; shift 2 ;;
 	--train-seeds) train_seeds=$2; shift 2 ;;
+	--shim) shim=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	-*) echo "gpu-acceptance.sh: unknown flag $1" >&2; usage >&2; exit 2 ;;
 	*) [ -z "$out" ] || { echo "gpu-acceptance.sh: one OUTDIR, got $out and $1" >&2; exit 2; }; out=$1; shift ;;
@@ -82,6 +86,10 @@ done
 [[ $train_seeds =~ ^[1-9][0-9]*$ ]] || { echo "gpu-acceptance.sh: --train-seeds $train_seeds: want a count from 1" >&2; exit 2; }
 
 fmnist=$(realpath -m "$fmnist") # the tests look for it from their package folders
+if [ -n "$shim" ]; then
+	[ -f "$shim" ] || { echo "gpu-acceptance.sh: --shim $shim: no such file" >&2; exit 2; }
+	shim=$(realpath "$shim")
+fi
 cd "$(dirname "$0")/.."
 repo=$PWD
 # A run's figures must be its own: a folder left by an earlier run would lend them.
@@ -143,11 +151,18 @@ fi
 # --- shim -----------------------------------------------------------------------------
 t0=$SECONDS
 if [ $device = cuda ]; then
-	if scripts/gpu-setup.sh >"$out/shim.log" 2>&1; then
+	if [ -n "$shim" ]; then
+		mkdir -p build/cuda && { [ "$shim" -ef build/cuda/libemtorch.so ] || cp "$shim" build/cuda/libemtorch.so; } &&
+			echo "gpu-acceptance: the shim of --shim $shim" >"$out/shim.log"
+	else
+		scripts/gpu-setup.sh >"$out/shim.log" 2>&1
+	fi
+	if [ $? = 0 ]; then
 		torch_lib=$(cd /tmp && "$python" -c 'import torch,os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 		export LD_LIBRARY_PATH=$repo/build/cuda:$torch_lib:${LD_LIBRARY_PATH:-}
 		export EMCLUST_TEST_LIBTORCH=${torch_lib%/lib}
-		record shim ok $((SECONDS - t0)) "$(grep -m1 'gpu-setup: PyTorch' "$out/shim.log")"
+		cp build/cuda/libemtorch.so "$out/" # for --shim next time
+		record shim ok $((SECONDS - t0)) "$(grep -m1 -E 'gpu-setup: PyTorch|gpu-acceptance: the shim' "$out/shim.log")"
 	else
 		record shim fail $((SECONDS - t0)) "scripts/gpu-setup.sh failed: $(tail -3 "$out/shim.log" | tr '\n' ' ')"
 		python3 scripts/acceptance-summary.py "$out" "$device" || true
