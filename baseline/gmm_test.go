@@ -213,7 +213,9 @@ func TestPrecisionCholesky(t *testing.T) {
 }
 
 // countdown is a context that is done from its n-th Err on: an interrupt at a known
-// point of a loop, with no timer to race.
+// point of a loop, with no timer to race. Its Done never closes: the baselines poll
+// Err between iterations, and a fit that waited on Done instead would run to its end
+// and fail the test.
 type countdown struct {
 	context.Context
 	n int
@@ -239,7 +241,8 @@ func TestBaselinesStopOnInterrupt(t *testing.T) {
 		name string
 		fit  func(ctx context.Context) (iters int, err error)
 		// least is the fewest checks a whole fit of iters iterations makes: one
-		// before each restart and each iteration (for the GMM, its k-means's too).
+		// before each restart and each iteration (for the GMM, its k-means's too),
+		// besides one before each k-means++ centre after the first.
 		least func(iters int) int
 	}{
 		{"k-means", func(ctx context.Context) (int, error) {
@@ -257,8 +260,8 @@ func TestBaselinesStopOnInterrupt(t *testing.T) {
 			return res.Iters, nil
 		}, func(iters int) int { return 2 + iters }},
 	} {
-		// Counted on a run to its end, then interrupted at the first check, halfway
-		// and at the last.
+		// Counted on a run to its end, then interrupted at the first check, the
+		// second (in k-means++, at its second centre), halfway and at the last.
 		all := &countdown{context.Background(), 1 << 30}
 		iters, err := tc.fit(all)
 		if err != nil {
@@ -268,7 +271,7 @@ func TestBaselinesStopOnInterrupt(t *testing.T) {
 		if checks < tc.least(iters) || iters < 3 {
 			t.Fatalf("%s: %d checks for the interrupt in a fit of %d iterations, want at least %d", tc.name, checks, iters, tc.least(iters))
 		}
-		for _, n := range []int{0, checks / 2, checks - 1} {
+		for _, n := range []int{0, 1, checks / 2, checks - 1} {
 			if _, err := tc.fit(&countdown{context.Background(), n}); !errors.Is(err, context.Canceled) {
 				t.Errorf("%s, done at check %d of %d: %v, want the interrupt", tc.name, n+1, checks, err)
 			}

@@ -133,7 +133,7 @@ func (p *points) kmeansWith(ctx context.Context, st *lloyd, rng *rand.Rand, maxI
 	}
 	rs := torch.NoGrad()
 	defer rs.Close()
-	centers, err := p.plusPlus(rs, rng)
+	centers, err := p.plusPlus(ctx, rs, rng)
 	if err != nil {
 		return nil, fmt.Errorf("k-means++: %w", err)
 	}
@@ -208,8 +208,9 @@ func (p *points) inertia(centers *torch.Tensor, labels []int64) (float64, error)
 //
 // The distances stay on the device; each step copies the N current minimum distances
 // to the host, where the PCG samples the candidates, and gets back one potential per
-// candidate. The centres returned belong to rs.
-func (p *points) plusPlus(rs *torch.Scope, rng *rand.Rand) (*torch.Tensor, error) {
+// candidate. The centres returned belong to rs. An interrupt (ctx done) is seen at
+// each centre: K passes over the data take a while on images at a large K.
+func (p *points) plusPlus(ctx context.Context, rs *torch.Scope, rng *rand.Rand) (*torch.Tensor, error) {
 	k, n := p.k, p.n
 	trials := 2 + int(math.Log(float64(k)))
 	chosen := make([]int64, 0, k)
@@ -228,6 +229,9 @@ func (p *points) plusPlus(rs *torch.Scope, rng *rand.Rand) (*torch.Tensor, error
 	cand := make([]int64, trials)
 	var w []float32
 	for len(chosen) < k {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		s := torch.NoGrad()
 		w = s.Float32sInto(w, closest)
 		if err := s.Err(); err != nil {

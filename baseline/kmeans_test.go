@@ -349,7 +349,7 @@ func TestLloydBoundsKeepNearestCentre(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := s.Float32s(p.x)
-	centres, err := p.plusPlus(s, rand.New(rand.NewPCG(1, pcgStream)))
+	centres, err := p.plusPlus(context.Background(), s, rand.New(rand.NewPCG(1, pcgStream)))
 	if err != nil {
 		t.Fatal(err)
 	}
