@@ -369,6 +369,7 @@ func TestErrors(t *testing.T) {
 		{name: "unknown dist-backend", args: append(ten, "--dist-backend", "mpi"), code: 2, want: []string{"--dist-backend", `"mpi"`, "gloo"}},
 		{name: "sync-stats on resume", args: []string{"train", "--resume", "nonexistent-run", "--sync-stats=false"}, code: 2, want: []string{"--sync-stats with --resume"}},
 		{name: "hidden width 0", args: append(ten, "--hidden", "0"), code: 2, want: []string{"--hidden", `"0"`}},
+		{name: "hidden empty entry", args: append(ten, "--hidden", "32,,16"), code: 2, want: []string{"--hidden", "empty entry"}},
 		{name: "hidden auto on images", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--hidden", "auto"}, code: 2, want: []string{"--hidden auto", "CNN"}},
 		{name: "hidden auto with heads", args: append(ten, "--hidden", "auto", "--heads", "2"), code: 2, want: []string{"--heads 2", "--hidden auto"}},
 		{name: "negative cluster index", args: []string{"report", "r4", "--clusters", "1,-2"}, code: 2, want: []string{"--clusters", `"1,-2"`}},
@@ -2180,13 +2181,19 @@ func TestResumeWithOtherData(t *testing.T) {
 	// The same rows with other labels: the epochs' scores would not compare.
 	var relabelled strings.Builder
 	for i, line := range strings.Split(strings.TrimSuffix(a, "\n"), "\n") {
-		if i == 1 { // one row's class
+		if i == 1 { // one row's class, of the two
 			cut := strings.LastIndexByte(line, ',')
-			line = line[:cut] + "," + strconv.Itoa(1-int(line[cut+1]-'0'))
+			flipped := map[string]string{"0": "1", "1": "0"}[line[cut+1:]]
+			if flipped == "" {
+				t.Fatalf("row %q: want a class of 0 or 1 last", line)
+			}
+			line = line[:cut+1] + flipped
 		}
 		relabelled.WriteString(line + "\n")
 	}
-	os.WriteFile(filepath.Join(dir, "relabelled.csv"), []byte(relabelled.String()), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "relabelled.csv"), []byte(relabelled.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	wantError(t, run(t, dir, "train", "--resume", "run", "--epochs", "4", "--data", "relabelled.csv"), 2, "relabelled.csv", "labels_digest")
 	// The same data in a new place go on.
 	if r := run(t, dir, "train", "--resume", "run", "--epochs", "3", "--data", "moved.csv", "--quiet"); r.code != 0 {
@@ -2327,9 +2334,9 @@ func TestInterruptBaselines(t *testing.T) {
 		Skipped []string `json:"baselines_skipped"`
 	}
 	readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
-	if code := train.ProcessState.ExitCode(); code != 0 || len(sum.Skipped) == 0 || !strings.Contains(sum.Skipped[0], "interrupted") ||
+	if code := train.ProcessState.ExitCode(); code != 130 || len(sum.Skipped) == 0 || !strings.Contains(sum.Skipped[0], "interrupted") ||
 		!strings.Contains(stderr.String(), "interrupted") {
-		t.Errorf("train, SIGINT in its k-means baseline: exit %d, baselines_skipped %q, stderr %q; want 0 and the baselines left out as interrupted", code, sum.Skipped, stderr.String())
+		t.Errorf("train, SIGINT in its k-means baseline: exit %d, baselines_skipped %q, stderr %q; want 130 and the baselines left out as interrupted", code, sum.Skipped, stderr.String())
 	}
 	noCrash(t, result{stderr: stderr.String()})
 }

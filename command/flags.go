@@ -27,7 +27,7 @@ func checkOutput(out string, force bool, inputs ...string) error {
 func checkOutputFlag(flag, out string, force bool, inputs ...string) error {
 	// Whether or not the file exists yet: a run still training writes it later.
 	dir, base := filepath.Split(out)
-	for _, owned := range append(train.RunFiles, ".lock") {
+	for _, owned := range append(train.RunFiles, train.LockName) {
 		if base != owned {
 			continue
 		}
@@ -78,8 +78,9 @@ func threadsFlag() cli.Flag {
 // autoStandardizeHelp says what train and compare do when --standardize is not given.
 var autoStandardizeHelp = fmt.Sprintf("auto: on when the columns' standard deviations differ as units do (the largest over the median above %d)", data.SpreadToStandardize)
 
-// dataFlags select what to cluster; train, predict and eval share them. dflt says
-// what is read when none is given, standardize what --standardize defaults to.
+// dataFlags select what to cluster, for train and compare (the verbs that apply a
+// model take inferenceDataFlags or imageDataFlags). dflt says what is read when none
+// is given, standardize what --standardize defaults to.
 func dataFlags(dflt, standardize string) []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "dataset", Usage: "digits, wine, iris, breast-cancer (embedded tables), mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt},

@@ -457,7 +457,8 @@ func networkLabel(name string) string {
 }
 
 // finishRun writes assignments and the summary, runs the k-means baseline and prints.
-// An interrupt (ctx done) leaves out the baselines not yet done: the run is whole.
+// An interrupt (ctx done) leaves out the baselines not yet done: the run is whole,
+// and the command still exits as interrupted.
 func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.Device, elapsed time.Duration, restarts []train.Restart, asJSON bool, stdout, log, warn io.Writer) error {
 	pred, err := train.PredictWithCriteria(run.Net, src, dev, run.Prior(), run.Cfg.GammaVal)
 	if err != nil {
@@ -489,6 +490,7 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 			sum.Chosen.Scores = &eval.Scores{ACC: *m.ACC, NMI: *m.NMI, ARI: *m.ARI}
 		}
 	}
+	baselinesInterrupted := false
 	if labels != nil {
 		sc, err := eval.Score(labels, pred.Cluster)
 		if err != nil {
@@ -499,9 +501,15 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 			// The baselines only inform: one that fails (features too large for
 			// float32 distances, say) is named and left out, and the run finishes.
 			// Failing here would leave a run that no --resume could finish.
-			skip := func(what string, sc *eval.Scores, err error) *eval.Scores {
+			baseline := func(what string, fit func() (*eval.Scores, error)) *eval.Scores {
+				var sc *eval.Scores
+				err := ctx.Err() // interrupted already: build no copy of the data for it
+				if err == nil {
+					sc, err = fit()
+				}
 				if errors.Is(err, context.Canceled) {
 					err = errors.New("interrupted")
+					baselinesInterrupted = true
 				}
 				if err != nil {
 					sum.BaselinesSkipped = append(sum.BaselinesSkipped, fmt.Sprintf("%s: %v", what, err))
@@ -510,25 +518,32 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 				return sc
 			}
 			t0 := time.Now()
-			km, err := kmeansScores(ctx, src, run.Cfg, labels, false)
-			sum.KMeans = skip("k-means baseline", km, err)
-			sum.KMeansSeconds = round3(time.Since(t0).Seconds())
+			sum.KMeans = baseline("k-means baseline", func() (*eval.Scores, error) { return kmeansScores(ctx, src, run.Cfg, labels, false) })
+			if sum.KMeans != nil {
+				sum.KMeansSeconds = round3(time.Since(t0).Seconds())
+			}
 			// k-means does better on the raw digits (0.79 against 0.58) and on the
 			// standardized wine (0.97 against 0.70): show it on the features the run
 			// did not use too, so that the stronger baseline is in view.
 			if run.Cfg.Standardize {
-				km, err := kmeansScores(ctx, src, run.Cfg, labels, true)
-				sum.KMeansRaw = skip("k-means baseline on the raw features", km, err)
+				sum.KMeansRaw = baseline("k-means baseline on the raw features", func() (*eval.Scores, error) { return kmeansScores(ctx, src, run.Cfg, labels, true) })
 			} else if vs, ok := src.(*train.VectorSource); ok {
-				km, err := kmeansStandardized(ctx, vs, run.Cfg, labels)
-				sum.KMeansStandardized = skip("k-means baseline on the standardized features", km, err)
+				sum.KMeansStandardized = baseline("k-means baseline on the standardized features", func() (*eval.Scores, error) { return kmeansStandardized(ctx, vs, run.Cfg, labels) })
 			}
 		}
 	}
 	if err := writeJSONFile(filepath.Join(run.Dir, "summary.json"), sum); err != nil {
 		return err
 	}
-	return printSummary(sum, asJSON, stdout, log, warn)
+	if err := printSummary(sum, asJSON, stdout, log, warn); err != nil {
+		return err
+	}
+	if baselinesInterrupted {
+		// The run is whole, but the command did not do all it was asked: a script
+		// running train && next should stop as for any other interrupt.
+		return interruptedError{fmt.Errorf("interrupted in the baselines; the run in %s is whole, and its summary leaves them out", run.Dir)}
+	}
+	return nil
 }
 
 type summary struct {
@@ -722,7 +737,7 @@ func checkNewRunDir(dir string) error {
 	for _, e := range entries {
 		name := e.Name()
 		switch {
-		case name == ".lock" && isRunLock(filepath.Join(dir, name)), isPartialRunFile(name):
+		case name == train.LockName && train.IsRunLock(filepath.Join(dir, name)), isPartialRunFile(name):
 		case slices.Contains(train.RunFiles, name):
 			named = append(named, name)
 		default:
@@ -750,18 +765,6 @@ func someNames(names []string) string {
 // process was killed while writing.
 func isPartialRunFile(name string) bool {
 	return slices.ContainsFunc(train.RunFiles, func(f string) bool { return atomicfile.IsTemp(name, f) })
-}
-
-// isRunLock says whether path is a run's lock file, empty or holding a process id
-// (train.LockDir), rather than a file of the same name of the user's, which taking
-// the lock would overwrite.
-func isRunLock(path string) bool {
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) > 24 {
-		return false
-	}
-	s := strings.TrimSuffix(string(b), "\n")
-	return strings.TrimLeft(s, "0123456789") == ""
 }
 
 // isRunConfig says whether path is a run's config.json rather than a file of the
@@ -840,7 +843,7 @@ func (f *runFolder) release() {
 	}
 	f.lock.Close()
 	f.lock = nil
-	os.Remove(filepath.Join(f.dir, ".lock"))
+	os.Remove(filepath.Join(f.dir, train.LockName))
 	f.removeMade()
 }
 

@@ -10,8 +10,33 @@ import (
 	"syscall"
 )
 
-// lockName is the file in a run folder that a writing run holds an advisory lock on.
-const lockName = ".lock"
+// LockName is the file in a run folder that a writing run holds an advisory lock on.
+const LockName = ".lock"
+
+// lockHolder reads a lock file's bytes as lockRunDir writes them: empty (the lock
+// taken, the id not yet written) or the holder's process id and a newline.
+func lockHolder(b []byte) (pid int, isLock bool) {
+	s := strings.TrimSuffix(string(b), "\n")
+	if s == "" {
+		return 0, true
+	}
+	pid, err := strconv.Atoi(s)
+	return pid, err == nil && pid > 0
+}
+
+// IsRunLock says whether path is a run's lock file rather than a file of the same
+// name of the user's, which taking the lock would overwrite.
+func IsRunLock(path string) bool {
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() || fi.Size() > 24 {
+		return false
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false
+	}
+	_, isLock := lockHolder(b)
+	return isLock
+}
 
 // lockRunDir takes an exclusive advisory lock on dir/.lock for as long as the returned
 // file stays open, and writes the holder's process id into it for the message a
@@ -19,7 +44,7 @@ const lockName = ".lock"
 // run's checkpoint, metrics and assignments lost. The kernel drops the lock when the
 // process ends, however it ends, so a killed run leaves no stale lock behind.
 func lockRunDir(dir string) (*os.File, error) {
-	path := filepath.Join(dir, lockName)
+	path := filepath.Join(dir, LockName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("run folder: %w", err)
@@ -29,7 +54,7 @@ func lockRunDir(dir string) (*os.File, error) {
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			holder := "another emclust process"
 			if b, err := os.ReadFile(path); err == nil {
-				if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				if pid, ok := lockHolder(b); ok && pid > 0 {
 					holder = fmt.Sprintf("another emclust process (pid %d)", pid)
 				}
 			}
