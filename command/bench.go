@@ -120,11 +120,11 @@ func runBench(_ context.Context, opts benchOptions, stdout, _ io.Writer) error {
 				objs = []string{train.VectorDefaults().Objective}
 			}
 		}
+		layouts := opts.Layouts
+		if m == "mlp" {
+			layouts = []string{"false"} // no convolutions to lay out: timed once
+		}
 		for _, obj := range objs {
-			layouts := opts.Layouts
-			if m == "mlp" {
-				layouts = []string{"false"} // no convolutions to lay out: timed once
-			}
 			for _, prec := range opts.Precisions {
 				for _, layout := range layouts {
 					cl, _ := strconv.ParseBool(layout)

@@ -103,7 +103,7 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 		}
 	}
 	if c.IsSet("k") {
-		if opts.Ks, err = parseInts(c.String("k"), 1); err != nil || len(opts.Ks) == 0 {
+		if opts.Ks, err = parseInts("k", c.String("k"), 1); err != nil || len(opts.Ks) == 0 {
 			return opts, usageError{fmt.Errorf("--k %q: want a number of clusters, or several comma-separated", c.String("k"))}
 		}
 	}

@@ -69,7 +69,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	}
 	if c.IsSet("k") {
 		// compare's --k may list several K for a sweep: the first stands for them here.
-		ks, err := parseInts(c.String("k"), 1)
+		ks, err := parseInts("k", c.String("k"), 1)
 		if err != nil || len(ks) == 0 {
 			return cfg, usageError{fmt.Errorf("--k %q: want a number of clusters", c.String("k"))}
 		}
@@ -100,9 +100,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	case v == "none" || v == "":
 		cfg.Hidden, cfg.HiddenAuto = nil, false // the scores are a linear map of the features
 	default:
-		hidden, err := parseInts(v, 1)
+		hidden, err := parseInts("hidden", v, 1)
 		if err != nil {
-			return cfg, usageError{fmt.Errorf("--hidden: %w", err)}
+			return cfg, err
 		}
 		cfg.Hidden, cfg.HiddenAuto = hidden, false
 	}
@@ -178,17 +178,18 @@ func numClasses(labels []int) int {
 	return n
 }
 
-// parseInts reads a comma-separated list of integers of at least least; nil when
-// empty.
-func parseInts(s string, least int) ([]int, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
+// parseInts reads flag's comma-separated list of integers of at least least, as
+// splitList splits it; nil when empty.
+func parseInts(flag, s string, least int) ([]int, error) {
+	fields, err := splitList(flag, s)
+	if err != nil {
+		return nil, err
 	}
 	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
+	for _, f := range fields {
+		v, err := strconv.Atoi(f)
 		if err != nil || v < least {
-			return nil, fmt.Errorf("%q is not an integer ≥ %d", f, least)
+			return nil, usageError{fmt.Errorf("--%s %q: %q is not an integer ≥ %d", flag, s, f, least)}
 		}
 		out = append(out, v)
 	}

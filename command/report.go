@@ -69,7 +69,7 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 	if c.Int("steps") < 1 {
 		return opts, usageError{fmt.Errorf("--steps %d: want ≥ 1", c.Int("steps"))}
 	}
-	clusters, err := parseInts(c.String("clusters"), 0)
+	clusters, err := parseInts("clusters", c.String("clusters"), 0)
 	if err != nil {
 		return opts, usageError{fmt.Errorf("--clusters %q: want cluster indices like 3,5,9", c.String("clusters"))}
 	}
