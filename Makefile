@@ -84,7 +84,7 @@ gpu-bundle: build
 	$(GO) test -c -o $(BUILD)/tests/ ./...
 
 # gpu-bundle as one file to copy: the binaries stripped and xz-compressed (about
-# 150 MB to 30 MB). scripts/gpu-acceptance.sh unpacks it where ./emclust is missing.
+# 150 MB to 30 MB). scripts/gpu-acceptance.sh unpacks it over missing or older binaries.
 gpu-pack: gpu-bundle
 	rm -rf $(BUILD)/pack && mkdir -p $(BUILD)/pack/build/tests
 	cp emclust $(BUILD)/pack/ && cp $(BUILD)/tests/*.test $(BUILD)/pack/build/tests/

@@ -13,8 +13,8 @@
 # OUTDIR/results.json (a step that fails does not stop the later ones; the exit status
 # is 1 if any failed):
 #   shim      build libemtorch.so against this machine's PyTorch (scripts/gpu-setup.sh,
-#             about a minute), or take --shim FILE, one an earlier run built against
-#             the same PyTorch (OUTDIR/libemtorch.so; the devices step checks its ABI)
+#             about a minute), or take --shim FILE, one an earlier run built
+#             (OUTDIR/libemtorch.so), if FILE.torch names this machine's PyTorch
 #   devices   emclust devices
 #   dist      a run at world size 1 (NCCL on CUDA), and 2 ranks over Gloo on one device
 #   tests     the Go test binaries with EMCLUST_TEST_DEVICE=DEVICE
@@ -87,6 +87,7 @@ done
 
 fmnist=$(realpath -m "$fmnist") # the tests look for it from their package folders
 if [ -n "$shim" ]; then
+	[ $device = cuda ] || { echo "gpu-acceptance.sh: --shim is for --device cuda (the CPU uses the binary's own shim)" >&2; exit 2; }
 	[ -f "$shim" ] || { echo "gpu-acceptance.sh: --shim $shim: no such file" >&2; exit 2; }
 	shim=$(realpath "$shim")
 fi
@@ -134,7 +135,9 @@ done
 [ -z "$python" ] || export PYTHON=$python
 
 # --- binaries -------------------------------------------------------------------------
-if { [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1; } && [ -f build/gpu-bundle.tar.xz ]; then
+# A pack newer than the binaries replaces them: the device machine keeps ignored
+# files between calls, and an older ./emclust there would be tested in its place.
+if [ -f build/gpu-bundle.tar.xz ] && { [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1 || [ build/gpu-bundle.tar.xz -nt ./emclust ]; }; then
 	say "unpacking build/gpu-bundle.tar.xz (make gpu-pack)"
 	tar xJf build/gpu-bundle.tar.xz || { echo "gpu-acceptance.sh: build/gpu-bundle.tar.xz did not unpack" >&2; exit 1; }
 fi
@@ -149,22 +152,34 @@ if [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1; then
 fi
 
 # --- shim -----------------------------------------------------------------------------
+# make_shim: build/cuda/libemtorch.so and beside it libemtorch.so.torch, the PyTorch
+# it was built against, which --shim must match: a shim of another libtorch with the
+# same sonames may load and fail later.
+make_shim() {
+	if [ -z "$shim" ]; then
+		scripts/gpu-setup.sh && echo "$torch_here" >build/cuda/libemtorch.so.torch
+		return
+	fi
+	local built
+	built=$(cat "$shim.torch" 2>/dev/null) || { echo "--shim $shim: no $shim.torch saying which PyTorch built it"; return 1; }
+	[ "$built" = "$torch_here" ] || { echo "--shim $shim was built against $built; this machine has $torch_here"; return 1; }
+	mkdir -p build/cuda || return 1
+	if ! [ "$shim" -ef build/cuda/libemtorch.so ]; then
+		cp "$shim" build/cuda/libemtorch.so && cp "$shim.torch" build/cuda/libemtorch.so.torch || return 1
+	fi
+	echo "the shim of --shim $shim"
+}
 t0=$SECONDS
 if [ $device = cuda ]; then
-	if [ -n "$shim" ]; then
-		mkdir -p build/cuda && { [ "$shim" -ef build/cuda/libemtorch.so ] || cp "$shim" build/cuda/libemtorch.so; } &&
-			echo "gpu-acceptance: the shim of --shim $shim" >"$out/shim.log"
-	else
-		scripts/gpu-setup.sh >"$out/shim.log" 2>&1
-	fi
-	if [ $? = 0 ]; then
+	torch_here=$(cd /tmp && "${python:-python3}" -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda, "cxx11 ABI", int(torch.compiled_with_cxx11_abi()))' 2>/dev/null) || torch_here="no PyTorch"
+	if make_shim >"$out/shim.log" 2>&1; then
 		torch_lib=$(cd /tmp && "$python" -c 'import torch,os; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')
 		export LD_LIBRARY_PATH=$repo/build/cuda:$torch_lib:${LD_LIBRARY_PATH:-}
 		export EMCLUST_TEST_LIBTORCH=${torch_lib%/lib}
-		cp build/cuda/libemtorch.so "$out/" # for --shim next time
-		record shim ok $((SECONDS - t0)) "$(grep -m1 -E 'gpu-setup: PyTorch|gpu-acceptance: the shim' "$out/shim.log")"
+		cp build/cuda/libemtorch.so build/cuda/libemtorch.so.torch "$out/" # for --shim next time
+		record shim ok $((SECONDS - t0)) "$torch_here; $(tail -1 "$out/shim.log")"
 	else
-		record shim fail $((SECONDS - t0)) "scripts/gpu-setup.sh failed: $(tail -3 "$out/shim.log" | tr '\n' ' ')"
+		record shim fail $((SECONDS - t0)) "$torch_here: $(tail -3 "$out/shim.log" | tr '\n' ' ')"
 		python3 scripts/acceptance-summary.py "$out" "$device" || true
 		exit 1
 	fi

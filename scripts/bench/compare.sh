@@ -86,13 +86,14 @@ mkdir -p "$out"
 raw=$out/raw.jsonl
 : >"$raw"
 
-# appended WHAT: one more line of raw JSON since the last call, or stop: a run that
-# fails must not leave its row out of the table unnoticed.
+# appended WHAT N: at least N more lines of raw JSON since the last call, or stop: a
+# run that exits 0 and times less than asked must not leave rows out of the table
+# unnoticed (one that fails stops the script already, under set -e).
 lines=0
 appended() {
 	local n
 	n=$(grep -c . "$raw" || true)
-	[ "$n" -gt "$lines" ] || { echo "compare.sh: $1 wrote no result (its error is above)" >&2; exit 1; }
+	[ $((n - lines)) -ge "$2" ] || { echo "compare.sh: $1 wrote $((n - lines)) results, want $2" >&2; exit 1; }
 	lines=$n
 }
 
@@ -105,18 +106,22 @@ for m in "${model_list[@]}"; do
 		common=(--device "$device" --steps "$steps" --warmup "$warmup" --threads "$threads" --batch-size "$batch")
 	fi
 	common+=(--precision "$precision" --channels-last "$channels_last")
+	IFS=, read -ra precisions <<<"$precision"
+	IFS=, read -ra layouts <<<"$channels_last"
+	want=${#precisions[@]}
+	[ "$m" = mlp ] || want=$((want * ${#layouts[@]})) # the MLP has no layout: timed once
 	objflag=()
 	[ -z "$objective" ] || { [ "$m" = mlp ] && [ "$objective" != em ]; } || objflag=(--objective "$objective")
 	for ((r = 1; r <= repeats; r++)); do
 		echo "  $m run $r/$repeats: emclust" >&2
 		"$emclust" bench --model "$m" "${objflag[@]}" "${common[@]}" --json |
 			sed 's/^{/{"impl":"emclust",/' >>"$raw"
-		appended "emclust bench --model $m"
+		appended "emclust bench --model $m" "$want"
 		for aug in cpu device; do
 			echo "  $m run $r/$repeats: python --aug $aug" >&2
 			"$python" "$here/reference.py" --model "$m" "${objflag[@]}" "${common[@]}" \
 				--aug "$aug" --num-workers "$workers" >>"$raw"
-			appended "reference.py --model $m --aug $aug"
+			appended "reference.py --model $m --aug $aug" "$want"
 		done
 	done
 done
