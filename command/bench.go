@@ -40,7 +40,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "batch-size", Value: 128, Usage: "rows per step"},
 			&cli.IntFlag{Name: "steps", Value: 20, Usage: "timed steps"},
 			&cli.IntFlag{Name: "warmup", Value: 3, Usage: "untimed steps first (allocator, cuDNN autotuning)"},
-			&cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: one per CPU)"},
+			&cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: as train, one per CPU and one for a step too small to share)"},
 			&cli.StringFlag{Name: "precision", Value: "fp32", Usage: "comma-separated: fp32, bf16 (each is timed)"},
 			&cli.StringFlag{Name: "channels-last", Value: "auto", Usage: "comma-separated: false, true, auto (train's default: true for CNNs); each is timed on the CNNs"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON lines instead of a table"},

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # compare.sh: time the same training step in emclust and in plain Python PyTorch
 # (scripts/bench/reference.py, both of its input pipelines) on one device, with the same
-# models, objectives, steps, warmup and CPU threads, and print a markdown table of
-# ms/step and the ratios emclust/python (below 1: emclust is faster).
+# models, objectives, steps and warmup, and print a markdown table of ms/step and the
+# ratios emclust/python (below 1: emclust is faster). Each side runs on its default
+# CPU threads (emclust's keeps a step too small to share on one; PyTorch's takes one
+# per CPU), or both on --threads N.
 #
 #   scripts/bench/compare.sh --models mlp,mnist --device cpu --steps 10 --warmup 2
 #   scripts/bench/compare.sh --models mnist,cifar,stl10 --device cuda --steps 50 \
@@ -35,7 +37,7 @@ steps=10
 warmup=2
 mlp_steps=500
 mlp_warmup=20
-threads=$(nproc)
+threads="" # each side's default: emclust's rule (one thread for a step too small to share), PyTorch's one per CPU
 repeats=2
 workers=2
 batch=128
@@ -97,14 +99,15 @@ appended() {
 	lines=$n
 }
 
-echo "compare.sh: $models on $device, $steps steps after $warmup warmup (mlp: $mlp_steps after $mlp_warmup), $threads threads, best of $repeats; raw JSON in $raw" >&2
+echo "compare.sh: $models on $device, $steps steps after $warmup warmup (mlp: $mlp_steps after $mlp_warmup), ${threads:-default} threads, best of $repeats; raw JSON in $raw" >&2
 IFS=, read -ra model_list <<<"$models"
 for m in "${model_list[@]}"; do
 	if [ "$m" = mlp ]; then
-		common=(--device "$device" --steps "$mlp_steps" --warmup "$mlp_warmup" --threads "$threads" --batch-size "$batch")
+		common=(--device "$device" --steps "$mlp_steps" --warmup "$mlp_warmup" --batch-size "$batch")
 	else
-		common=(--device "$device" --steps "$steps" --warmup "$warmup" --threads "$threads" --batch-size "$batch")
+		common=(--device "$device" --steps "$steps" --warmup "$warmup" --batch-size "$batch")
 	fi
+	common+=(--threads "${threads:-0}") # 0: emclust's default count, and PyTorch's
 	common+=(--precision "$precision" --channels-last "$channels_last")
 	IFS=, read -ra precisions <<<"$precision"
 	IFS=, read -ra layouts <<<"$channels_last"
@@ -148,14 +151,16 @@ def num(v):
     if v is None:
         return "-"
     return "%.3g" % v
-print("| model | objective | precision | layout | device | threads | steps | emclust ms/step | python cpu-aug ms/step | python device-aug ms/step "
+print("| model | objective | precision | layout | device | threads (emclust / python) | steps | emclust ms/step | python cpu-aug ms/step | python device-aug ms/step "
       "| emclust / py cpu-aug | emclust / py device-aug | GFLOP/step | emclust TFLOP/s |")
 print("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for key in order:
     e, c, d = (best.get(key + (i,)) for i in impls)
     any_ = e or c or d
-    print("| %s | %s | %s | %s | %s | %d | %d | %s | %s | %s | %s | %s | %s | %s |" % (
-        key[0], key[1], key[2], key[3], any_["device"], any_["cpu_threads"], any_["steps"], ms(e), ms(c), ms(d),
+    py = d or c
+    threads = "%s / %s" % (e["cpu_threads"] if e else "-", py["cpu_threads"] if py else "-")
+    print("| %s | %s | %s | %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |" % (
+        key[0], key[1], key[2], key[3], any_["device"], threads, any_["steps"], ms(e), ms(c), ms(d),
         ratio(e, c), ratio(e, d), num((e or c or d).get("gflop_per_step")),
         num(e.get("achieved_tflops")) if e else "-"))
 print()
