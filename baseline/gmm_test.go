@@ -251,14 +251,14 @@ func TestBaselinesStopOnInterrupt(t *testing.T) {
 				return 0, err
 			}
 			return res.Iters, nil
-		}, func(iters int) int { return 1 + iters }},
+		}, func(iters int) int { return 1 + 7 + iters }},
 		{"gmm-full", func(ctx context.Context) (int, error) {
 			res, err := GMM(ctx, x, GMMConfig{K: 8, Seed: 1, Covariance: "full"})
 			if err != nil {
 				return 0, err
 			}
 			return res.Iters, nil
-		}, func(iters int) int { return 2 + iters }},
+		}, func(iters int) int { return 2 + 7 + iters }},
 	} {
 		// Counted on a run to its end, then interrupted at the first check, the
 		// second (in k-means++, at its second centre), halfway and at the last.
@@ -272,8 +272,12 @@ func TestBaselinesStopOnInterrupt(t *testing.T) {
 			t.Fatalf("%s: %d checks for the interrupt in a fit of %d iterations, want at least %d", tc.name, checks, iters, tc.least(iters))
 		}
 		for _, n := range []int{0, 1, checks / 2, checks - 1} {
-			if _, err := tc.fit(&countdown{context.Background(), n}); !errors.Is(err, context.Canceled) {
+			_, err := tc.fit(&countdown{context.Background(), n})
+			if !errors.Is(err, context.Canceled) {
 				t.Errorf("%s, done at check %d of %d: %v, want the interrupt", tc.name, n+1, checks, err)
+			}
+			if n == 1 && tc.name == "k-means" && (err == nil || !strings.Contains(err.Error(), "k-means++")) {
+				t.Errorf("k-means, done at check 2: %v, want the interrupt in k-means++", err)
 			}
 		}
 	}

@@ -83,7 +83,7 @@ func benchOptionsFrom(c *cli.Context) (benchOptions, error) {
 		return opts, usageError{fmt.Errorf("--batch-size %d: the relevance normalisation needs at least 2 rows a batch", opts.BatchSize)}
 	}
 	if n := opts.Threads; n < 0 || n > runtime.NumCPU() {
-		return opts, usageError{fmt.Errorf("--threads %d: want 0 (one per CPU) to %d, the CPUs this machine has", n, runtime.NumCPU())}
+		return opts, usageError{fmt.Errorf("--threads %d: want 0 (as train: one per CPU, one for a step too small to share) to %d, the CPUs this machine has", n, runtime.NumCPU())}
 	}
 	for _, m := range opts.Models {
 		if _, ok := benchShapes[m]; !ok {

@@ -139,7 +139,7 @@ done
 # files between calls, and an older ./emclust there would be tested in its place.
 if [ -f build/gpu-bundle.tar.xz ] && { [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1 || [ build/gpu-bundle.tar.xz -nt ./emclust ]; }; then
 	say "unpacking build/gpu-bundle.tar.xz (make gpu-pack)"
-	tar xJf build/gpu-bundle.tar.xz || { echo "gpu-acceptance.sh: build/gpu-bundle.tar.xz did not unpack" >&2; exit 1; }
+	tar xJmf build/gpu-bundle.tar.xz || # -m: dated now, so that -nt above settles { echo "gpu-acceptance.sh: build/gpu-bundle.tar.xz did not unpack" >&2; exit 1; }
 fi
 if [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1; then
 	if command -v go >/dev/null; then
@@ -160,6 +160,7 @@ make_shim() {
 		scripts/gpu-setup.sh && echo "$torch_here" >build/cuda/libemtorch.so.torch
 		return
 	fi
+	[ "$torch_here" != "no PyTorch" ] || { echo "this machine's python cannot import torch"; return 1; }
 	local built
 	built=$(cat "$shim.torch" 2>/dev/null) || { echo "--shim $shim: no $shim.torch saying which PyTorch built it"; return 1; }
 	[ "$built" = "$torch_here" ] || { echo "--shim $shim was built against $built; this machine has $torch_here"; return 1; }

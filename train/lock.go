@@ -20,6 +20,9 @@ func lockHolder(b []byte) (pid int, isLock bool) {
 	if s == "" {
 		return 0, true
 	}
+	if strings.TrimLeft(s, "0123456789") != "" { // Atoi would take a sign
+		return 0, false
+	}
 	pid, err := strconv.Atoi(s)
 	return pid, err == nil && pid > 0
 }

@@ -3,8 +3,8 @@
 # (scripts/bench/reference.py, both of its input pipelines) on one device, with the same
 # models, objectives, steps and warmup, and print a markdown table of ms/step and the
 # ratios emclust/python (below 1: emclust is faster). Each side runs on its default
-# CPU threads (emclust's keeps a step too small to share on one; PyTorch's takes one
-# per CPU), or both on --threads N.
+# CPU threads (emclust one per CPU it may use, and one for a step too small to share;
+# the peer one per CPU it may use), or both on --threads N.
 #
 #   scripts/bench/compare.sh --models mlp,mnist --device cpu --steps 10 --warmup 2
 #   scripts/bench/compare.sh --models mnist,cifar,stl10 --device cuda --steps 50 \
@@ -37,7 +37,7 @@ steps=10
 warmup=2
 mlp_steps=500
 mlp_warmup=20
-threads="" # each side's default: emclust's rule (one thread for a step too small to share), PyTorch's one per CPU
+threads="" # each side's default (see above)
 repeats=2
 workers=2
 batch=128
@@ -111,8 +111,10 @@ for m in "${model_list[@]}"; do
 	common+=(--precision "$precision" --channels-last "$channels_last")
 	IFS=, read -ra precisions <<<"$precision"
 	IFS=, read -ra layouts <<<"$channels_last"
+	IFS=, read -ra objectives <<<"${objective:-default}"
 	want=${#precisions[@]}
-	[ "$m" = mlp ] || want=$((want * ${#layouts[@]})) # the MLP has no layout: timed once
+	# The MLP has no layout and trains em alone: timed once a precision.
+	[ "$m" = mlp ] || want=$((want * ${#layouts[@]} * ${#objectives[@]}))
 	objflag=()
 	[ -z "$objective" ] || { [ "$m" = mlp ] && [ "$objective" != em ]; } || objflag=(--objective "$objective")
 	for ((r = 1; r <= repeats; r++)); do

@@ -516,7 +516,7 @@ def main():
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: os.cpu_count())")
+    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: one per CPU this process may use)")
     ap.add_argument("--num-workers", type=int, default=2, help="DataLoader workers for --aug cpu")
     ap.add_argument("--cpu-aug-lib", default="auto", choices=["auto", "torchvision", "torch-ops"],
                     help="per-image transforms of --aug cpu (auto: torchvision when installed)")
@@ -527,7 +527,8 @@ def main():
     if args.steps < 1 or args.warmup < 0:
         ap.error("want --steps ≥ 1 and --warmup ≥ 0")
 
-    torch.set_num_threads(args.threads if args.threads > 0 else (os.cpu_count() or 1))
+    # 0: one per CPU this process may use, as emclust counts them (Go's runtime.NumCPU).
+    torch.set_num_threads(args.threads if args.threads > 0 else len(os.sched_getaffinity(0)))
     d = args.device
     if d == "auto":
         d = "cuda" if torch.cuda.is_available() else "cpu"
