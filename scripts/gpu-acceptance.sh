@@ -139,7 +139,8 @@ done
 # files between calls, and an older ./emclust there would be tested in its place.
 if [ -f build/gpu-bundle.tar.xz ] && { [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1 || [ build/gpu-bundle.tar.xz -nt ./emclust ]; }; then
 	say "unpacking build/gpu-bundle.tar.xz (make gpu-pack)"
-	tar xJmf build/gpu-bundle.tar.xz || # -m: dated now, so that -nt above settles { echo "gpu-acceptance.sh: build/gpu-bundle.tar.xz did not unpack" >&2; exit 1; }
+	# -m: the files dated now, so that the -nt above settles.
+	tar xJmf build/gpu-bundle.tar.xz || { echo "gpu-acceptance.sh: build/gpu-bundle.tar.xz did not unpack" >&2; exit 1; }
 fi
 if [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1; then
 	if command -v go >/dev/null; then
