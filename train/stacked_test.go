@@ -58,10 +58,13 @@ func runState(t *testing.T, r *Run) (tensors map[string][]float64, steps []int64
 // order of float sums in the batched products. For the MLP and for the linear map
 // with a learned prior; and nothing is left behind. Each tensor is compared relative
 // to its largest element, to 1e-2 (3e-2 on a GPU, whose batched and single matrix
-// products are other kernels: 1.6e-2 in the third MLP restart's Adam moments on an
-// H100): Adam divides each gradient by its own running size, so a weight whose
-// gradient is small carries its rounding at full scale (1e-4 of the linear map's
-// weights after three epochs), and another restart's state is off by its whole size.
+// products are other kernels): Adam divides each gradient by its own running size, so
+// a weight whose gradient is small carries its rounding at full scale (1e-4 of the
+// linear map's weights after three epochs), and another restart's state is off by
+// its whole size. Adam's first moments follow the last few gradients alone, which
+// that rounding moves most: the third MLP restart's were 1.6e-2 apart on an H100 and
+// 1.7e-2 to 4.9e-2 in one CPU run under libtorch 2.6 on a busy machine (below 1e-2
+// in every other), so they are held to 0.25, which two restarts' moments exceed.
 //
 // But for one parameter: the relevance normalisation subtracts the batch mean, so
 // the last layer's bias has a gradient of zero but for rounding, about 1e-8, which
@@ -80,6 +83,13 @@ func TestStackedRestartsAreAlone(t *testing.T) {
 	tol := 1e-2
 	if testDevice.CUDA {
 		tol = 3e-2
+	}
+	const momentTol = 0.25
+	tolFor := func(name string) float64 {
+		if strings.HasSuffix(name, " exp_avg") {
+			return momentTol
+		}
+		return tol
 	}
 	for _, cfg := range cands {
 		cfg.EvalEvery = 0
@@ -108,7 +118,7 @@ func TestStackedRestartsAreAlone(t *testing.T) {
 					if strings.HasPrefix(name, "out.bias") || name == "relevance_norm.running_mean" {
 						continue // and the bias's Adam moments
 					}
-					if !torchtest.Near(tb[name], ta[name], tol) {
+					if !torchtest.Near(tb[name], ta[name], tolFor(name)) {
 						t.Errorf("restart %d: %s stacked %v\nalone %v", i+1, name, tb[name], ta[name])
 					}
 				}
@@ -130,6 +140,14 @@ func TestStackedRestartsAreAlone(t *testing.T) {
 				}
 				if a.EpochsDone() != b.EpochsDone() {
 					t.Errorf("restart %d: %d epochs done stacked, %d alone", i+1, b.EpochsDone(), a.EpochsDone())
+				}
+			}
+			// The moments' bound still tells restarts apart: two seeds' differ by more.
+			t1, _, _ := runState(t, alone[0])
+			t2, _, _ := runState(t, alone[1])
+			for name := range t1 {
+				if strings.HasSuffix(name, " exp_avg") && !strings.HasPrefix(name, "out.bias") && torchtest.Near(t2[name], t1[name], momentTol) {
+					t.Errorf("%s of seeds 11 and 12 within %g of each other: the bound would not catch one restart's state in another", name, momentTol)
 				}
 			}
 			for i := range restarts {
