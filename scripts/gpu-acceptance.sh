@@ -231,12 +231,14 @@ test_failed=0
 for name in "${pkgs[@]}"; do
 	dir=$name # each package with tests is a top-level folder named as its package
 	t1=$SECONDS
-	if (cd "$dir" && EMCLUST_TEST_DEVICE=$device EMCLUST_TEST_BIN=$repo/emclust EMCLUST_TEST_FMNIST=$fmnist "$repo/build/tests/$name.test" \
-		-test.count=1 -test.timeout=4m >"$out/test-$name.log" 2>&1); then
+	# EMTORCH_BACKTRACE=1: a fault inside libtorch also prints where it happened.
+	# 10m: the command package took 4 minutes on an H200 beside two training runs.
+	if (cd "$dir" && EMTORCH_BACKTRACE=1 EMCLUST_TEST_DEVICE=$device EMCLUST_TEST_BIN=$repo/emclust EMCLUST_TEST_FMNIST=$fmnist \
+		"$repo/build/tests/$name.test" -test.count=1 -test.timeout=10m >"$out/test-$name.log" 2>&1); then
 		printf '%s\tok\t%d\n' "$name" $((SECONDS - t1)) >>"$out/tests.tsv"
 	else
 		printf '%s\tFAIL\t%d\n' "$name" $((SECONDS - t1)) >>"$out/tests.tsv"
-		grep -E -- '--- FAIL|_test.go:[0-9]+:' "$out/test-$name.log" | head -20
+		grep -E -- '--- FAIL|_test.go:[0-9]+:|^emtorch: signal|^  (fault at|stack) ' "$out/test-$name.log" | head -40
 		test_failed=1
 	fi
 done

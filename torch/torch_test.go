@@ -631,3 +631,31 @@ func TestSetBLASThreadsAlone(t *testing.T) {
 		t.Error("SetBLASThreads(0) gave no error")
 	}
 }
+
+// TestNativeFramesLeaveGoFaultsToGo runs this test binary again with
+// EMTORCH_BACKTRACE=1, whose fault handler the shim installs before Go's runtime
+// starts: Go must still turn a nil dereference in Go code into a panic it can recover
+// from, and torch calls must still work.
+func TestNativeFramesLeaveGoFaultsToGo(t *testing.T) {
+	if os.Getenv("EMTORCH_BACKTRACE_CHILD") == "1" {
+		var p *int
+		recovered := func() (r any) {
+			defer func() { r = recover() }()
+			return *p
+		}()
+		if recovered == nil {
+			t.Fatal("a nil dereference in Go did not panic")
+		}
+		s := NewScope()
+		defer s.Close()
+		if got := s.Float32s(s.Add(s.Full([]int{2}, 1, Float32, CPU), s.Full([]int{2}, 2, Float32, CPU))); fmt.Sprint(got) != "[3 3]" {
+			t.Fatalf("1 + 2 = %v", got)
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNativeFramesLeaveGoFaultsToGo$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "EMTORCH_BACKTRACE=1", "EMTORCH_BACKTRACE_CHILD=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("with EMTORCH_BACKTRACE=1: %v\n%s", err, out)
+	}
+}

@@ -34,12 +34,16 @@
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#include <signal.h>
+#include <ucontext.h>
+#include <unistd.h>
 #endif
 #if defined(__linux__)
 #include <dlfcn.h>
 #include <sys/mman.h>
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
@@ -65,6 +69,61 @@ et_tensor wrap(at::Tensor t) {
   live.fetch_add(1, std::memory_order_relaxed);
   return new et_tensor_s{std::move(t)};
 }
+
+#if defined(__GLIBC__) && defined(__x86_64__)
+// EMTORCH_BACKTRACE=1: a fault inside libtorch prints where it happened, which Go's
+// crash report leaves out, then kills the process. Go forwards a fault in C code to
+// the handler installed before its runtime started, and the shim's constructors run
+// before it. Go's frames stop an unwinder, so this prints the faulting instruction
+// and the stack's words that point into a library: its likely return addresses.
+// dladdr and snprintf are not async-signal-safe: acceptable on the way down.
+void print_address(const char *what, uintptr_t a) {
+  Dl_info d;
+  char line[768];
+  int n;
+  if (dladdr(reinterpret_cast<void *>(a), &d) != 0 && d.dli_fname != nullptr) {
+    uintptr_t base = reinterpret_cast<uintptr_t>(d.dli_sname != nullptr ? d.dli_saddr : d.dli_fbase);
+    n = snprintf(line, sizeof line, "  %s 0x%lx %s(%s+0x%lx)\n", what, static_cast<unsigned long>(a),
+                 d.dli_fname, d.dli_sname != nullptr ? d.dli_sname : "", static_cast<unsigned long>(a - base));
+  } else {
+    n = snprintf(line, sizeof line, "  %s 0x%lx\n", what, static_cast<unsigned long>(a));
+  }
+  if (n > 0 && write(STDERR_FILENO, line, std::min<size_t>(n, sizeof line - 1)) < 0) {
+  }
+}
+
+void print_native_frames(int sig, siginfo_t *info, void *ctx) {
+  const auto &regs = static_cast<ucontext_t *>(ctx)->uc_mcontext.gregs;
+  char head[160];
+  int n = snprintf(head, sizeof head, "emtorch: signal %d at address %p (EMTORCH_BACKTRACE=1):\n", sig,
+                   info->si_addr);
+  if (n > 0 && write(STDERR_FILENO, head, n) < 0) {
+  }
+  print_address("fault at", static_cast<uintptr_t>(regs[REG_RIP]));
+  const auto *sp = reinterpret_cast<const uintptr_t *>(regs[REG_RSP]);
+  Dl_info d;
+  for (int i = 0, shown = 0; i < 1024 && shown < 48; i++) {
+    if (dladdr(reinterpret_cast<void *>(sp[i]), &d) != 0 && d.dli_sname != nullptr) {
+      print_address("stack", sp[i]);
+      shown++;
+    }
+  }
+  signal(sig, SIG_DFL); // delivered again once this handler returns, and fatal
+  raise(sig);
+}
+
+__attribute__((constructor)) void install_native_frames() {
+  const char *on = getenv("EMTORCH_BACKTRACE");
+  if (on == nullptr || strcmp(on, "1") != 0) return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = print_native_frames;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, nullptr);
+  sigaction(SIGBUS, &sa, nullptr);
+}
+#endif
 
 #if defined(__linux__)
 // libtorch 2.3 made Allocator::allocate non-const and added the pure copy_data.
