@@ -77,6 +77,10 @@ et_tensor wrap(at::Tensor t) {
 // before it. Go's frames stop an unwinder, so this prints the faulting instruction
 // and the stack's words that point into a library: its likely return addresses.
 // dladdr and snprintf are not async-signal-safe: acceptable on the way down.
+void put_stderr(const char *s, int n, size_t cap) {
+  if (n > 0 && write(STDERR_FILENO, s, std::min<size_t>(n, cap - 1)) < 0) return; // nowhere to report it
+}
+
 void print_address(const char *what, uintptr_t a) {
   Dl_info d;
   char line[768];
@@ -88,8 +92,7 @@ void print_address(const char *what, uintptr_t a) {
   } else {
     n = snprintf(line, sizeof line, "  %s 0x%lx\n", what, static_cast<unsigned long>(a));
   }
-  if (n > 0 && write(STDERR_FILENO, line, std::min<size_t>(n, sizeof line - 1)) < 0) {
-  }
+  put_stderr(line, n, sizeof line);
 }
 
 void print_native_frames(int sig, siginfo_t *info, void *ctx) {
@@ -97,8 +100,7 @@ void print_native_frames(int sig, siginfo_t *info, void *ctx) {
   char head[160];
   int n = snprintf(head, sizeof head, "emtorch: signal %d at address %p (EMTORCH_BACKTRACE=1):\n", sig,
                    info->si_addr);
-  if (n > 0 && write(STDERR_FILENO, head, n) < 0) {
-  }
+  put_stderr(head, n, sizeof head);
   print_address("fault at", static_cast<uintptr_t>(regs[REG_RIP]));
   const auto *sp = reinterpret_cast<const uintptr_t *>(regs[REG_RSP]);
   Dl_info d;
