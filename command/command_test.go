@@ -371,6 +371,10 @@ func TestErrors(t *testing.T) {
 		{name: "hidden width 0", args: append(ten, "--hidden", "0"), code: 2, want: []string{"--hidden", `"0"`}},
 		{name: "hidden empty entry", args: append(ten, "--hidden", "32,,16"), code: 2, want: []string{"--hidden", "empty entry"}},
 		{name: "hidden auto on images", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--hidden", "auto"}, code: 2, want: []string{"--hidden auto", "CNN"}},
+		{name: "trial epochs on vectors", args: append(ten, "--restarts", "3", "--trial-epochs", "5"), code: 2, want: []string{"--trial-epochs", "images"}},
+		{name: "trial epochs of one restart", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--trial-epochs", "5"}, code: 2, want: []string{"--trial-epochs 5", "--restarts"}},
+		{name: "trial epochs 1", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "1"}, code: 2, want: []string{"trial epochs 1", "2 to"}},
+		{name: "trial epochs past the run", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "9", "--epochs", "8"}, code: 2, want: []string{"trial epochs 9", "8 epochs"}},
 		{name: "hidden auto with heads", args: append(ten, "--hidden", "auto", "--heads", "2"), code: 2, want: []string{"--heads 2", "--hidden auto"}},
 		{name: "negative cluster index", args: []string{"report", "r4", "--clusters", "1,-2"}, code: 2, want: []string{"--clusters", `"1,-2"`}},
 		// Were exit 1: usage mistakes found only when the data were read.
@@ -1434,6 +1438,49 @@ func TestImageComputeDefaults(t *testing.T) {
 		if cfg.ChannelsLast != tc.wantCL || cfg.Precision != tc.wantPrecision {
 			t.Errorf("%v: config has precision %q channels_last %v, want %q %v", tc.flags, cfg.Precision, cfg.ChannelsLast, tc.wantPrecision, tc.wantCL)
 		}
+	}
+}
+
+// Image restarts as trials: each trains --trial-epochs, the kept one goes on to
+// --epochs in the run folder, and the summary lists every trial.
+func TestTrainTrials(t *testing.T) {
+	dir := t.TempDir()
+	writeIDXSet(t, dir, 48, 16)
+	r := run(t, dir, "train", "--dataset", "mnist", "--data-dir", dir, "--device", "cpu", "--objective", "em",
+		"--epochs", "3", "--batch-size", "32", "--restarts", "2", "--trial-epochs", "2", "--out", "run")
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"2 trials of 2 epochs (seeds 1–2)", "trial 1/2, seed 1: agreement", "trial 2/2, seed 2", "on to 3 epochs"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("log lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	var cfg struct {
+		Seed        uint64 `json:"seed"`
+		Epochs      int    `json:"epochs"`
+		Restarts    int    `json:"restarts"`
+		TrialEpochs int    `json:"trial_epochs"`
+	}
+	readJSON(t, filepath.Join(dir, "run", "config.json"), &cfg)
+	if cfg.Epochs != 3 || cfg.Restarts != 2 || cfg.TrialEpochs != 2 || (cfg.Seed != 1 && cfg.Seed != 2) {
+		t.Errorf("config.json: %+v, want 3 epochs, 2 restarts, trial epochs 2, seed 1 or 2", cfg)
+	}
+	var sum struct {
+		Epochs   int `json:"epochs"`
+		Restarts []struct {
+			Seed          uint64   `json:"seed"`
+			SelfAgreement *float64 `json:"self_agreement"`
+			ChosenEpoch   int      `json:"chosen_epoch"`
+		} `json:"restarts"`
+	}
+	readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
+	if sum.Epochs != 3 || len(sum.Restarts) != 2 || sum.Restarts[0].SelfAgreement == nil || sum.Restarts[1].ChosenEpoch != 2 {
+		t.Errorf("summary: %d epochs, trials %+v; want 3, and two trials, each chosen at epoch 2 with an agreement", sum.Epochs, sum.Restarts)
+	}
+	if n := len(readLines(t, filepath.Join(dir, "run", "metrics.jsonl"))); n != 3 {
+		t.Errorf("metrics.jsonl has %d epochs, want 3: the kept trial's 2 and 1 more", n)
 	}
 }
 

@@ -140,6 +140,14 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		return cfg, usageError{fmt.Errorf("--restarts %d: want 1 (a single run) to 1000", cfg.Restarts)}
 	}
 	setString(&cfg.KeepBy, "keep-by")
+	setInt(&cfg.TrialEpochs, "trial-epochs")
+	switch {
+	case !c.IsSet("trial-epochs"):
+	case !images:
+		return cfg, usageError{errors.New("--trial-epochs is for images: vector restarts train whole runs, kept by their agreement with each other")}
+	case cfg.Restarts < 2:
+		return cfg, usageError{fmt.Errorf("--trial-epochs %d with one restart: give --restarts 2 or more trials to choose among", cfg.TrialEpochs)}
+	}
 	if images {
 		setInt(&cfg.ImageSize, "image-size")
 		setBool(&cfg.Gray, "gray")

@@ -30,6 +30,7 @@ func trainCommand() *cli.Command {
 		&cli.StringFlag{Name: "objective", Usage: objectiveHelp(), DefaultText: "em for vectors, twofold for images"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},
 		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the one --keep-by chooses (on the CPU, those of steps too small to share train side by side, one per thread, and several at once as one network; Ctrl-C keeps those finished)", DefaultText: "10 for vectors, 1 for images"},
+		&cli.IntFlag{Name: "trial-epochs", Usage: "with --restarts R on images: train each restart this many epochs, then go on with the one whose clustering agreed most with its own earlier evaluations (docs/RESULTS.md section 44; labels are never used)", DefaultText: "0: restarts train whole runs"},
 		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations; the one that agrees best with those before it is kept as chosen.safetensors (0: only at the end; restarts evaluate only their last epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
@@ -281,6 +282,9 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	if opts.Quiet {
 		log = io.Discard
 	}
+	if ckpt == nil && cfg.Restarts > 1 && cfg.TrialEpochs > 0 {
+		return trainTrials(ctx, cfg, src, dev, newFolder, opts.Quiet, opts.JSON, stdout, log, stderr)
+	}
 	if ckpt == nil && cfg.Restarts > 1 {
 		return trainRestarts(ctx, cfg, src, dev, newFolder, opts.JSON, stdout, log, stderr)
 	}
@@ -331,27 +335,90 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		}
 		return finishRun(ctx, run, src, dev, 0, nil, opts.JSON, stdout, log, stderr)
 	}
-	if err := run.Train(ctx); err != nil {
-		if se := (*train.StopSaveError)(nil); errors.As(err, &se) {
-			return interruptedError{fmt.Errorf("interrupted after %s, and saving them failed (%v): continue with emclust train --resume %s from what its checkpoint holds",
-				plural(run.EpochsDone(), "epoch"), se.Err, runDir)}
-		}
-		if errors.Is(err, context.Canceled) {
-			if run.EpochsSaved() == 0 {
-				return interruptedError{fmt.Errorf("interrupted before the first epoch ended, so %s holds no checkpoint to resume: start the run again", runDir)}
-			}
-			return interruptedError{fmt.Errorf("interrupted after %s; the checkpoint in %s holds %s: continue with emclust train --resume %s",
-				plural(run.EpochsDone(), "epoch"), runDir, plural(run.EpochsSaved(), "epoch"), runDir)}
-		}
-		if group != nil {
-			err = explainLost(group, role, err)
-		}
-		return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
+	if err := trainRun(ctx, run, runDir, group, role); err != nil {
+		return err
 	}
 	if !speaks {
 		return nil
 	}
 	return finishRun(ctx, run, src, dev, time.Since(start), nil, opts.JSON, stdout, log, stderr)
+}
+
+// trainRun trains run to its epochs, saving in runDir, and says what an interrupt
+// left there to resume.
+func trainRun(ctx context.Context, run *train.Run, runDir string, group *torch.Group, role *launch.Role) error {
+	err := run.Train(ctx)
+	if err == nil {
+		return nil
+	}
+	if se := (*train.StopSaveError)(nil); errors.As(err, &se) {
+		return interruptedError{fmt.Errorf("interrupted after %s, and saving them failed (%v): continue with emclust train --resume %s from what its checkpoint holds",
+			plural(run.EpochsDone(), "epoch"), se.Err, runDir)}
+	}
+	if errors.Is(err, context.Canceled) {
+		if run.EpochsSaved() == 0 {
+			return interruptedError{fmt.Errorf("interrupted before the first epoch ended, so %s holds no checkpoint to resume: start the run again", runDir)}
+		}
+		return interruptedError{fmt.Errorf("interrupted after %s; the checkpoint in %s holds %s: continue with emclust train --resume %s",
+			plural(run.EpochsDone(), "epoch"), runDir, plural(run.EpochsSaved(), "epoch"), runDir)}
+	}
+	if group != nil {
+		err = explainLost(group, role, err)
+	}
+	return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
+}
+
+// trainTrials trains cfg.Restarts trials of cfg.TrialEpochs epochs, keeps the one
+// whose clustering settled most (train.TrainTrials) in the run folder, trains it on to
+// cfg's epochs, and finishes it like a single run.
+func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, folder *runFolder, quiet, asJSON bool, stdout, log, warn io.Writer) error {
+	start := time.Now()
+	runDir := folder.dir
+	n := max(cfg.Restarts, 1)
+	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %d trials of %s (seeds %d–%d), then the one whose clustering agreed most with its own earlier evaluations goes on to %s\n",
+		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), n, plural(cfg.TrialEpochs, "epoch"),
+		cfg.Seed, cfg.Seed+uint64(n)-1, plural(cfg.EpochsFor(src.Len()), "epoch"))
+	bar := newRestartsProgress(log, log == io.Discard, n)
+	hooks := train.RestartHooks{
+		Done: func(i int, r train.Restart) {
+			bar.restartDone()
+			fmt.Fprintf(log, "emclust: trial %d/%d, seed %d: agreement %.4f at epoch %d, max posterior %.4f\n",
+				i+1, n, r.Seed, *r.SelfAgreement, r.ChosenEpoch, r.Criteria.MaxPosterior)
+		},
+	}
+	if bar != nil {
+		hooks.Progress = bar.steps
+	}
+	run, trials, err := train.TrainTrials(ctx, cfg, src, dev, hooks)
+	if run != nil {
+		defer run.Close()
+	}
+	interrupted := errors.Is(err, context.Canceled)
+	if err != nil && !interrupted {
+		return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
+	}
+	if run == nil {
+		return interruptedError{errors.New("interrupted before any trial finished; no run was kept: start the run again")}
+	}
+	if err := run.AttachLocked(runDir, folder.take()); err != nil { // the run owns the lock now, even on error
+		return err
+	}
+	if err := run.Save(); err != nil {
+		return err
+	}
+	if interrupted {
+		return interruptedError{fmt.Errorf("interrupted after %d of %d trials; kept seed %d of those in %s: emclust train --resume %s trains it on to %s",
+			len(trials), n, run.Cfg.Seed, runDir, runDir, plural(run.Cfg.Epochs, "epoch"))}
+	}
+	chosen := run.Chosen()
+	fmt.Fprintf(log, "emclust: kept seed %d (agreement %.4f at epoch %d): %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, on to %s → %s\n",
+		run.Cfg.Seed, *chosen.Agreement, chosen.Epoch, run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.Objective, run.Cfg.GammaVal,
+		run.Cfg.BatchSize, plural(run.Cfg.Epochs, "epoch"), runDir)
+	run.Progress = newProgress(log, quiet)
+	if err := trainRun(ctx, run, runDir, nil, nil); err != nil {
+		return err
+	}
+	return finishRun(ctx, run, src, dev, time.Since(start), trials, asJSON, stdout, log, warn)
 }
 
 // trainRestarts trains cfg.Restarts seeds, keeps the run cfg.KeepBy chooses in

@@ -117,7 +117,7 @@ def main():
     res["parity"] = [{"mode": r.get("mode"), "seed": r.get("seed"), "scores": r.get("summary", {}).get("scores")}
                      for r in parity]
 
-    # The train step's runs, seeds 1..N side by side, each in OUTDIR/train-sSEED.
+    # The train step's runs, side by side, each in OUTDIR/train-sSEED.
     dirs = sorted(glob.glob(os.path.join(out, "train-s*")), key=lambda d: int(re.sub(r"\D", "", os.path.basename(d)) or 0))
     runs = [train_run(d, speed) for d in dirs]
     runs = [r for r in runs if r["epochs"]]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-acceptance.sh [--device cuda|cpu] [--quick] [--skip-tests] [--only STEPS]
 #                   [--tests PKGS] [--speed-modes MODES] [--minutes M] [--fmnist DIR]
-#                   [--train-seeds N] [--shim FILE] OUTDIR
+#                   [--train-seeds N] [--first-seed S] [--shim FILE] OUTDIR
 #
 # Everything that needs an NVIDIA GPU, in one command, on a machine that has PyTorch
 # (CUDA), g++ and python3 but no Go and no network. Carry over the repository with the
@@ -22,10 +22,11 @@
 #             bf16, NCHW and NHWC, against both Python peers
 #   parity    scripts/parity.sh fp32 against bf16 on Fashion-MNIST
 #   train     Fashion-MNIST twofold for the minutes left, --train-seeds runs side
-#             by side (seeds 1..N; default 4 on CUDA, where four runs do about 2.5
-#             times the work of one, 1 on the CPU, 2 with --quick), with
-#             epoch times, the fraction of the GPU's dense peak, and each run's last
-#             and chosen epoch
+#             by side (seeds S..S+N-1, S from --first-seed, default 1; N default 4 on
+#             CUDA, where four runs do about 2.5 times the work of one, 1 on the CPU, 2
+#             with --quick), with epoch times, the fraction of the GPU's dense peak,
+#             and each run's last and chosen epoch; of two runs or more, OUTDIR/trials.md
+#             replays train --trial-epochs on them (scripts/study/trial_replay.py)
 #
 # --only dist,tests (say) runs those steps and records the others as skipped (the shim
 # is always built). --tests torch,train (say) runs those packages' tests alone.
@@ -48,6 +49,7 @@ test_pkgs=""
 speed_modes=cnn:fp32:false,cnn:bf16:false,mlp:fp32:false,mlp:bf16:false,cnn:fp32:true,cnn:bf16:true
 minutes=""
 train_seeds=""
+first_seed=1
 shim=""
 fmnist=/usr/share/datasets/fashion-mnist
 out=""
@@ -63,6 +65,7 @@ while [ $# -gt 0 ]; do
 	--minutes) minutes=$2; shift 2 ;;
 	--fmnist) fmnist=$2; shift 2 ;;
 	--train-seeds) train_seeds=$2; shift 2 ;;
+	--first-seed) first_seed=$2; shift 2 ;;
 	--shim) shim=$2; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	-*) echo "gpu-acceptance.sh: unknown flag $1" >&2; usage >&2; exit 2 ;;
@@ -84,6 +87,7 @@ done
 # --quick trains two, so that CI runs the side-by-side path.
 [ -n "$train_seeds" ] || { [ $device = cuda ] && train_seeds=4 || { [ $quick = 1 ] && train_seeds=2 || train_seeds=1; }; }
 [[ $train_seeds =~ ^[1-9][0-9]*$ ]] || { echo "gpu-acceptance.sh: --train-seeds $train_seeds: want a count from 1" >&2; exit 2; }
+[[ $first_seed =~ ^[0-9]+$ ]] || { echo "gpu-acceptance.sh: --first-seed $first_seed: want a seed, 0 or more" >&2; exit 2; }
 
 fmnist=$(realpath -m "$fmnist") # the tests look for it from their package folders
 if [ -n "$shim" ]; then
@@ -343,14 +347,16 @@ else
 		threads=$(( $(nproc) / train_seeds )); [ $threads -ge 1 ] || threads=1
 		[ "$train_seeds" = 1 ] || extra+=(--threads $threads)
 		pids=()
-		for s in $(seq 1 "$train_seeds"); do
+		seeds=$(seq "$first_seed" $((first_seed + train_seeds - 1)))
+		for s in $seeds; do
 			timeout -s INT "$budget" ./emclust train "${fm[@]}" --objective twofold --epochs 1000 --quiet \
 				--seed "$s" --out "$out/train-s$s" "${extra[@]}" >"$out/train-s$s.txt" 2>&1 &
 			pids+=($!)
 		done
-		train_ok=1 detail=""
-		for s in $(seq 1 "$train_seeds"); do
-			wait "${pids[$((s - 1))]}"
+		train_ok=1 detail="" i=0
+		for s in $seeds; do
+			wait "${pids[$i]}"
+			i=$((i + 1))
 			code=$?
 			epochs=$(wc -l <"$out/train-s$s/metrics.jsonl" 2>/dev/null || echo 0)
 			# 124: the time was up; SIGINT stopped the run, and its checkpoint holds the last saved epoch.
@@ -361,6 +367,11 @@ else
 				detail="$detail seed $s: exit $code, $epochs epochs: $(tail -2 "$out/train-s$s.txt" | tr '\n' ' ');"
 			fi
 		done
+		# The replay only informs; a failure is logged, not the step's.
+		if [ $train_ok = 1 ] && [ "$train_seeds" -ge 2 ]; then
+			python3 scripts/study/trial_replay.py --trials 10,15,20,25,30 --restarts 2,3,4 "$out"/train-s*/ >"$out/trials.md" 2>>"$log" &&
+				cat "$out/trials.md"
+		fi
 		if [ $train_ok = 1 ]; then
 			record train ok $((SECONDS - t0)) "${detail# }"
 		else

@@ -89,6 +89,11 @@ type Config struct {
 	// Restarts trains seeds Seed, Seed+1, ... and keeps the run whose clustering
 	// agrees best with the others' (TrainRestarts); 0 and 1 train one run.
 	Restarts int `json:"restarts,omitempty"`
+	// TrialEpochs, with several restarts, makes them trials (TrainTrials): each
+	// trains this many epochs, evaluating each, and the one whose clustering agreed
+	// most with its own earlier evaluations goes on to Epochs. 0: restarts train
+	// whole runs and are kept by KeepBy.
+	TrialEpochs int `json:"trial_epochs,omitempty"`
 	// KeepBy is what keeps one of several restarts: "silhouette" (of the clustering
 	// on the z-scored features) or "agreement" (with the other restarts' clusterings);
 	// "" in runs saved before it existed, which kept by agreement.
@@ -196,6 +201,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("eval-every %d: want ≥ 0", c.EvalEvery)
 	case c.Restarts < 0 || c.Restarts > 1000:
 		return fmt.Errorf("restarts %d: want 0 to 1000", c.Restarts)
+	case c.TrialEpochs != 0 && (c.TrialEpochs < 2 || c.TrialEpochs > c.Epochs):
+		// One evaluation has no earlier one to agree with.
+		return fmt.Errorf("trial epochs %d: want 0 (no trials) or 2 to the run's %d epochs", c.TrialEpochs, c.Epochs)
 	case c.KeepBy != "" && c.KeepBy != KeepBySilhouette && c.KeepBy != KeepByAgreement:
 		return fmt.Errorf("keep-by %q: want %s or %s", c.KeepBy, KeepBySilhouette, KeepByAgreement)
 	case c.Heads < 0 || c.Heads > model.MaxHeads:

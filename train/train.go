@@ -99,6 +99,9 @@ type Run struct {
 	chosenState []torch.Named
 	chosenFile  int
 	better      func(a, b Chosen) bool // the ranking: Chosen.AgreesMore
+	// keepChosen snapshots the chosen epoch without a folder: a trial
+	// (TrainTrials) may go on in one, and its chosen epoch with it.
+	keepChosen bool
 }
 
 // Chosen is the epoch a run keeps beside its last: of the evaluated epochs, the one
@@ -1265,7 +1268,7 @@ func (r *Run) consider(m EpochMetrics) error {
 		return nil
 	}
 	r.chosen = &c
-	if r.Dir == "" {
+	if r.Dir == "" && !r.keepChosen {
 		return nil
 	}
 	return r.snapshotChosen()

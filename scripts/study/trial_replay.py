@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Replay `train --restarts R --trial-epochs T` on runs already trained.
+
+usage: trial_replay.py [--trials 10,15,20,25] [--restarts 2,3,4] RUN [RUN ...]
+
+Each RUN is a run folder (its metrics.jsonl evaluated every epoch, with labels) of
+one seed trained at the same settings. A trial of T epochs keeps, of R seeds, the one
+whose best agreement (mean ARI of an epoch's clustering with its five earlier
+evaluations) up to epoch T is highest, as train.TrainTrials does; that seed then goes
+on to the length L all runs share (the shortest run's), and its chosen epoch over all
+L is what the run reports. For every T and R this prints the mean ACC of that choice
+over every subset of R seeds, beside the mean of one seed alone, and the epochs the
+choice costs (R·T + L − T, against L).
+
+Labels score the choices only; no choice reads them. Standard library only, so that it
+runs on the GPU machine's python3.
+"""
+
+import argparse
+import itertools
+import json
+import os
+import sys
+
+
+def read_run(path):
+    rows = []
+    with open(os.path.join(path, "metrics.jsonl")) as f:
+        for line in f:
+            m = json.loads(line)
+            rows.append((m["epoch"], m.get("agreement"), m.get("acc")))
+    rows.sort()
+    for i, (epoch, _, acc) in enumerate(rows):
+        if epoch != i + 1 or acc is None:
+            sys.exit(f"{path}: epoch {i + 1} is missing or has no ACC: train with --eval-every 1 and labels")
+    return rows
+
+
+def chosen(rows, upto):
+    """The epoch Chosen.AgreesMore keeps among the first upto: the first of highest agreement."""
+    best = None
+    for epoch, agree, acc in rows[:upto]:
+        if agree is not None and (best is None or agree > best[1]):
+            best = (epoch, agree, acc)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--trials", default="10,15,20,25", help="trial lengths T, in epochs")
+    ap.add_argument("--restarts", default="2,3,4", help="trial counts R")
+    ap.add_argument("runs", nargs="+")
+    a = ap.parse_args()
+    runs = {os.path.basename(os.path.normpath(p)): read_run(p) for p in a.runs}
+    length = min(len(r) for r in runs.values())
+    names = sorted(runs)
+    final = {n: chosen(runs[n], length) for n in names}
+    if any(c is None for c in final.values()):
+        sys.exit(f"the runs share {length} epoch(s): too few for an agreement, which needs two evaluations")
+    print(f"{len(names)} runs, replayed to the {length} epochs all have")
+    print("| run | chosen epoch | agreement | ACC | " + " | ".join(f"agreement by {t}" for t in map(int, a.trials.split(","))) + " |")
+    print("|---|---:|---:|---:|" + "---:|" * len(a.trials.split(",")))
+    for n in names:
+        e, ag, acc = final[n]
+        cells = []
+        for t in map(int, a.trials.split(",")):
+            c = chosen(runs[n], min(t, length))
+            cells.append(f"{c[1]:.3f}" if c else "–")
+        print(f"| {n} | {e} | {ag:.3f} | {acc:.4f} | " + " | ".join(cells) + " |")
+    alone = sum(final[n][2] for n in names) / len(names)
+    print(f"\none seed alone: mean chosen-epoch ACC {alone:.4f} over {len(names)}, {length} epochs each\n")
+    print("| T | R | kept seeds' mean ACC | gain | subsets | epochs |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for t in map(int, a.trials.split(",")):
+        if t > length:
+            continue
+        for r in map(int, a.restarts.split(",")):
+            if r > len(names):
+                continue
+            total, count = 0.0, 0
+            for group in itertools.combinations(names, r):
+                kept = max(group, key=lambda n: (chosen(runs[n], t)[1], -group.index(n)))
+                total += final[kept][2]
+                count += 1
+            mean = total / count
+            print(f"| {t} | {r} | {mean:.4f} | {mean - alone:+.4f} | {count} | {r * t + length - t} |")
+
+
+if __name__ == "__main__":
+    main()

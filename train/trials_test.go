@@ -1,0 +1,169 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"emclust/torch"
+)
+
+func TestTrialEpochsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		trial, epochs int
+		want          string // "" when valid
+	}{
+		{0, 10, ""},
+		{2, 10, ""},
+		{10, 10, ""},
+		{1, 10, "trial epochs 1"},
+		{-3, 10, "trial epochs -3"},
+		{11, 10, "trial epochs 11"},
+	} {
+		cfg := ImageDefaults()
+		cfg.Epochs, cfg.TrialEpochs = tc.epochs, tc.trial
+		err := cfg.Validate()
+		if tc.want == "" && err != nil {
+			t.Errorf("trial %d of %d epochs: %v", tc.trial, tc.epochs, err)
+		}
+		if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("trial %d of %d epochs: error %v, want one naming %q", tc.trial, tc.epochs, err, tc.want)
+		}
+	}
+}
+
+// Trials keep the seed whose chosen epoch agreed most with its own earlier
+// evaluations, and the kept trial goes on as that seed's run would have trained
+// straight through: the same losses, weights and chosen epoch.
+func TestTrainTrials(t *testing.T) {
+	im := mnistSet(t, 128)
+	src, err := NewImageSource(im, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	// One thread count for both runs, as in straightAndResumed.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := torch.SetNumThreads(runtime.NumCPU()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := imageConfig("twofold", 4, 32)
+	cfg.EvalEvery, cfg.Restarts, cfg.TrialEpochs = 1, 3, 3
+
+	var done []int
+	var lastDone, lastTotal int
+	hooks := RestartHooks{
+		Done:     func(i int, _ Restart) { done = append(done, i) },
+		Progress: func(d, total int) { lastDone, lastTotal = d, total },
+	}
+	kept, recs, err := TrainTrials(context.Background(), cfg, src, testDevice, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kept.Close)
+	if len(recs) != 3 || len(done) != 3 {
+		t.Fatalf("%d records, %d done, want 3 each", len(recs), len(done))
+	}
+	steps := 3 * 3 * (im.N / cfg.BatchSize)
+	if lastDone != steps || lastTotal != steps {
+		t.Errorf("progress ended at %d of %d steps, want %d of %d", lastDone, lastTotal, steps, steps)
+	}
+	best := 0
+	for i, r := range recs {
+		if r.Seed != cfg.Seed+uint64(i) || r.SelfAgreement == nil || r.ACC == nil || r.ChosenEpoch < 2 || r.ChosenEpoch > 3 {
+			t.Fatalf("trial %d: %+v, want seed %d, an agreement and ACC, chosen epoch 2 or 3", i+1, r, cfg.Seed+uint64(i))
+		}
+		if *r.SelfAgreement > *recs[best].SelfAgreement {
+			best = i
+		}
+	}
+	if kept.Cfg.Seed != recs[best].Seed {
+		t.Fatalf("kept seed %d; seed %d agreed most with itself (%+v)", kept.Cfg.Seed, recs[best].Seed, recs)
+	}
+	if kept.EpochsDone() != 3 || kept.Cfg.Epochs != 4 || kept.Cfg.Restarts != 3 || kept.Cfg.TrialEpochs != 3 {
+		t.Fatalf("kept run: %d epochs done, to %d, restarts %d, trial epochs %d; want 3, 4, 3, 3",
+			kept.EpochsDone(), kept.Cfg.Epochs, kept.Cfg.Restarts, kept.Cfg.TrialEpochs)
+	}
+	dir := t.TempDir()
+	if err := kept.Attach(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	one := cfg
+	one.Seed, one.Restarts, one.TrialEpochs = kept.Cfg.Seed, 1, 0
+	straight := newRun(t, one, src, t.TempDir())
+	if err := straight.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(kept.History) != 4 {
+		t.Fatalf("kept run has %d epochs of history, want 4", len(kept.History))
+	}
+	for e := range 4 {
+		a, b := straight.History[e], kept.History[e]
+		if a.Loss != b.Loss || a.LossKL != b.LossKL {
+			t.Errorf("epoch %d: loss %v/%v straight vs %v/%v after a trial", e+1, a.Loss, a.LossKL, b.Loss, b.LossKL)
+		}
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	for i, p := range straight.Net.Params() {
+		x, y := s.Float32s(p.Tensor), s.Float32s(kept.Net.Params()[i].Tensor)
+		for k := range x {
+			if math.Float32bits(x[k]) != math.Float32bits(y[k]) {
+				t.Fatalf("parameter %s[%d]: %v straight vs %v after a trial", p.Name, k, x[k], y[k])
+			}
+		}
+	}
+	sc, kc := straight.Chosen(), kept.Chosen()
+	if sc == nil || kc == nil || sc.Epoch != kc.Epoch || *sc.Agreement != *kc.Agreement {
+		t.Fatalf("chosen %+v straight vs %+v after a trial", sc, kc)
+	}
+	// The trial's chosen epoch, if earlier than the last, is the file's model.
+	path := filepath.Join(dir, ChosenName)
+	if _, err := os.Stat(path); (err == nil) != (kc.Epoch < 4) {
+		t.Fatalf("chosen epoch %d of 4, %s: %v", kc.Epoch, ChosenName, err)
+	}
+	if kc.Epoch < 4 {
+		if got, want := modelCriteria(t, path, kept), *kept.History[kc.Epoch-1].Criteria; !criteriaNear(got, want) {
+			t.Errorf("%s scores %+v; its epoch %d scored %+v", ChosenName, got, kc.Epoch, want)
+		}
+	}
+}
+
+// An interrupt keeps the best trial of those that finished, set to go on.
+func TestTrainTrialsInterrupted(t *testing.T) {
+	im := mnistSet(t, 64)
+	src, err := NewImageSource(im, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	cfg := imageConfig("em", 5, 32)
+	cfg.Restarts, cfg.TrialEpochs = 3, 2
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kept, recs, err := TrainTrials(ctx, cfg, src, testDevice, RestartHooks{Done: func(int, Restart) { cancel() }})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want the context's", err)
+	}
+	if kept == nil || len(recs) != 1 {
+		t.Fatalf("kept %v with %d records, want the first trial", kept, len(recs))
+	}
+	defer kept.Close()
+	if kept.Cfg.Seed != cfg.Seed || kept.EpochsDone() != 2 || kept.Cfg.Epochs != 5 || kept.Cfg.Restarts != 1 {
+		t.Errorf("kept seed %d after %d epochs, to %d, of %d trials; want seed %d after 2, to 5, of 1",
+			kept.Cfg.Seed, kept.EpochsDone(), kept.Cfg.Epochs, kept.Cfg.Restarts, cfg.Seed)
+	}
+}
