@@ -373,6 +373,7 @@ func TestErrors(t *testing.T) {
 		{name: "hidden auto on images", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--hidden", "auto"}, code: 2, want: []string{"--hidden auto", "CNN"}},
 		{name: "trial epochs on vectors", args: append(ten, "--restarts", "3", "--trial-epochs", "5"), code: 2, want: []string{"--trial-epochs", "images"}},
 		{name: "trial epochs of one restart", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--trial-epochs", "5"}, code: 2, want: []string{"--trial-epochs 5", "--restarts"}},
+		{name: "trial epochs with keep-by", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "2", "--keep-by", "silhouette"}, code: 2, want: []string{"--keep-by with --trial-epochs"}},
 		{name: "trial epochs 1", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "1"}, code: 2, want: []string{"trial epochs 1", "2 to"}},
 		{name: "trial epochs past the run", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "9", "--epochs", "8"}, code: 2, want: []string{"trial epochs 9", "8 epochs"}},
 		{name: "hidden auto with heads", args: append(ten, "--hidden", "auto", "--heads", "2"), code: 2, want: []string{"--heads 2", "--hidden auto"}},
@@ -1481,6 +1482,16 @@ func TestTrainTrials(t *testing.T) {
 	}
 	if n := len(readLines(t, filepath.Join(dir, "run", "metrics.jsonl"))); n != 3 {
 		t.Errorf("metrics.jsonl has %d epochs, want 3: the kept trial's 2 and 1 more", n)
+	}
+	// A resumed run's summary still lists the trials it was kept from.
+	r = run(t, dir, "train", "--quiet", "--resume", "run", "--epochs", "4", "--device", "cpu")
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
+	}
+	sum.Restarts = nil
+	readJSON(t, filepath.Join(dir, "run", "summary.json"), &sum)
+	if sum.Epochs != 4 || len(sum.Restarts) != 2 || sum.Restarts[1].SelfAgreement == nil {
+		t.Errorf("resumed summary: %d epochs, trials %+v; want 4 and the two trials", sum.Epochs, sum.Restarts)
 	}
 }
 

@@ -147,6 +147,8 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		return cfg, usageError{errors.New("--trial-epochs is for images: vector restarts train whole runs, kept by their agreement with each other")}
 	case cfg.Restarts < 2:
 		return cfg, usageError{fmt.Errorf("--trial-epochs %d with one restart: give --restarts 2 or more trials to choose among", cfg.TrialEpochs)}
+	case c.IsSet("keep-by"):
+		return cfg, usageError{errors.New("--keep-by with --trial-epochs: trials are kept by their own agreement over epochs, not by --keep-by")}
 	}
 	if images {
 		setInt(&cfg.ImageSize, "image-size")

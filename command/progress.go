@@ -91,20 +91,22 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// restartsProgress draws one bar over all the steps of the restarts on a terminal;
-// trainRestarts prints a line per restart. A nil one draws nothing.
+// restartsProgress draws one bar over all the steps of the restarts (or trials) on
+// a terminal; trainRestarts and trainTrials print a line per restart. A nil one
+// draws nothing.
 type restartsProgress struct {
 	w        io.Writer
+	what     string // "restarts" or "trials"
 	restarts int
 	done     int // restarts done
 	bar      *progressbar.ProgressBar
 }
 
-func newRestartsProgress(w io.Writer, quiet bool, restarts int) *restartsProgress {
+func newRestartsProgress(w io.Writer, quiet bool, restarts int, what string) *restartsProgress {
 	if quiet || !isTerminal(w) {
 		return nil
 	}
-	return &restartsProgress{w: w, restarts: restarts}
+	return &restartsProgress{w: w, what: what, restarts: restarts}
 }
 
 // steps is train.RestartHooks.Progress: steps done of total, over all restarts.
@@ -139,5 +141,5 @@ func (p *restartsProgress) restartDone() {
 }
 
 func (p *restartsProgress) describe() {
-	p.bar.Describe(fmt.Sprintf("restarts %d/%d done", p.done, p.restarts))
+	p.bar.Describe(fmt.Sprintf("%s %d/%d done", p.what, p.done, p.restarts))
 }

@@ -10,7 +10,7 @@ import (
 // last. A nil one, off a terminal, does nothing.
 func TestRestartsProgress(t *testing.T) {
 	var out bytes.Buffer
-	p := &restartsProgress{w: &out, restarts: 2}
+	p := &restartsProgress{w: &out, what: "restarts", restarts: 2}
 	p.steps(3, 10)
 	p.steps(5, 20)
 	if st := p.bar.State(); st.Max != 20 || st.CurrentNum != 5 || st.Description != "restarts 0/2 done" {

@@ -31,7 +31,7 @@ func trainCommand() *cli.Command {
 		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},
 		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the one --keep-by chooses (on the CPU, those of steps too small to share train side by side, one per thread, and several at once as one network; Ctrl-C keeps those finished)", DefaultText: "10 for vectors, 1 for images"},
 		&cli.IntFlag{Name: "trial-epochs", Usage: "with --restarts R on images: train each restart this many epochs, then go on with the one whose clustering agreed most with its own earlier evaluations (docs/RESULTS.md section 44; labels are never used)", DefaultText: "0: restarts train whole runs"},
-		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations; the one that agrees best with those before it is kept as chosen.safetensors (0: only at the end; restarts evaluate only their last epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
+		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations; the one that agrees best with those before it is kept as chosen.safetensors (0: only at the end; restarts evaluate only their last epoch, trials every epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
 		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it, --data or --data-dir name where its data lies now; the run's other settings are kept)", DefaultText: "off"},
@@ -333,7 +333,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		if !speaks {
 			return nil
 		}
-		return finishRun(ctx, run, src, dev, 0, nil, opts.JSON, stdout, log, stderr)
+		return finishRun(ctx, run, src, dev, 0, opts.JSON, stdout, log, stderr)
 	}
 	if err := trainRun(ctx, run, runDir, group, role); err != nil {
 		return err
@@ -341,7 +341,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	if !speaks {
 		return nil
 	}
-	return finishRun(ctx, run, src, dev, time.Since(start), nil, opts.JSON, stdout, log, stderr)
+	return finishRun(ctx, run, src, dev, time.Since(start), opts.JSON, stdout, log, stderr)
 }
 
 // trainRun trains run to its epochs, saving in runDir, and says what an interrupt
@@ -378,7 +378,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %d trials of %s (seeds %d–%d), then the one whose clustering agreed most with its own earlier evaluations goes on to %s\n",
 		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), n, plural(cfg.TrialEpochs, "epoch"),
 		cfg.Seed, cfg.Seed+uint64(n)-1, plural(cfg.EpochsFor(src.Len()), "epoch"))
-	bar := newRestartsProgress(log, log == io.Discard, n)
+	bar := newRestartsProgress(log, log == io.Discard, n, "trials")
 	hooks := train.RestartHooks{
 		Done: func(i int, r train.Restart) {
 			bar.restartDone()
@@ -418,7 +418,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	if err := trainRun(ctx, run, runDir, nil, nil); err != nil {
 		return err
 	}
-	return finishRun(ctx, run, src, dev, time.Since(start), trials, asJSON, stdout, log, warn)
+	return finishRun(ctx, run, src, dev, time.Since(start), asJSON, stdout, log, warn)
 }
 
 // trainRestarts trains cfg.Restarts seeds, keeps the run cfg.KeepBy chooses in
@@ -446,7 +446,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %d restarts%s kept by %s%s\n",
 		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), max(cfg.Restarts, 1), atOnce, by, networks)
-	bar := newRestartsProgress(log, log == io.Discard, total)
+	bar := newRestartsProgress(log, log == io.Discard, total, "restarts")
 	done := 0
 	hooks := train.RestartHooks{
 		Done: func(_ int, r train.Restart) {
@@ -512,7 +512,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	fmt.Fprintf(log, "emclust: kept seed %d%s: %s net, %d params, K=%d, γ=%.4g, %s → %s\n",
 		run.Cfg.Seed, agree, run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.GammaVal, plural(run.Cfg.Epochs, "epoch"), runDir)
-	return finishRun(ctx, run, src, dev, time.Since(start), restarts, asJSON, stdout, log, warn)
+	return finishRun(ctx, run, src, dev, time.Since(start), asJSON, stdout, log, warn)
 }
 
 // networkLabel names a network of train.NetworkCandidates for people.
@@ -526,7 +526,7 @@ func networkLabel(name string) string {
 // finishRun writes assignments and the summary, runs the k-means baseline and prints.
 // An interrupt (ctx done) leaves out the baselines not yet done: the run is whole,
 // and the command still exits as interrupted.
-func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.Device, elapsed time.Duration, restarts []train.Restart, asJSON bool, stdout, log, warn io.Writer) error {
+func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.Device, elapsed time.Duration, asJSON bool, stdout, log, warn io.Writer) error {
 	pred, err := train.PredictWithCriteria(run.Net, src, dev, run.Prior(), run.Cfg.GammaVal)
 	if err != nil {
 		return err
@@ -537,7 +537,7 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 	}
 	pred.Posterior = nil // K numbers a row, not needed past the file: let the baselines have the room
 	sum := summary{Run: run.Dir, Epochs: run.EpochsDone(), Seconds: round3(elapsed.Seconds()), K: run.Cfg.K,
-		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K), Criteria: pred.Criteria, Restarts: restarts}
+		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K), Criteria: pred.Criteria, Restarts: run.Restarts}
 	if h := run.Spec.NumHeads(); h > 1 {
 		sum.Heads = h
 		for _, m := range run.History {
@@ -631,7 +631,8 @@ type summary struct {
 	BaselinesSkipped []string `json:"baselines_skipped,omitempty"`
 	// Criteria judge the clustering without labels (train.Criteria).
 	Criteria *train.Criteria `json:"criteria,omitempty"`
-	// Restarts are the seeds trained and their criteria, when --restarts > 1.
+	// Restarts are the seeds trained (restarts or trials) and their criteria, when
+	// --restarts > 1, as the run's checkpoint keeps them through a resume.
 	Restarts []train.Restart `json:"restarts,omitempty"`
 	// Chosen is the epoch the criteria ranked first, when it is not the last.
 	Chosen *chosenEpoch `json:"chosen,omitempty"`

@@ -87,7 +87,8 @@ done
 # --quick trains two, so that CI runs the side-by-side path.
 [ -n "$train_seeds" ] || { [ $device = cuda ] && train_seeds=4 || { [ $quick = 1 ] && train_seeds=2 || train_seeds=1; }; }
 [[ $train_seeds =~ ^[1-9][0-9]*$ ]] || { echo "gpu-acceptance.sh: --train-seeds $train_seeds: want a count from 1" >&2; exit 2; }
-[[ $first_seed =~ ^[0-9]+$ ]] || { echo "gpu-acceptance.sh: --first-seed $first_seed: want a seed, 0 or more" >&2; exit 2; }
+# No leading zero: bash's arithmetic would read it as octal.
+[[ $first_seed =~ ^(0|[1-9][0-9]*)$ ]] || { echo "gpu-acceptance.sh: --first-seed $first_seed: want a seed, 0 or more" >&2; exit 2; }
 
 fmnist=$(realpath -m "$fmnist") # the tests look for it from their package folders
 if [ -n "$shim" ]; then
@@ -353,11 +354,12 @@ else
 				--seed "$s" --out "$out/train-s$s" "${extra[@]}" >"$out/train-s$s.txt" 2>&1 &
 			pids+=($!)
 		done
-		train_ok=1 detail="" i=0
+		train_ok=1 detail="" i=0 dirs=()
 		for s in $seeds; do
+			dirs+=("$out/train-s$s")
 			wait "${pids[$i]}"
-			i=$((i + 1))
 			code=$?
+			i=$((i + 1))
 			epochs=$(wc -l <"$out/train-s$s/metrics.jsonl" 2>/dev/null || echo 0)
 			# 124: the time was up; SIGINT stopped the run, and its checkpoint holds the last saved epoch.
 			if [ "$epochs" -gt 0 ] && { [ $code = 0 ] || [ $code = 124 ]; }; then
@@ -369,7 +371,7 @@ else
 		done
 		# The replay only informs; a failure is logged, not the step's.
 		if [ $train_ok = 1 ] && [ "$train_seeds" -ge 2 ]; then
-			python3 scripts/study/trial_replay.py --trials 10,15,20,25,30 --restarts 2,3,4 "$out"/train-s*/ >"$out/trials.md" 2>>"$log" &&
+			python3 scripts/study/trial_replay.py --trials 10,15,20,25,30 --restarts 2,3,4 "${dirs[@]}" >"$out/trials.md" 2>>"$log" &&
 				cat "$out/trials.md"
 		fi
 		if [ $train_ok = 1 ]; then

@@ -12,8 +12,9 @@ import (
 	"emclust/torch"
 )
 
-// Restart is one of the runs TrainRestarts trained: its seed, criteria, how well its
-// clustering agrees with the other restarts', and its silhouette.
+// Restart is one of the runs TrainRestarts or TrainTrials trained: its seed,
+// criteria, and what kept or dropped it: how well its clustering agrees with the other
+// restarts', its silhouette, or a trial's agreement with itself.
 type Restart struct {
 	Seed     uint64   `json:"seed"`
 	Criteria Criteria `json:"criteria"`
@@ -156,7 +157,11 @@ type RestartHooks struct {
 // BLAS's thread count) and restores it: calls must not overlap.
 func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks) (*Run, []Restart, error) {
 	workers, stacks := restartPlan(cfg, src, dev)
-	return trainRestarts(ctx, cfg, src, dev, hooks, workers, stacks)
+	run, all, err := trainRestarts(ctx, cfg, src, dev, hooks, workers, stacks)
+	if run != nil {
+		run.Restarts = all
+	}
+	return run, all, err
 }
 
 // TrainSeeds trains one run of cfg's network for each of seeds, without a run folder

@@ -77,6 +77,10 @@ type Run struct {
 	Src      Source
 	History  []EpochMetrics
 	Progress Progress
+	// Restarts are the restarts or trials this run was kept from (TrainRestarts,
+	// TrainTrials); the checkpoint carries them, so that a resumed run's summary
+	// still lists them.
+	Restarts []Restart
 
 	optA, optB *torch.Adam // EM (or IIC) step; KL step of twofold
 	params     []*torch.Tensor
@@ -1025,6 +1029,8 @@ type checkpointMeta struct {
 	StepsB  []int64        `json:"steps_b,omitempty"`
 	History []EpochMetrics `json:"history"`
 	Chosen  *Chosen        `json:"chosen,omitempty"`
+	// Restarts is Run.Restarts.
+	Restarts []Restart `json:"restarts,omitempty"`
 }
 
 // Save writes RUN/checkpoint.safetensors and RUN/metrics.jsonl atomically, then
@@ -1037,7 +1043,7 @@ func (r *Run) Save() error {
 	for _, nt := range append(r.Net.Params(), r.Net.Buffers()...) {
 		ts = append(ts, torch.Named{Name: "model." + nt.Name, Tensor: nt.Tensor})
 	}
-	meta := checkpointMeta{Epoch: r.epoch, History: r.History, Chosen: r.chosen}
+	meta := checkpointMeta{Epoch: r.epoch, History: r.History, Chosen: r.chosen, Restarts: r.Restarts}
 	for _, o := range []struct {
 		name  string
 		opt   *torch.Adam
@@ -1220,6 +1226,7 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 	}
 	r.epoch, r.savedEpoch = meta.Epoch, meta.Epoch
 	r.History = meta.History
+	r.Restarts = meta.Restarts
 	r.recent = nil
 	for i := 0; ; i++ {
 		name := fmt.Sprintf("recent.%d", i)

@@ -39,6 +39,12 @@ func TrainTrials(ctx context.Context, cfg Config, src Source, dev torch.Device, 
 	var best *Run
 	var records []Restart
 	for i := range n {
+		if err := ctx.Err(); err != nil { // build no network for a trial that will not train
+			if best != nil {
+				goOn(best, cfg, full, records)
+			}
+			return best, records, err
+		}
 		c := cfg
 		c.Seed = cfg.Seed + uint64(i)
 		c.SetEpochs(cfg.TrialEpochs)
@@ -46,7 +52,7 @@ func TrainTrials(ctx context.Context, cfg Config, src Source, dev torch.Device, 
 		r, err := trainTrial(ctx, c, src, dev, steps, i)
 		if err != nil {
 			if best != nil && ctx.Err() != nil {
-				goOn(best, cfg, full, len(records))
+				goOn(best, cfg, full, records)
 				return best, records, err
 			}
 			best.closeIfAny()
@@ -65,14 +71,18 @@ func TrainTrials(ctx context.Context, cfg Config, src Source, dev torch.Device, 
 			r.Close()
 		}
 	}
-	goOn(best, cfg, full, n)
+	goOn(best, cfg, full, records)
 	return best, records, nil
 }
 
-// goOn sets the kept trial r to go on to full epochs under cfg, of trained trials.
-// It goes on as the run it would have been: its seed's own shuffles and
-// augmentations (epochSeed), every other hyper-parameter cfg's.
-func goOn(r *Run, cfg Config, full, trained int) {
+// goOn sets the kept trial r to go on to full epochs under cfg, kept from records.
+// It trains on as its seed's run would have: its own shuffles and augmentations
+// (epochSeed), every other hyper-parameter cfg's. (Its chosen epoch may differ from
+// that run's where cfg evaluates less often than every epoch, as trials do.)
+func goOn(r *Run, cfg Config, full int, records []Restart) {
+	r.Progress = nil // the trials' counter
+	r.Restarts = records
+	trained := len(records)
 	r.Cfg.Epochs, r.Cfg.MinSteps, r.Cfg.MaxSteps = full, cfg.MinSteps, cfg.MaxSteps
 	r.Cfg.EvalEvery, r.Cfg.Restarts, r.Cfg.TrialEpochs = cfg.EvalEvery, trained, cfg.TrialEpochs
 }

@@ -24,6 +24,9 @@ import sys
 
 
 def read_run(path):
+    """The run's (epoch, agreement, ACC) rows and its seed, from its config.json."""
+    with open(os.path.join(path, "config.json")) as f:
+        seed = json.load(f)["seed"]
     rows = []
     with open(os.path.join(path, "metrics.jsonl")) as f:
         for line in f:
@@ -33,7 +36,7 @@ def read_run(path):
     for i, (epoch, _, acc) in enumerate(rows):
         if epoch != i + 1 or acc is None:
             sys.exit(f"{path}: epoch {i + 1} is missing or has no ACC: train with --eval-every 1 and labels")
-    return rows
+    return seed, rows
 
 
 def chosen(rows, upto):
@@ -51,19 +54,27 @@ def main():
     ap.add_argument("--restarts", default="2,3,4", help="trial counts R")
     ap.add_argument("runs", nargs="+")
     a = ap.parse_args()
-    runs = {os.path.basename(os.path.normpath(p)): read_run(p) for p in a.runs}
+    trials = [int(t) for t in a.trials.split(",")]
+    counts = [int(r) for r in a.restarts.split(",")]
+    if min(trials) < 2 or min(counts) < 1:
+        sys.exit("--trials: want lengths of 2 epochs or more (an agreement needs two evaluations); --restarts: counts of 1 or more")
+    runs, seeds = {}, {}
+    for p in a.runs:
+        name = os.path.basename(os.path.normpath(p))
+        seeds[name], runs[name] = read_run(p)
     length = min(len(r) for r in runs.values())
-    names = sorted(runs)
+    # In seed order: of equal agreements the rule keeps the first trial, the lowest seed.
+    names = sorted(runs, key=lambda n: seeds[n])
     final = {n: chosen(runs[n], length) for n in names}
     if any(c is None for c in final.values()):
         sys.exit(f"the runs share {length} epoch(s): too few for an agreement, which needs two evaluations")
     print(f"{len(names)} runs, replayed to the {length} epochs all have")
-    print("| run | chosen epoch | agreement | ACC | " + " | ".join(f"agreement by {t}" for t in map(int, a.trials.split(","))) + " |")
-    print("|---|---:|---:|---:|" + "---:|" * len(a.trials.split(",")))
+    print("| run | chosen epoch | agreement | ACC | " + " | ".join(f"agreement by {t}" for t in trials) + " |")
+    print("|---|---:|---:|---:|" + "---:|" * len(trials))
     for n in names:
         e, ag, acc = final[n]
         cells = []
-        for t in map(int, a.trials.split(",")):
+        for t in trials:
             c = chosen(runs[n], min(t, length))
             cells.append(f"{c[1]:.3f}" if c else "–")
         print(f"| {n} | {e} | {ag:.3f} | {acc:.4f} | " + " | ".join(cells) + " |")
@@ -71,10 +82,10 @@ def main():
     print(f"\none seed alone: mean chosen-epoch ACC {alone:.4f} over {len(names)}, {length} epochs each\n")
     print("| T | R | kept seeds' mean ACC | gain | subsets | epochs |")
     print("|---:|---:|---:|---:|---:|---:|")
-    for t in map(int, a.trials.split(",")):
+    for t in trials:
         if t > length:
             continue
-        for r in map(int, a.restarts.split(",")):
+        for r in counts:
             if r > len(names):
                 continue
             total, count = 0.0, 0
