@@ -365,7 +365,28 @@ func trainRun(ctx context.Context, run *train.Run, runDir string, group *torch.G
 	if group != nil {
 		err = explainLost(group, role, err)
 	}
-	return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
+	return train.ExplainOOM(err, oomAdvice)
+}
+
+// oomAdvice is what train suggests when the device runs out of memory.
+const oomAdvice = "lower --batch-size, try --precision bf16, or a smaller --image-size"
+
+// keepChoice saves run, the choice among restarts or trials (what names one) that
+// came back with err, in folder, which it then owns, even on error. interrupted
+// reports that ctx stopped the choice before all were done: run is then the choice
+// among those that finished, whole, for --resume.
+func keepChoice(run *train.Run, err error, folder *runFolder, what string) (interrupted bool, _ error) {
+	interrupted = errors.Is(err, context.Canceled)
+	if err != nil && !interrupted {
+		return false, train.ExplainOOM(err, oomAdvice)
+	}
+	if run == nil {
+		return false, interruptedError{fmt.Errorf("interrupted before any %s finished; no run was kept: start the run again", what)}
+	}
+	if err := run.AttachLocked(folder.dir, folder.take()); err != nil {
+		return false, err
+	}
+	return interrupted, run.Save()
 }
 
 // trainTrials trains cfg.Restarts trials of cfg.TrialEpochs epochs, keeps the one
@@ -393,17 +414,8 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	if run != nil {
 		defer run.Close()
 	}
-	interrupted := errors.Is(err, context.Canceled)
-	if err != nil && !interrupted {
-		return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
-	}
-	if run == nil {
-		return interruptedError{errors.New("interrupted before any trial finished; no run was kept: start the run again")}
-	}
-	if err := run.AttachLocked(runDir, folder.take()); err != nil { // the run owns the lock now, even on error
-		return err
-	}
-	if err := run.Save(); err != nil {
+	interrupted, err := keepChoice(run, err, folder, "trial")
+	if err != nil {
 		return err
 	}
 	if interrupted {
@@ -467,18 +479,8 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	if run != nil {
 		defer run.Close()
 	}
-	interrupted := errors.Is(err, context.Canceled)
-	if err != nil && !interrupted {
-		return train.ExplainOOM(err, "lower --batch-size, try --precision bf16, or a smaller --image-size")
-	}
-	if run == nil {
-		return interruptedError{errors.New("interrupted before any restart finished; no run was kept: start the run again")}
-	}
-	err = run.AttachLocked(runDir, folder.take()) // the run owns the lock now, even on error
+	interrupted, err := keepChoice(run, err, folder, "restart")
 	if err != nil {
-		return err
-	}
-	if err := run.Save(); err != nil {
 		return err
 	}
 	if interrupted {
