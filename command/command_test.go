@@ -1483,6 +1483,17 @@ func TestTrainTrials(t *testing.T) {
 	if n := len(readLines(t, filepath.Join(dir, "run", "metrics.jsonl"))); n != 3 {
 		t.Errorf("metrics.jsonl has %d epochs, want 3: the kept trial's 2 and 1 more", n)
 	}
+	// compare trains trials as train does, and says so.
+	c := run(t, dir, "compare", "--dataset", "mnist", "--data-dir", dir, "--device", "cpu", "--methods", "em", "--seeds", "1",
+		"--epochs", "3", "--batch-size", "32", "--restarts", "2", "--trial-epochs", "2", "--out", "cmp")
+	noCrash(t, c)
+	if c.code != 0 || !strings.Contains(c.stdout, "2 trials of 2 epochs per seed") {
+		t.Fatalf("compare with trials: exit %d, stdout %q, stderr %q", c.code, c.stdout, c.stderr)
+	}
+	if n := len(readLines(t, filepath.Join(dir, "cmp", "em-s1", "metrics.jsonl"))); n != 3 {
+		t.Errorf("compare's kept trial has %d epochs in metrics.jsonl, want 3", n)
+	}
+
 	// A resumed run's summary still lists the trials it was kept from.
 	r = run(t, dir, "train", "--quiet", "--resume", "run", "--epochs", "4", "--device", "cpu")
 	if r.code != 0 {

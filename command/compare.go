@@ -43,6 +43,7 @@ func compareCommand() *cli.Command {
 		&cli.BoolFlag{Name: "force", Usage: "replace an earlier comparison's files in --out and --markdown"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
 		&cli.IntFlag{Name: "restarts", Usage: "neural methods: train R restarts per seed and keep the one --keep-by chooses, as train --restarts does (seed s trains seeds s·R … s·R+R−1)", DefaultText: "10 for vectors, 1 for images; 1 in a K sweep"},
+		&cli.IntFlag{Name: "trial-epochs", Usage: "with --restarts R on images: each restart trains this many epochs and the one whose clustering agreed most with its own earlier evaluations goes on, as train --trial-epochs does", DefaultText: "0: restarts train whole runs"},
 		&cli.BoolFlag{Name: "suite", Usage: "compare on every embedded table (" + strings.Join(data.TableNames(), ", ") + ") with the defaults, and print one table of ACC"},
 		&cli.StringFlag{Name: "tables", Usage: "with --suite: these CSV tables instead of the embedded ones, each with the label column --label-col names: comma-separated files, or a folder's *.csv and *.csv.gz (data/heldout holds five that the defaults were not chosen on)"},
 	)
@@ -112,7 +113,7 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 		if err := compare.CheckKs(opts.Ks, 0); err != nil {
 			return opts, usageError{fmt.Errorf("--k: %w", err)}
 		}
-		for _, f := range []string{"suite", "out", "restarts"} {
+		for _, f := range []string{"suite", "out", "restarts", "trial-epochs"} {
 			if c.IsSet(f) {
 				return opts, usageError{fmt.Errorf("--%s with several --k: a K sweep trains one run per K and seed on one data set and keeps no run folders", f)}
 			}

@@ -285,8 +285,9 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 // trainRun trains the run cfg describes, in dir when dir is set: one seed, or
 // cfg.Restarts of them from cfg.Seed·cfg.Restarts (disjoint for each seed, as
 // k-means' are; see KMeansRestarts) of which train.TrainRestarts keeps one (for
-// each network, with HiddenAuto, and then one of the networks). The
-// caller closes the run.
+// each network, with HiddenAuto, and then one of the networks), or, with
+// cfg.TrialEpochs, train.TrainTrials keeps one to train on. The caller closes the
+// run.
 func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string) (*train.Run, error) {
 	if cfg.Restarts <= 1 {
 		run, err := train.New(cfg, src, dev, dir)
@@ -300,7 +301,11 @@ func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch
 		return run, nil
 	}
 	cfg.Seed *= uint64(cfg.Restarts)
-	run, _, err := train.TrainRestarts(ctx, cfg, src, dev, train.RestartHooks{})
+	choose := train.TrainRestarts
+	if cfg.TrialEpochs > 0 {
+		choose = train.TrainTrials
+	}
+	run, _, err := choose(ctx, cfg, src, dev, train.RestartHooks{})
 	if err != nil {
 		if run != nil {
 			run.Close() // the choice among the restarts an interrupt left
@@ -315,6 +320,11 @@ func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch
 			run.Close()
 			return nil, err
 		}
+	}
+	// A kept trial trains on to cfg's epochs; restarts have trained theirs.
+	if err := run.Train(ctx); err != nil {
+		run.Close()
+		return nil, err
 	}
 	return run, nil
 }

@@ -318,17 +318,19 @@ func TestRestartsNote(t *testing.T) {
 	tests := []struct {
 		n      int
 		keepBy string
+		trial  int
 		want   string
 	}{
-		{10, train.KeepBySilhouette, "10 restarts per seed kept by silhouette"},
-		{2, train.KeepBySilhouette, "2 restarts per seed kept by silhouette"},
-		{10, train.KeepByAgreement, "10 restarts per seed kept by agreement"},
-		{10, "", "10 restarts per seed kept by agreement"}, // a report written before keep_by
-		{2, train.KeepByAgreement, "2 restarts per seed kept by max posterior"},
+		{10, train.KeepBySilhouette, 0, "10 restarts per seed kept by silhouette"},
+		{2, train.KeepBySilhouette, 0, "2 restarts per seed kept by silhouette"},
+		{10, train.KeepByAgreement, 0, "10 restarts per seed kept by agreement"},
+		{10, "", 0, "10 restarts per seed kept by agreement"}, // a report written before keep_by
+		{2, train.KeepByAgreement, 0, "2 restarts per seed kept by max posterior"},
+		{4, train.KeepByAgreement, 25, "4 trials of 25 epochs per seed, the one that agreed most with itself trained on"},
 	}
 	for _, tt := range tests {
-		if got := restartsNote(tt.n, tt.keepBy); got != tt.want {
-			t.Errorf("restartsNote(%d, %q) = %q, want %q", tt.n, tt.keepBy, got, tt.want)
+		if got := restartsNote(tt.n, tt.keepBy, tt.trial); got != tt.want {
+			t.Errorf("restartsNote(%d, %q, %d) = %q, want %q", tt.n, tt.keepBy, tt.trial, got, tt.want)
 		}
 	}
 }

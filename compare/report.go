@@ -82,6 +82,8 @@ type Report struct {
 	Restarts int `json:"restarts,omitempty"`
 	// KeepBy is what kept one of the restarts (train.Config.KeepBy).
 	KeepBy string `json:"keep_by,omitempty"`
+	// TrialEpochs: the restarts were trials of that many epochs (train.TrainTrials).
+	TrialEpochs int `json:"trial_epochs,omitempty"`
 	// ChoosesNetwork: each neural run trained the MLP and the linear map and kept one
 	// (train.Config.HiddenAuto); Result.Network says which.
 	ChoosesNetwork bool   `json:"chooses_network,omitempty"`
@@ -127,7 +129,7 @@ func NewReport(data string, n int, opt Options, device string, results []Result)
 		if Neural(m) {
 			r.Epochs = opt.Train.EpochsFor(n)
 			if opt.Train.Restarts > 1 {
-				r.Restarts, r.KeepBy = opt.Train.Restarts, opt.Train.KeepBy
+				r.Restarts, r.KeepBy, r.TrialEpochs = opt.Train.Restarts, opt.Train.KeepBy, opt.Train.TrialEpochs
 			}
 			r.ChoosesNetwork = len(train.NetworkCandidates(opt.Train)) > 1
 		}
@@ -149,7 +151,7 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, ", %s", plural(r.Epochs, "epoch"))
 	}
 	if r.Restarts > 0 {
-		fmt.Fprintf(&b, ", %s", restartsNote(r.Restarts, r.KeepBy))
+		fmt.Fprintf(&b, ", %s", restartsNote(r.Restarts, r.KeepBy, r.TrialEpochs))
 	}
 	if r.ChoosesNetwork {
 		b.WriteString(", " + networkNote)
@@ -220,7 +222,7 @@ func SuiteMarkdown(reps []*Report) string {
 	first := reps[0]
 	how := "" // how the runs were made, after the seeds
 	if first.Restarts > 0 {
-		how = ", " + restartsNote(first.Restarts, first.KeepBy)
+		how = ", " + restartsNote(first.Restarts, first.KeepBy, first.TrialEpochs)
 	}
 	if first.ChoosesNetwork {
 		how += ", " + networkNote
@@ -362,7 +364,10 @@ func plural(n int, word string) string {
 }
 
 // restartsNote says how many restarts each seed trained and what kept one, as
-// train.TrainRestarts decides.
-func restartsNote(n int, keepBy string) string {
+// train.TrainRestarts (or, with trial epochs, train.TrainTrials) decides.
+func restartsNote(n int, keepBy string, trialEpochs int) string {
+	if trialEpochs > 0 {
+		return fmt.Sprintf("%d trials of %s per seed, the one that agreed most with itself trained on", n, plural(trialEpochs, "epoch"))
+	}
 	return fmt.Sprintf("%d restarts per seed kept by %s", n, train.KeptBy(keepBy, n))
 }
