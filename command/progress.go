@@ -140,6 +140,18 @@ func (p *restartsProgress) restartDone() {
 	p.describe()
 }
 
+// hooks are train.RestartHooks that draw p and tell done of each restart that ends.
+func (p *restartsProgress) hooks(done func(i int, r train.Restart)) train.RestartHooks {
+	h := train.RestartHooks{Done: func(i int, r train.Restart) {
+		p.restartDone()
+		done(i, r)
+	}}
+	if p != nil {
+		h.Progress = p.steps
+	}
+	return h
+}
+
 func (p *restartsProgress) describe() {
 	p.bar.Describe(fmt.Sprintf("%s %d/%d done", p.what, p.done, p.restarts))
 }

@@ -399,17 +399,10 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %d trials of %s (seeds %d–%d), then the one whose clustering agreed most with its own earlier evaluations goes on to %s\n",
 		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), n, plural(cfg.TrialEpochs, "epoch"),
 		cfg.Seed, cfg.Seed+uint64(n)-1, plural(cfg.EpochsFor(src.Len()), "epoch"))
-	bar := newRestartsProgress(log, log == io.Discard, n, "trials")
-	hooks := train.RestartHooks{
-		Done: func(i int, r train.Restart) {
-			bar.restartDone()
-			fmt.Fprintf(log, "emclust: trial %d/%d, seed %d: agreement %.4f at epoch %d, max posterior %.4f\n",
-				i+1, n, r.Seed, *r.SelfAgreement, r.ChosenEpoch, r.Criteria.MaxPosterior)
-		},
-	}
-	if bar != nil {
-		hooks.Progress = bar.steps
-	}
+	hooks := newRestartsProgress(log, log == io.Discard, n, "trials").hooks(func(i int, r train.Restart) {
+		fmt.Fprintf(log, "emclust: trial %d/%d, seed %d: agreement %.4f at epoch %d, max posterior %.4f\n",
+			i+1, n, r.Seed, *r.SelfAgreement, r.ChosenEpoch, r.Criteria.MaxPosterior)
+	})
 	run, trials, err := train.TrainTrials(ctx, cfg, src, dev, hooks)
 	if run != nil {
 		defer run.Close()
@@ -458,23 +451,16 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %d restarts%s kept by %s%s\n",
 		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), max(cfg.Restarts, 1), atOnce, by, networks)
-	bar := newRestartsProgress(log, log == io.Discard, total, "restarts")
 	done := 0
-	hooks := train.RestartHooks{
-		Done: func(_ int, r train.Restart) {
-			bar.restartDone()
-			done++
-			net := ""
-			if r.Network != "" {
-				net = " " + r.Network
-			}
-			fmt.Fprintf(log, "emclust: restart %d/%d%s, seed %d: max posterior %.4f, EM objective %.4f\n",
-				done, total, net, r.Seed, r.Criteria.MaxPosterior, r.Criteria.EMObjective)
-		},
-	}
-	if bar != nil {
-		hooks.Progress = bar.steps
-	}
+	hooks := newRestartsProgress(log, log == io.Discard, total, "restarts").hooks(func(_ int, r train.Restart) {
+		done++
+		net := ""
+		if r.Network != "" {
+			net = " " + r.Network
+		}
+		fmt.Fprintf(log, "emclust: restart %d/%d%s, seed %d: max posterior %.4f, EM objective %.4f\n",
+			done, total, net, r.Seed, r.Criteria.MaxPosterior, r.Criteria.EMObjective)
+	})
 	run, restarts, err := train.TrainRestarts(ctx, cfg, src, dev, hooks)
 	if run != nil {
 		defer run.Close()

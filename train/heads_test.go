@@ -134,11 +134,7 @@ func TestHeadsImages(t *testing.T) {
 			}
 		})
 	}
-	src, err := NewImageSource(im, testDevice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
+	src := imageSource(t, im)
 	cfg := imageConfig("twofold", 2, 32)
 	cfg.Heads, cfg.EvalEvery, cfg.Deterministic = 3, 1, true
 	checkImageResume(t, im, cfg, src)

@@ -161,14 +161,21 @@ func imageConfig(objective string, epochs, batch int) Config {
 	return cfg
 }
 
-// trainImages trains cfg on im in a fresh run folder and returns the run.
-func trainImages(t *testing.T, im *data.Images, cfg Config) *Run {
+// imageSource is im on the test device, closed when the test ends.
+func imageSource(t *testing.T, im *data.Images) *ImageSource {
 	t.Helper()
 	src, err := NewImageSource(im, testDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(src.Close)
+	return src
+}
+
+// trainImages trains cfg on im in a fresh run folder and returns the run.
+func trainImages(t *testing.T, im *data.Images, cfg Config) *Run {
+	t.Helper()
+	src := imageSource(t, im)
 	r := newRun(t, cfg, src, t.TempDir())
 	start, cpu0 := time.Now(), cpuSeconds()
 	if err := r.Train(context.Background()); err != nil {
@@ -440,11 +447,7 @@ func TestImageLoaderFolder(t *testing.T) {
 // fastest weight gradients sum in a varying order).
 func TestImageResumeIsExact(t *testing.T) {
 	im := mnistSet(t, 128)
-	src, err := NewImageSource(im, testDevice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
+	src := imageSource(t, im)
 	for _, comp := range []model.Compute{{Precision: "fp32"}, {Precision: "bf16", ChannelsLast: true}} {
 		t.Run(fmt.Sprintf("%s-cl=%v", comp.Precision, comp.ChannelsLast), func(t *testing.T) {
 			cfg := imageConfig("twofold", 2, 32)
@@ -493,31 +496,48 @@ func checkImageResume(t *testing.T, im *data.Images, cfg Config, src Source) {
 		sets = append(sets, tensorSet{"optimiser moment", ma, mb})
 	}
 	for _, set := range sets {
-		for i := range set.a {
-			x, y := s.Float32s(set.a[i].Tensor), s.Float32s(set.b[i].Tensor)
-			if len(x) == 0 || len(x) != len(y) {
-				t.Fatalf("%s %s: %d vs %d values", set.what, set.a[i].Name, len(x), len(y))
-			}
-			for k := range x {
-				if math.Float32bits(x[k]) != math.Float32bits(y[k]) {
-					t.Fatalf("%s %s[%d]: %v straight vs %v resumed", set.what, set.a[i].Name, k, x[k], y[k])
-				}
-			}
-		}
+		sameBits(t, s, set.what, "resumed", set.a, set.b)
 	}
-	if err := s.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if len(resumed.History) != 2 {
-		t.Fatalf("resumed history has %d epochs, want 2", len(resumed.History))
-	}
-	for e := range 2 {
-		a, b := straight.History[e], resumed.History[e]
-		if a.Loss != b.Loss || a.LossKL != b.LossKL {
-			t.Errorf("epoch %d: loss %v/%v straight vs %v/%v resumed", e+1, a.Loss, a.LossKL, b.Loss, b.LossKL)
-		}
-	}
+	sameLosses(t, straight, resumed, 2, "resumed")
 	if fmt.Sprint(straight.History[1].Sizes) != fmt.Sprint(resumed.History[1].Sizes) {
 		t.Errorf("cluster sizes %v straight vs %v resumed", straight.History[1].Sizes, resumed.History[1].Sizes)
+	}
+}
+
+// sameBits fails t unless the tensors of a and b (a run trained straight through, and
+// one trained as how says) hold the same values to the bit.
+func sameBits(t *testing.T, s *torch.Scope, what, how string, a, b []torch.Named) {
+	t.Helper()
+	if len(a) != len(b) {
+		t.Fatalf("%d %ss straight, %d %s", len(a), what, len(b), how)
+	}
+	for i := range a {
+		x, y := s.Float32s(a[i].Tensor), s.Float32s(b[i].Tensor)
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if len(x) == 0 || len(x) != len(y) {
+			t.Fatalf("%s %s: %d vs %d values", what, a[i].Name, len(x), len(y))
+		}
+		for k := range x {
+			if math.Float32bits(x[k]) != math.Float32bits(y[k]) {
+				t.Fatalf("%s %s[%d]: %v straight vs %v %s", what, a[i].Name, k, x[k], y[k], how)
+			}
+		}
+	}
+}
+
+// sameLosses fails t unless run b trained epochs epochs (as how says) with the losses
+// of run a, trained straight through.
+func sameLosses(t *testing.T, a, b *Run, epochs int, how string) {
+	t.Helper()
+	if len(a.History) != epochs || len(b.History) != epochs {
+		t.Fatalf("%d epochs of history straight, %d %s; want %d", len(a.History), len(b.History), how, epochs)
+	}
+	for e := range epochs {
+		x, y := a.History[e], b.History[e]
+		if x.Loss != y.Loss || x.LossKL != y.LossKL {
+			t.Errorf("epoch %d: loss %v/%v straight vs %v/%v %s", e+1, x.Loss, x.LossKL, y.Loss, y.LossKL, how)
+		}
 	}
 }

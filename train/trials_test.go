@@ -3,7 +3,6 @@ package train
 import (
 	"context"
 	"errors"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -42,11 +41,7 @@ func TestTrialEpochsValidate(t *testing.T) {
 // straight through: the same losses, weights and chosen epoch.
 func TestTrainTrials(t *testing.T) {
 	im := mnistSet(t, 128)
-	src, err := NewImageSource(im, testDevice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
+	src := imageSource(t, im)
 	// One thread count for both runs, as in straightAndResumed.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -107,25 +102,11 @@ func TestTrainTrials(t *testing.T) {
 	if err := straight.Train(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if len(kept.History) != 4 {
-		t.Fatalf("kept run has %d epochs of history, want 4", len(kept.History))
-	}
-	for e := range 4 {
-		a, b := straight.History[e], kept.History[e]
-		if a.Loss != b.Loss || a.LossKL != b.LossKL {
-			t.Errorf("epoch %d: loss %v/%v straight vs %v/%v after a trial", e+1, a.Loss, a.LossKL, b.Loss, b.LossKL)
-		}
-	}
+	sameLosses(t, straight, kept, 4, "after a trial")
 	s := torch.NoGrad()
 	defer s.Close()
-	for i, p := range straight.Net.Params() {
-		x, y := s.Float32s(p.Tensor), s.Float32s(kept.Net.Params()[i].Tensor)
-		for k := range x {
-			if math.Float32bits(x[k]) != math.Float32bits(y[k]) {
-				t.Fatalf("parameter %s[%d]: %v straight vs %v after a trial", p.Name, k, x[k], y[k])
-			}
-		}
-	}
+	sameBits(t, s, "parameter", "after a trial", straight.Net.Params(), kept.Net.Params())
+	sameBits(t, s, "buffer", "after a trial", straight.Net.Buffers(), kept.Net.Buffers())
 	sc, kc := straight.Chosen(), kept.Chosen()
 	if sc == nil || kc == nil || sc.Epoch != kc.Epoch || *sc.Agreement != *kc.Agreement {
 		t.Fatalf("chosen %+v straight vs %+v after a trial", sc, kc)
@@ -145,11 +126,7 @@ func TestTrainTrials(t *testing.T) {
 // An interrupt keeps the best trial of those that finished, set to go on.
 func TestTrainTrialsInterrupted(t *testing.T) {
 	im := mnistSet(t, 64)
-	src, err := NewImageSource(im, testDevice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
+	src := imageSource(t, im)
 	cfg := imageConfig("em", 5, 32)
 	cfg.Restarts, cfg.TrialEpochs = 3, 2
 	ctx, cancel := context.WithCancel(context.Background())
