@@ -6,8 +6,9 @@
 # Everything that needs an NVIDIA GPU, in one command, on a machine that has PyTorch
 # (CUDA), g++ and python3 but no Go and no network. Carry over the repository with the
 # binaries built on a Go machine (`make gpu-bundle`: ./emclust and build/tests/*.test;
-# or `make gpu-pack`: the same in build/gpu-bundle.tar.xz, a fifth of the size) and the
-# Fashion-MNIST IDX files (--fmnist, default Debian's folder).
+# or `make gpu-pack`: the same in build/gpu-bundle.tar.xz, a fifth of the size, with the
+# Fashion-MNIST IDX files in build/fmnist). --fmnist DIR names another folder of them;
+# the default is Debian's, where installed, else build/fmnist.
 #
 # Steps, each timed, logged to OUTDIR/acceptance.log and summed up in
 # OUTDIR/results.json (a step that fails does not stop the later ones; the exit status
@@ -51,7 +52,7 @@ minutes=""
 train_seeds=""
 first_seed=1
 shim=""
-fmnist=/usr/share/datasets/fashion-mnist
+fmnist=""
 out=""
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [ $# -gt 0 ]; do
@@ -90,7 +91,7 @@ done
 # No leading zero: bash's arithmetic would read it as octal.
 [[ $first_seed =~ ^(0|[1-9][0-9]*)$ ]] || { echo "gpu-acceptance.sh: --first-seed $first_seed: want a seed, 0 or more" >&2; exit 2; }
 
-fmnist=$(realpath -m "$fmnist") # the tests look for it from their package folders
+[ -z "$fmnist" ] || fmnist=$(realpath -m "$fmnist") # the tests look for it from their package folders
 if [ -n "$shim" ]; then
 	[ $device = cuda ] || { echo "gpu-acceptance.sh: --shim is for --device cuda (the CPU uses the binary's own shim)" >&2; exit 2; }
 	[ -f "$shim" ] || { echo "gpu-acceptance.sh: --shim $shim: no such file" >&2; exit 2; }
@@ -146,6 +147,10 @@ if [ -f build/gpu-bundle.tar.xz ] && { [ ! -x ./emclust ] || ! ls build/tests/*.
 	say "unpacking build/gpu-bundle.tar.xz (make gpu-pack)"
 	# -m: the files dated now, so that the -nt above settles.
 	tar xJmf build/gpu-bundle.tar.xz || { echo "gpu-acceptance.sh: build/gpu-bundle.tar.xz did not unpack" >&2; exit 1; }
+fi
+if [ -z "$fmnist" ]; then
+	fmnist=/usr/share/datasets/fashion-mnist
+	[ -d "$fmnist" ] || fmnist=$repo/build/fmnist
 fi
 if [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1; then
 	if command -v go >/dev/null; then
