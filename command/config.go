@@ -224,11 +224,14 @@ type newRun struct {
 	// RestartsSet: --restarts was given. A run over several processes trains one
 	// restart unless told (runRank).
 	RestartsSet bool
+	// PrecisionSet: --precision was given, so the user has chosen (bf16Hint).
+	PrecisionSet bool
 }
 
 func newRunFrom(c *cli.Context) (newRun, error) {
 	cfg, err := configFromFlags(c)
-	return newRun{Config: cfg, KSet: c.IsSet("k"), ChannelsLastSet: c.IsSet("channels-last"), RestartsSet: c.IsSet("restarts")}, err
+	return newRun{Config: cfg, KSet: c.IsSet("k"), ChannelsLastSet: c.IsSet("channels-last"), RestartsSet: c.IsSet("restarts"),
+		PrecisionSet: c.IsSet("precision")}, err
 }
 
 // resolve settles in cfg what the flags left to the device and the data:
