@@ -283,7 +283,8 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	if opts.Quiet {
 		log = io.Discard
 	}
-	if hint := bf16Hint(cfg, dev, opts.New.PrecisionSet || opts.Resumed.Precision != nil, cpu.X86.HasAMXBF16); hint != "" && speaks {
+	// A new run's only: a resumed one does not record whether --precision was given.
+	if hint := bf16Hint(cfg, dev, opts.New.PrecisionSet, cpu.X86.HasAMXBF16); hint != "" && speaks && ckpt == nil {
 		fmt.Fprintln(log, hint)
 	}
 	if ckpt == nil && cfg.Restarts > 1 && cfg.TrialEpochs > 0 {
@@ -348,12 +349,12 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	return finishRun(ctx, run, src, dev, time.Since(start), opts.JSON, stdout, log, stderr)
 }
 
-// trainRun trains run to its epochs, saving in runDir, and says what an interrupt
-// left there to resume.
-// bf16Hint names --precision bf16 to whoever trains a CNN in fp32 on a CPU with AMX,
+// bf16Hint names --precision bf16 to whoever starts a CNN in fp32 on a CPU with AMX,
 // where bf16 took the Fashion-MNIST step from 698 to 336 ms and kept the accuracy
 // (docs/RESULTS.md section 48). A hint, not a default: that was measured on one CPU,
-// over short runs. Whoever gave --precision has chosen, and hears nothing.
+// over short runs. Whoever gave --precision has chosen, and hears nothing. hasAMX
+// comes from CPUID, which does not say whether the kernel lets a process use AMX;
+// hence "may".
 func bf16Hint(cfg train.Config, dev torch.Device, precisionSet, hasAMX bool) string {
 	if !hasAMX || precisionSet || dev.CUDA || cfg.Precision != "fp32" || !train.IsImageSet(cfg.Dataset) || cfg.Arch == "mlp" {
 		return ""
@@ -361,6 +362,8 @@ func bf16Hint(cfg train.Config, dev torch.Device, precisionSet, hasAMX bool) str
 	return "emclust: this CPU has AMX: --precision bf16 may train the CNN about twice as fast (docs/RESULTS.md section 48)"
 }
 
+// trainRun trains run to its epochs, saving in runDir, and says what an interrupt
+// left there to resume.
 func trainRun(ctx context.Context, run *train.Run, runDir string, group *torch.Group, role *launch.Role) error {
 	err := run.Train(ctx)
 	if err == nil {

@@ -151,6 +151,11 @@ fi
 if [ -z "$fmnist" ]; then
 	fmnist=/usr/share/datasets/fashion-mnist
 	[ -d "$fmnist" ] || fmnist=$repo/build/fmnist
+	# Binaries kept from an earlier unpack left the pack's data in it.
+	if [ ! -d "$fmnist" ] && [ -f build/gpu-bundle.tar.xz ]; then
+		say "unpacking build/fmnist from build/gpu-bundle.tar.xz"
+		tar xJf build/gpu-bundle.tar.xz build/fmnist || say "build/gpu-bundle.tar.xz holds no build/fmnist"
+	fi
 fi
 if [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1; then
 	if command -v go >/dev/null; then

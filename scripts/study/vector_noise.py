@@ -4,9 +4,9 @@ tables, with Gaussian noise as the transform (issue 14)?
 Images train on the EM loss of the original batch plus that of a transformed one,
 weighted by the original's posteriors (shared/DESIGN.md, Eq. em_loss_aug). Vectors
 have no transform. Here the transform is x + σ·s·ε, ε ~ N(0, 1), s each feature's
-standard deviation in the features as trained (1 where standardised), and both
-networks of the vector default are trained with it in plain PyTorch, as
-wine_objective.py trains the linear map: the MLP (2×32, uniform prior) and the linear
+standard deviation in the features as trained (1 where standardised). Both networks
+of the vector default are trained in plain PyTorch, as wine_objective.py trains the
+linear map, and the MLP with the noise: the MLP (2×32, uniform prior) and the linear
 map with a learned prior, Adam 1e-3, batch 128, 1000 steps, γ 5. Each table keeps
 the standardisation the spread rule gives it (docs/RESULTS.md section 29).
 
@@ -18,7 +18,7 @@ MLP's only; the linear map's runs are the same at every σ. ACC comes from the
 Hungarian matching here; the training sees no labels.
 
 Needs Debian's python3-torch, python3-scipy and python3-sklearn; run it from
-scripts/study. About 25 minutes a σ on one core."""
+scripts/study. About 5 minutes a σ on one core."""
 import os
 import sys
 import time
