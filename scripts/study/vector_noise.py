@@ -31,6 +31,7 @@ from sklearn.metrics import adjusted_rand_score, silhouette_score
 
 from keep_by import EMBEDDED, table
 from standardize_agreement import HELDOUT
+from wine_objective import normalise
 
 # name: (folder, has a header, standardised by the spread rule)
 TABLES = {
@@ -59,10 +60,6 @@ def acc(ids, truth):
     np.add.at(m, (ids, truth), 1)
     r, c = linear_sum_assignment(-m)
     return m[r, c].sum() / len(truth)
-
-
-def normalise(a):
-    return (a - a.mean(0)) / torch.sqrt(a.var(0, unbiased=False) + 1e-5)
 
 
 def train(x, k, sd, seed, net, sigma=0.0, steps=1000, gamma=5.0):
