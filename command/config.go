@@ -234,12 +234,18 @@ func newRunFrom(c *cli.Context) (newRun, error) {
 		PrecisionSet: c.IsSet("precision")}, err
 }
 
+// trainsCNN reports whether cfg trains a convolutional network: images, unless --arch
+// mlp.
+func trainsCNN(cfg *train.Config) bool {
+	return train.IsImageSet(cfg.Dataset) && cfg.Arch != "mlp"
+}
+
 // resolve settles in cfg what the flags left to the device and the data:
 // channels-last from the device, K from the labels. (train.New settles the rest: the
 // batch clamp, γ auto and the network for the data.)
 func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) {
 	if !n.ChannelsLastSet {
-		cfg.ChannelsLast = defaultChannelsLast(train.IsImageSet(cfg.Dataset) && cfg.Arch != "mlp")
+		cfg.ChannelsLast = defaultChannelsLast(trainsCNN(cfg))
 	}
 	if !n.KSet {
 		if k := numClasses(src.Labels()); k > 0 {

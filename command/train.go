@@ -356,7 +356,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 // comes from CPUID, which does not say whether the kernel lets a process use AMX;
 // hence "may".
 func bf16Hint(cfg train.Config, dev torch.Device, precisionSet, hasAMX bool) string {
-	if !hasAMX || precisionSet || dev.CUDA || cfg.Precision != "fp32" || !train.IsImageSet(cfg.Dataset) || cfg.Arch == "mlp" {
+	if !hasAMX || precisionSet || dev.CUDA || cfg.Precision != "fp32" || !trainsCNN(&cfg) {
 		return ""
 	}
 	return "emclust: this CPU has AMX: --precision bf16 may train the CNN about twice as fast (docs/RESULTS.md section 48)"
