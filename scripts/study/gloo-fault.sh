@@ -2,11 +2,21 @@
 # gloo-fault.sh OUTDIR [COUNT]
 #
 # Loops the in-process two-rank Gloo tests (TestSyncBatchNormGradient,
-# TestAllReduceSumGradient) COUNT times (default 10, about 25 s on a CPU) under four variants: plain,
-# without CUDA devices, on one OpenMP thread, and on two CPUs. On an H200 with
-# PyTorch 2.11 they faulted in 3 of 18 runs, in the forward of the differentiable
-# all-reduce (docs/RESULTS.md section 43); on libtorch 1.13 and 2.6 on a CPU, never.
-# EMTORCH_BACKTRACE=1 has the shim name the faulting function (README).
+# TestAllReduceSumGradient) COUNT times (default 10, about 25 s on a CPU) under
+# variants that tell the likely causes apart:
+#   plain      as the acceptance tests run them;
+#   cpu-only   no CUDA device, so no autograd device thread (a CUDA build's own work);
+#   omp1       one OpenMP thread;   two-cpus   on two CPUs;
+#   perturb    freed memory filled with 0xa5 (MALLOC_PERTURB_): a fault address of
+#              0xa5a5… means a use after free, not a null pointer;
+#   shuffled   with TestGroupCollectives (no autograd) in random order: a fault there
+#              too means the autograd path is not what matters;
+#   fresh      TestAllReduceSumGradient alone, a new process each time: is the first
+#              group in a process ever hit?
+# On an H200 with PyTorch 2.11 they faulted in 3 of 18 runs, in the forward of the
+# differentiable all-reduce (docs/RESULTS.md section 43); on libtorch 1.13 and 2.6 on
+# a CPU, never. EMTORCH_BACKTRACE=1 has the shim name the faulting thread and function
+# (README).
 #
 # Run from the repository root after scripts/gpu-setup.sh, with build/tests/torch.test
 # from `make gpu-bundle` and LD_LIBRARY_PATH naming the shim and libtorch, as
@@ -19,14 +29,25 @@ out=$(realpath "$out")
 cd "$(dirname "$0")/../../torch"
 export EMTORCH_BACKTRACE=1
 tests='Sync|AllReduceSum'
-for v in plain cpu-only omp1 two-cpus; do
+t=../build/tests/torch.test
+for v in plain cpu-only omp1 two-cpus perturb shuffled fresh; do
 	case $v in
-	plain) timeout 90 ../build/tests/torch.test -test.run "$tests" -test.count="$count" ;;
-	cpu-only) CUDA_VISIBLE_DEVICES= timeout 90 ../build/tests/torch.test -test.run "$tests" -test.count="$count" ;;
-	omp1) OMP_NUM_THREADS=1 timeout 90 ../build/tests/torch.test -test.run "$tests" -test.count="$count" ;;
-	two-cpus) taskset -c 0,1 timeout 90 ../build/tests/torch.test -test.run "$tests" -test.count="$count" ;;
+	plain) timeout 90 $t -test.run "$tests" -test.count="$count" ;;
+	cpu-only) CUDA_VISIBLE_DEVICES= timeout 90 $t -test.run "$tests" -test.count="$count" ;;
+	omp1) OMP_NUM_THREADS=1 timeout 90 $t -test.run "$tests" -test.count="$count" ;;
+	two-cpus) taskset -c 0,1 timeout 90 $t -test.run "$tests" -test.count="$count" ;;
+	perturb) MALLOC_PERTURB_=165 timeout 90 $t -test.run "$tests" -test.count="$count" ;;
+	shuffled) timeout 90 $t -test.run "Group|$tests" -test.shuffle=on -test.count="$count" ;;
+	fresh)
+		# bash's own timeout for the whole loop; each process prints its own ok or FAIL.
+		end=$((SECONDS + 90))
+		for _ in $(seq "$count"); do
+			[ $SECONDS -lt $end ] || break
+			timeout 30 $t -test.run '^TestAllReduceSumGradient$' -test.count=1 || echo "fresh: exit $?"
+		done
+		;;
 	esac >"$out/gloo-$v.log" 2>&1
-	echo "gloo $v: exit $?"
-	grep -m5 -E 'SIGSEGV|emtorch:|^(ok|FAIL|PASS)' "$out/gloo-$v.log"
+	echo "gloo $v: exit $?, $(grep -c -E 'SIGSEGV|signal 11' "$out/gloo-$v.log") fault line(s)"
+	grep -m5 -E 'SIGSEGV|emtorch:|fresh: exit|^(ok|FAIL|PASS)' "$out/gloo-$v.log"
 done
 env | grep -E 'LOCAL_WORLD_SIZE|TORCH_|OMP_' >"$out/env.txt" || true

@@ -35,6 +35,8 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 #endif
@@ -74,9 +76,10 @@ et_tensor wrap(at::Tensor t) {
 // EMTORCH_BACKTRACE=1: a fault inside libtorch prints where it happened, which Go's
 // crash report leaves out, then kills the process. Go forwards a fault in C code to
 // the handler installed before its runtime started, and the shim's constructors run
-// before it. Go's frames stop an unwinder, so this prints the faulting instruction
-// and the stack's words that point into a library: its likely return addresses.
-// dladdr and snprintf are not async-signal-safe: acceptable on the way down.
+// before it. It runs below Go's signal handler, whose frames stop an unwinder (glibc's
+// backtrace faults there), so this prints the faulting thread, the faulting
+// instruction and the stack's words that point into a library: its likely return
+// addresses. dladdr and snprintf are not async-signal-safe: acceptable on the way down.
 void put_stderr(const char *s, int n, size_t cap) {
   if (n > 0 && write(STDERR_FILENO, s, std::min<size_t>(n, cap - 1)) < 0) return; // nowhere to report it
 }
@@ -97,9 +100,10 @@ void print_address(const char *what, uintptr_t a) {
 
 void print_native_frames(int sig, siginfo_t *info, void *ctx) {
   const auto &regs = static_cast<ucontext_t *>(ctx)->uc_mcontext.gregs;
-  char head[160];
-  int n = snprintf(head, sizeof head, "emtorch: signal %d at address %p (EMTORCH_BACKTRACE=1):\n", sig,
-                   info->si_addr);
+  char head[200], name[17] = "";
+  prctl(PR_GET_NAME, name); // libtorch and Gloo name some of their threads
+  int n = snprintf(head, sizeof head, "emtorch: signal %d at address %p on thread %ld \"%s\" (EMTORCH_BACKTRACE=1):\n",
+                   sig, info->si_addr, static_cast<long>(syscall(SYS_gettid)), name);
   put_stderr(head, n, sizeof head);
   print_address("fault at", static_cast<uintptr_t>(regs[REG_RIP]));
   const auto *sp = reinterpret_cast<const uintptr_t *>(regs[REG_RSP]);
