@@ -20,7 +20,9 @@
 #
 # Run from the repository root after scripts/gpu-setup.sh, with build/tests/torch.test
 # from `make gpu-bundle` and LD_LIBRARY_PATH naming the shim and libtorch, as
-# gpu-acceptance.sh sets them. Each variant's log is OUTDIR/gloo-VARIANT.log.
+# gpu-acceptance.sh sets them. All goes to OUTDIR/gloo-fault.log, each variant under a
+# line "== VARIANT", and the environment's libtorch settings to OUTDIR/env.txt: two
+# files, as a device machine returns only a few.
 set -u
 out=${1:?usage: gloo-fault.sh OUTDIR [COUNT]}
 count=${2:-10}
@@ -30,6 +32,8 @@ cd "$(dirname "$0")/../../torch"
 export EMTORCH_BACKTRACE=1
 tests='Sync|AllReduceSum'
 t=../build/tests/torch.test
+one=$(mktemp)
+: >"$out/gloo-fault.log"
 for v in plain cpu-only omp1 two-cpus perturb shuffled fresh; do
 	case $v in
 	plain) timeout 90 $t -test.run "$tests" -test.count="$count" ;;
@@ -39,15 +43,17 @@ for v in plain cpu-only omp1 two-cpus perturb shuffled fresh; do
 	perturb) MALLOC_PERTURB_=165 timeout 90 $t -test.run "$tests" -test.count="$count" ;;
 	shuffled) timeout 90 $t -test.run "Group|$tests" -test.shuffle=on -test.count="$count" ;;
 	fresh)
-		# bash's own timeout for the whole loop; each process prints its own ok or FAIL.
+		# 90 s in all, as for the others; each process prints its own PASS or FAIL.
 		end=$((SECONDS + 90))
 		for _ in $(seq "$count"); do
 			[ $SECONDS -lt $end ] || break
 			timeout 30 $t -test.run '^TestAllReduceSumGradient$' -test.count=1 || echo "fresh: exit $?"
 		done
 		;;
-	esac >"$out/gloo-$v.log" 2>&1
-	echo "gloo $v: exit $?, $(grep -c -E 'SIGSEGV|signal 11' "$out/gloo-$v.log") fault line(s)"
-	grep -m5 -E 'SIGSEGV|emtorch:|fresh: exit|^(ok|FAIL|PASS)' "$out/gloo-$v.log"
+	esac >"$one" 2>&1
+	echo "gloo $v: exit $?, $(grep -c -E 'SIGSEGV|signal 11' "$one") fault line(s)"
+	grep -m5 -E 'SIGSEGV|emtorch:|fresh: exit|^(ok|FAIL|PASS)' "$one"
+	{ echo "== $v"; cat "$one"; } >>"$out/gloo-fault.log"
 done
+rm -f "$one"
 env | grep -E 'LOCAL_WORLD_SIZE|TORCH_|OMP_' >"$out/env.txt" || true
