@@ -101,8 +101,10 @@ gpu-pack: gpu-bundle
 
 # scripts/gpu-acceptance.sh on the CPU, quick: the script itself, under CI.
 gpu-acceptance-cpu: gpu-bundle bench-deps
-	rm -rf $(BUILD)/acceptance-cpu
-	scripts/gpu-acceptance.sh --device cpu --quick $(BUILD)/acceptance-cpu
+	rm -rf $(BUILD)/acceptance-cpu $(BUILD)/acceptance-cpu.tar.xz
+	scripts/gpu-acceptance.sh --device cpu --quick --archive $(BUILD)/acceptance-cpu.tar.xz $(BUILD)/acceptance-cpu
+	tar tJf $(BUILD)/acceptance-cpu.tar.xz | grep -q '^acceptance-cpu/results.json$$'
+	! tar tJf $(BUILD)/acceptance-cpu.tar.xz | grep -q 'safetensors$$'
 
 # The whole test suite against libtorch 2.6, CPU and CUDA builds, in a Debian trixie
 # root cached in ~/.cache/emclust (scripts/libtorch2.sh; needs root).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-acceptance.sh [--device cuda|cpu] [--quick] [--skip-tests] [--only STEPS]
 #                   [--tests PKGS] [--speed-modes MODES] [--minutes M] [--fmnist DIR]
-#                   [--train-seeds N] [--first-seed S] [--shim FILE] OUTDIR
+#                   [--train-seeds N] [--first-seed S] [--shim FILE] [--archive FILE]
+#                   OUTDIR
 #
 # Everything that needs an NVIDIA GPU, in one command, on a machine that has PyTorch
 # (CUDA), g++ and python3 but no Go and no network. Carry over the repository with the
@@ -29,6 +30,10 @@
 #             and each run's last and chosen epoch; of two runs or more, OUTDIR/trials.md
 #             replays train --trial-epochs on them (scripts/study/trial_replay.py)
 #
+# --archive FILE packs OUTDIR at the end as one tar.xz, without model files
+# (*.safetensors) and the shim: a device machine returns only a few files, and the
+# eight runs' metrics and logs are dozens.
+#
 # --only dist,tests (say) runs those steps and records the others as skipped (the shim
 # is always built). --tests torch,train (say) runs those packages' tests alone.
 # --speed-modes picks the speed step's configurations, each
@@ -53,6 +58,7 @@ train_seeds=""
 first_seed=1
 shim=""
 fmnist=""
+archive=""
 out=""
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [ $# -gt 0 ]; do
@@ -68,6 +74,7 @@ while [ $# -gt 0 ]; do
 	--train-seeds) train_seeds=$2; shift 2 ;;
 	--first-seed) first_seed=$2; shift 2 ;;
 	--shim) shim=$2; shift 2 ;;
+	--archive) archive=$(realpath -m "$2"); shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	-*) echo "gpu-acceptance.sh: unknown flag $1" >&2; usage >&2; exit 2 ;;
 	*) [ -z "$out" ] || { echo "gpu-acceptance.sh: one OUTDIR, got $out and $1" >&2; exit 2; }; out=$1; shift ;;
@@ -394,4 +401,11 @@ fi
 
 python3 scripts/acceptance-summary.py "$out" "$device" || failed=1
 say "done in $((SECONDS - t_start)) s; results in $out/results.json"
+if [ -n "$archive" ]; then
+	mkdir -p "$(dirname "$archive")"
+	tar cJf "$archive" --exclude='*.safetensors' --exclude='*.so' --exclude='*.lock' \
+		-C "$(dirname "$out")" "$(basename "$out")" &&
+		say "packed $out into $archive ($(du -h "$archive" | cut -f1))" ||
+		{ say "--archive $archive: tar failed"; failed=1; }
+fi
 exit $failed
