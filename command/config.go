@@ -224,7 +224,7 @@ type newRun struct {
 	// RestartsSet: --restarts was given. A run over several processes trains one
 	// restart unless told (runRank).
 	RestartsSet bool
-	// PrecisionSet: --precision was given, so the user has chosen (bf16Hint).
+	// PrecisionSet: --precision was given, so the user has chosen (precisionHint).
 	PrecisionSet bool
 }
 

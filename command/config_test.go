@@ -1,6 +1,7 @@
 package command
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -45,7 +46,7 @@ func TestEpochsFlagSetsStepBoundsAside(t *testing.T) {
 }
 
 // The bf16 hint goes to a CNN trained in fp32 on a CPU with AMX, and to no one else.
-func TestBF16Hint(t *testing.T) {
+func TestPrecisionHint(t *testing.T) {
 	image := train.ImageDefaults()
 	image.Dataset = "fashion-mnist"
 	vectors := train.VectorDefaults()
@@ -53,24 +54,31 @@ func TestBF16Hint(t *testing.T) {
 	bf16.Precision = "bf16"
 	mlpOnImages := image
 	mlpOnImages.Arch = "mlp"
+	vectorsBF16 := vectors
+	vectorsBF16.Precision = "bf16"
 	for _, tc := range []struct {
 		name         string
 		cfg          train.Config
 		dev          torch.Device
 		precisionSet bool
 		hasAMX       bool
-		want         bool
+		want         string // what the hint names: "has AMX", "no AMX" or nothing
 	}{
-		{"CNN in fp32 on an AMX CPU", image, torch.CPU, false, true, true},
-		{"no AMX", image, torch.CPU, false, false, false},
-		{"on a GPU", image, torch.Device{CUDA: true}, false, true, false},
-		{"--precision fp32 given", image, torch.CPU, true, true, false},
-		{"already bf16", bf16, torch.CPU, false, true, false},
-		{"vectors", vectors, torch.CPU, false, true, false},
-		{"an MLP on images", mlpOnImages, torch.CPU, false, true, false},
+		{"CNN in fp32 on an AMX CPU", image, torch.CPU, false, true, "has AMX"},
+		{"no AMX", image, torch.CPU, false, false, ""},
+		{"on a GPU", image, torch.Device{CUDA: true}, false, true, ""},
+		{"--precision fp32 given", image, torch.CPU, true, true, ""},
+		{"already bf16", bf16, torch.CPU, false, true, ""},
+		{"vectors", vectors, torch.CPU, false, true, ""},
+		{"an MLP on images", mlpOnImages, torch.CPU, false, true, ""},
+		{"bf16 given, no AMX", bf16, torch.CPU, true, false, "no AMX"},
+		{"bf16 given, AMX", bf16, torch.CPU, true, true, ""},
+		{"bf16 without AMX, on a GPU", bf16, torch.Device{CUDA: true}, true, false, ""},
+		{"vectors in bf16 without AMX", vectorsBF16, torch.CPU, true, false, ""},
 	} {
-		if got := bf16Hint(tc.cfg, tc.dev, tc.precisionSet, tc.hasAMX) != ""; got != tc.want {
-			t.Errorf("%s: hint %v, want %v", tc.name, got, tc.want)
+		got := precisionHint(tc.cfg, tc.dev, tc.precisionSet, tc.hasAMX)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: hint %q, want one naming %q", tc.name, got, tc.want)
 		}
 	}
 }

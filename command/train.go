@@ -284,7 +284,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		log = io.Discard
 	}
 	// A new run's only: a resumed one does not record whether --precision was given.
-	if hint := bf16Hint(cfg, dev, opts.New.PrecisionSet, cpu.X86.HasAMXBF16); hint != "" && speaks && ckpt == nil {
+	if hint := precisionHint(cfg, dev, opts.New.PrecisionSet, cpu.X86.HasAMXBF16); hint != "" && speaks && ckpt == nil {
 		fmt.Fprintln(log, hint)
 	}
 	if ckpt == nil && cfg.Restarts > 1 && cfg.TrialEpochs > 0 {
@@ -349,17 +349,24 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	return finishRun(ctx, run, src, dev, time.Since(start), opts.JSON, stdout, log, stderr)
 }
 
-// bf16Hint names --precision bf16 to whoever starts a CNN in fp32 on a CPU with AMX,
-// where bf16 took the Fashion-MNIST step from 698 to 336 ms and kept the accuracy
-// (docs/RESULTS.md section 48). A hint, not a default: that was measured on one CPU,
-// over short runs. Whoever gave --precision has chosen, and hears nothing. hasAMX
-// comes from CPUID, which does not say whether the kernel lets a process use AMX;
-// hence "may".
-func bf16Hint(cfg train.Config, dev torch.Device, precisionSet, hasAMX bool) string {
-	if !hasAMX || precisionSet || dev.CUDA || cfg.Precision != "fp32" || !trainsCNN(&cfg) {
+// precisionHint says, once, what the precision will cost a CNN on this CPU. Where it
+// has AMX, bf16 took the Fashion-MNIST step from 698 to 336 ms and kept the accuracy
+// (docs/RESULTS.md section 48), so a run left in fp32 hears of it; where it has not,
+// bf16 was no faster (AVX-512 BF16) or 2.3–2.6 times slower (section 49), so a run
+// asking for it hears that. A hint, not a default: measured on one CPU, over short
+// runs. hasAMX comes from CPUID, which does not say whether the kernel lets a process
+// use AMX; hence "may".
+func precisionHint(cfg train.Config, dev torch.Device, precisionSet, hasAMX bool) string {
+	if dev.CUDA || !trainsCNN(&cfg) {
 		return ""
 	}
-	return "emclust: this CPU has AMX: --precision bf16 may train the CNN about twice as fast (docs/RESULTS.md section 48)"
+	switch {
+	case hasAMX && cfg.Precision == "fp32" && !precisionSet:
+		return "emclust: this CPU has AMX: --precision bf16 may train the CNN about twice as fast (docs/RESULTS.md section 48)"
+	case !hasAMX && cfg.Precision == "bf16":
+		return "emclust: this CPU has no AMX: bf16 may train the CNN no faster than fp32, or slower (docs/RESULTS.md section 49)"
+	}
+	return ""
 }
 
 // trainRun trains run to its epochs, saving in runDir, and says what an interrupt
