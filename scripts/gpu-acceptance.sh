@@ -30,9 +30,9 @@
 #             and each run's last and chosen epoch; of two runs or more, OUTDIR/trials.md
 #             replays train --trial-epochs on them (scripts/study/trial_replay.py)
 #
-# --archive FILE packs OUTDIR at the end as one tar.xz, without model files
-# (*.safetensors) and the shim: a device machine returns only a few files, and the
-# eight runs' metrics and logs are dozens.
+# --archive FILE packs OUTDIR as one tar.xz when the script ends, also early, without
+# model files (*.safetensors) and the shim: a device machine returns only a few
+# files, and eight runs' metrics and logs are dozens. FILE must lie outside OUTDIR.
 #
 # --only dist,tests (say) runs those steps and records the others as skipped (the shim
 # is always built). --tests torch,train (say) runs those packages' tests alone.
@@ -74,7 +74,9 @@ while [ $# -gt 0 ]; do
 	--train-seeds) train_seeds=$2; shift 2 ;;
 	--first-seed) first_seed=$2; shift 2 ;;
 	--shim) shim=$2; shift 2 ;;
-	--archive) archive=$(realpath -m "$2"); shift 2 ;;
+	--archive)
+		[ -n "$2" ] || { echo "gpu-acceptance.sh: --archive: give a file" >&2; exit 2; }
+		archive=$(realpath -m "$2"); shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	-*) echo "gpu-acceptance.sh: unknown flag $1" >&2; usage >&2; exit 2 ;;
 	*) [ -z "$out" ] || { echo "gpu-acceptance.sh: one OUTDIR, got $out and $1" >&2; exit 2; }; out=$1; shift ;;
@@ -113,6 +115,10 @@ if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
+case $archive in "$out"/*)
+	echo "gpu-acceptance.sh: --archive $archive is inside OUTDIR $out, which it packs: put it elsewhere" >&2
+	exit 2 ;;
+esac
 log=$out/acceptance.log
 steps=$out/steps.jsonl
 : >"$log"
@@ -122,6 +128,19 @@ budget_s=$(awk -v m="$minutes" 'BEGIN { if (m + 0 <= 0) exit 1; printf "%d", m *
 	{ echo "gpu-acceptance.sh: --minutes $minutes: want a positive number" >&2; exit 2; }
 deadline=$((t_start + budget_s))
 exec > >(tee -a "$log") 2>&1
+# pack: --archive, on every exit after this, also the early ones (a shim that did
+# not build is when its log is wanted).
+pack() {
+	local code=$?
+	[ -n "$archive" ] || return
+	mkdir -p "$(dirname "$archive")" &&
+		tar cJf "$archive" --exclude='*.safetensors' --exclude='*.so' --exclude='*.lock' \
+			-C "$(dirname "$out")" "$(basename "$out")" &&
+		echo "acceptance: packed $out into $archive ($(du -h "$archive" | cut -f1))" ||
+		{ echo "acceptance: --archive $archive: tar failed"; code=1; }
+	exit $code
+}
+trap pack EXIT
 
 say() { echo "acceptance [$((SECONDS - t_start)) s]: $*"; }
 failed=0
@@ -401,11 +420,4 @@ fi
 
 python3 scripts/acceptance-summary.py "$out" "$device" || failed=1
 say "done in $((SECONDS - t_start)) s; results in $out/results.json"
-if [ -n "$archive" ]; then
-	mkdir -p "$(dirname "$archive")"
-	tar cJf "$archive" --exclude='*.safetensors' --exclude='*.so' --exclude='*.lock' \
-		-C "$(dirname "$out")" "$(basename "$out")" &&
-		say "packed $out into $archive ($(du -h "$archive" | cut -f1))" ||
-		{ say "--archive $archive: tar failed"; failed=1; }
-fi
 exit $failed
