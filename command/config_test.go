@@ -45,7 +45,8 @@ func TestEpochsFlagSetsStepBoundsAside(t *testing.T) {
 	}
 }
 
-// The bf16 hint goes to a CNN trained in fp32 on a CPU with AMX, and to no one else.
+// The precision hint goes to a CNN on a CPU: left in fp32 where the CPU has AMX, asked
+// for in bf16 where it has not; to no one else.
 func TestPrecisionHint(t *testing.T) {
 	image := train.ImageDefaults()
 	image.Dataset = "fashion-mnist"

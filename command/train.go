@@ -283,7 +283,8 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	if opts.Quiet {
 		log = io.Discard
 	}
-	// A new run's only: a resumed one does not record whether --precision was given.
+	// A new run's only: a resumed one does not record whether --precision was given,
+	// and its precision was chosen, and heard of, when it started.
 	if hint := precisionHint(cfg, dev, opts.New.PrecisionSet, cpu.X86.HasAMXBF16); hint != "" && speaks && ckpt == nil {
 		fmt.Fprintln(log, hint)
 	}

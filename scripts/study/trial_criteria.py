@@ -20,7 +20,11 @@ from scipy.stats import spearmanr
 
 def read(run):
     with open(os.path.join(run, "metrics.jsonl")) as f:
-        return sorted((json.loads(line) for line in f), key=lambda m: m["epoch"])
+        rows = sorted((json.loads(line) for line in f), key=lambda m: m["epoch"])
+    for i, m in enumerate(rows):
+        if m["epoch"] != i + 1 or m.get("acc") is None or "criteria" not in m:
+            sys.exit(f"{run}: epoch {i + 1} is missing or has no ACC or criteria: train with --eval-every 1 and labels")
+    return rows
 
 
 def kept(rows, upto):
