@@ -4,39 +4,31 @@ seeds by the ACC of the epoch each run finally keeps.
 
 Each RUN is a run folder of one seed (metrics.jsonl evaluated every epoch, with labels),
 all trained at the same settings. The kept epoch over the L epochs all runs share is the
-one of highest agreement (train's rule, as scripts/study/trial_replay.py replays it).
+one of highest agreement (train's rule, as scripts/study/trial_replay.py replays it,
+whose reading and rule this takes).
 For each T this prints the Spearman correlation, over the runs, between that ACC and:
 the best agreement up to T (what train --trial-epochs keeps by), and the criteria of
 epoch T (the EM objective and the loss negated, so that higher is better for all).
 
 The runs of docs/RESULTS.md section 50 are in docs/runs/fm10k-bf16.
 Debian: python3-scipy for /usr/bin/python3."""
-import json
-import os
 import sys
 
 from scipy.stats import spearmanr
 
+from trial_replay import chosen, read_metrics, rows_of
+
 
 def read(run):
-    with open(os.path.join(run, "metrics.jsonl")) as f:
-        rows = sorted((json.loads(line) for line in f), key=lambda m: m["epoch"])
-    for i, m in enumerate(rows):
-        if m["epoch"] != i + 1 or m.get("acc") is None or "criteria" not in m:
-            sys.exit(f"{run}: epoch {i + 1} is missing or has no ACC or criteria: train with --eval-every 1 and labels")
-    return rows
-
-
-def kept(rows, upto):
-    best = None
-    for m in rows[:upto]:
-        if m.get("agreement") is not None and (best is None or m["agreement"] > best["agreement"]):
-            best = m
-    return best
+    lines = read_metrics(run)
+    for m in lines:
+        if "criteria" not in m:
+            sys.exit(f"{run}: epoch {m['epoch']} has no criteria: train with --eval-every 1")
+    return lines
 
 
 FIGURES = [
-    ("best agreement", lambda rows, t: kept(rows, t)["agreement"]),
+    ("best agreement", lambda rows, t: chosen(rows_of(rows), t)[1]),
     ("-EM objective", lambda rows, t: -rows[t - 1]["criteria"]["em_objective"]),
     ("log-likelihood", lambda rows, t: rows[t - 1]["criteria"]["log_likelihood"]),
     ("max posterior", lambda rows, t: rows[t - 1]["criteria"]["max_posterior"]),
@@ -51,7 +43,7 @@ def main():
         sys.exit(__doc__)
     rows = [read(r) for r in runs]
     last = min(len(r) for r in rows)
-    acc = [kept(r, last)["acc"] for r in rows]
+    acc = [chosen(rows_of(r), last)[2] for r in rows]
     print(f"{len(runs)} runs, kept epochs over the {last} epochs all have; Spearman with their ACC")
     print()
     print("| T | " + " | ".join(name for name, _ in FIGURES) + " |")

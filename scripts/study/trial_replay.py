@@ -23,20 +23,26 @@ import os
 import sys
 
 
+def read_metrics(path):
+    """The run's metrics.jsonl lines, by epoch; every epoch from 1 on, with its ACC."""
+    with open(os.path.join(path, "metrics.jsonl")) as f:
+        lines = sorted((json.loads(line) for line in f), key=lambda m: m["epoch"])
+    for i, m in enumerate(lines):
+        if m["epoch"] != i + 1 or m.get("acc") is None:
+            sys.exit(f"{path}: epoch {i + 1} is missing or has no ACC: train with --eval-every 1 and labels")
+    return lines
+
+
+def rows_of(lines):
+    """The (epoch, agreement, ACC) rows that chosen reads."""
+    return [(m["epoch"], m.get("agreement"), m["acc"]) for m in lines]
+
+
 def read_run(path):
     """The run's (epoch, agreement, ACC) rows and its seed, from its config.json."""
     with open(os.path.join(path, "config.json")) as f:
         seed = json.load(f)["seed"]
-    rows = []
-    with open(os.path.join(path, "metrics.jsonl")) as f:
-        for line in f:
-            m = json.loads(line)
-            rows.append((m["epoch"], m.get("agreement"), m.get("acc")))
-    rows.sort()
-    for i, (epoch, _, acc) in enumerate(rows):
-        if epoch != i + 1 or acc is None:
-            sys.exit(f"{path}: epoch {i + 1} is missing or has no ACC: train with --eval-every 1 and labels")
-    return seed, rows
+    return seed, rows_of(read_metrics(path))
 
 
 def chosen(rows, upto):
