@@ -10,7 +10,9 @@ evaluations) up to epoch T is highest, as train.TrainTrials does; that seed then
 on to the length L all runs share (the shortest run's), and its chosen epoch over all
 L is what the run reports. For every T and R this prints the mean ACC of that choice
 over every subset of R seeds, beside the mean of one seed alone, and the epochs the
-choice costs (R·T + L − T, against L).
+choice costs (R·T + L − T, against L). The p column is the share of --null random
+relabellings (each run's final ACC given to another run, the trials' agreements kept)
+whose gain is at least the one seen: how often a rule that knew nothing would do as well.
 
 Labels score the choices only; no choice reads them. Standard library only, so that it
 runs on the GPU machine's python3.
@@ -20,6 +22,7 @@ import argparse
 import itertools
 import json
 import os
+import random
 import sys
 
 
@@ -58,6 +61,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trials", default="10,15,20,25", help="trial lengths T, in epochs")
     ap.add_argument("--restarts", default="2,3,4", help="trial counts R")
+    ap.add_argument("--null", type=int, default=2000, help="random relabellings behind the p column (0: none)")
     ap.add_argument("runs", nargs="+")
     a = ap.parse_args()
     trials = [int(t) for t in a.trials.split(",")]
@@ -86,21 +90,28 @@ def main():
         print(f"| {n} | {e} | {ag:.3f} | {acc:.4f} | " + " | ".join(cells) + " |")
     alone = sum(final[n][2] for n in names) / len(names)
     print(f"\none seed alone: mean chosen-epoch ACC {alone:.4f} over {len(names)}, {length} epochs each\n")
-    print("| T | R | kept seeds' mean ACC | gain | subsets | epochs |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print("| T | R | kept seeds' mean ACC | gain | p | subsets | epochs |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    rng = random.Random(1)
     for t in trials:
         if t > length:
             continue
+        trial = {n: chosen(runs[n], t)[1] for n in names}
         for r in counts:
             if r > len(names):
                 continue
-            total, count = 0.0, 0
-            for group in itertools.combinations(names, r):
-                kept = max(group, key=lambda n: (chosen(runs[n], t)[1], -group.index(n)))
-                total += final[kept][2]
-                count += 1
-            mean = total / count
-            print(f"| {t} | {r} | {mean:.4f} | {mean - alone:+.4f} | {count} | {r * t + length - t} |")
+            groups = list(itertools.combinations(range(len(names)), r))
+            kept = [max(g, key=lambda i: (trial[names[i]], -i)) for g in groups]
+            accs = [final[n][2] for n in names]
+            mean = sum(accs[i] for i in kept) / len(kept)
+            p = "–"
+            if a.null > 0:
+                hits = 0
+                for _ in range(a.null):
+                    rng.shuffle(accs)
+                    hits += sum(accs[i] for i in kept) / len(kept) - alone >= mean - alone - 1e-12
+                p = f"{hits / a.null:.3f}"
+            print(f"| {t} | {r} | {mean:.4f} | {mean - alone:+.4f} | {p} | {len(groups)} | {r * t + length - t} |")
 
 
 if __name__ == "__main__":
