@@ -3,12 +3,19 @@ package torch
 import (
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"emclust/launch"
 )
+
+// TestMain: this package's groups put every rank in this process.
+func TestMain(m *testing.M) {
+	AllowInProcessRanks()
+	os.Exit(m.Run())
+}
 
 // freePort is a TCP port nothing listens on at the time of the call.
 func freePort(t testing.TB) int {

@@ -18,6 +18,7 @@ var mainThread = make(chan func())
 func init() { runtime.LockOSThread() }
 
 func TestMain(m *testing.M) {
+	torch.AllowInProcessRanks() // the dist tests' ranks share this process
 	done := make(chan int)
 	go func() { done <- m.Run() }()
 	for {

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# gloo-fault.sh OUTDIR [COUNT]
+# gloo-fault.sh OUTDIR [COUNT [VARIANTS]]
 #
 # Loops the in-process two-rank Gloo tests (TestSyncBatchNormGradient,
 # TestAllReduceSumGradient) COUNT times (default 10, about 25 s on a CPU), each
-# variant for at most 60 s, under variants that tell the likely causes apart:
+# variant for at most 60 s, under variants (VARIANTS, comma-separated: all unless
+# given) that tell the likely causes apart:
 #   plain      as the acceptance tests run them;
 #   cpu-only   no CUDA device, so no autograd device thread (a CUDA build's own work);
 #   omp1       one OpenMP thread;   two-cpus   on two CPUs;
@@ -14,9 +15,13 @@
 #              path is not what matters;
 #   fresh      TestAllReduceSumGradient alone, a new process each time: is the first
 #              group in a process ever hit?
+#   fr-on      shuffled, with c10d's flight recorder on (TORCH_FR_BUFFER_SIZE=2000,
+#              2.11's default), which the tests otherwise turn off
+#              (torch.AllowInProcessRanks): the cause found in section 51.
 # On an H200 with PyTorch 2.11 they faulted in 3 of 18 runs, in the forward of the
 # differentiable all-reduce (docs/RESULTS.md section 43); on libtorch 1.13 and 2.6 on
-# a CPU, never. EMTORCH_BACKTRACE=1 has the shim name the faulting thread and function
+# a CPU, never. Section 51 caught one in ProcessGroupGloo::enqueue, in the flight
+# recorder's process-wide map, which two in-process groups write at once. EMTORCH_BACKTRACE=1 has the shim name the faulting thread and function
 # (README).
 #
 # Run from the repository root after scripts/gpu-setup.sh, with build/tests/torch.test
@@ -26,8 +31,14 @@
 # environment's libtorch settings to OUTDIR/env.txt: two files, as a device machine
 # returns only a few.
 set -u
-out=${1:?usage: gloo-fault.sh OUTDIR [COUNT]}
+out=${1:?usage: gloo-fault.sh OUTDIR [COUNT [VARIANTS]]}
 count=${2:-10}
+variants=${3:-plain,cpu-only,omp1,two-cpus,perturb,shuffled,fresh,fr-on}
+for v in ${variants//,/ }; do
+	case $v in plain | cpu-only | omp1 | two-cpus | perturb | shuffled | fresh | fr-on) ;;
+	*) echo "gloo-fault.sh: no variant $v" >&2; exit 2 ;;
+	esac
+done
 mkdir -p "$out"
 out=$(realpath "$out")
 cd "$(dirname "$0")/../../torch"
@@ -43,7 +54,7 @@ export EMTORCH_BACKTRACE=1
 tests='Sync|AllReduceSum'
 one=$(mktemp)
 trap 'rm -f "$one"' EXIT
-for v in plain cpu-only omp1 two-cpus perturb shuffled fresh; do
+for v in ${variants//,/ }; do
 	case $v in
 	plain) timeout 60 $t -test.run "$tests" -test.count="$count" ;;
 	cpu-only) CUDA_VISIBLE_DEVICES= timeout 60 $t -test.run "$tests" -test.count="$count" ;;
@@ -51,6 +62,7 @@ for v in plain cpu-only omp1 two-cpus perturb shuffled fresh; do
 	two-cpus) taskset -c 0,1 timeout 60 $t -test.run "$tests" -test.count="$count" ;;
 	perturb) MALLOC_PERTURB_=165 timeout 60 $t -test.run "$tests" -test.count="$count" ;;
 	shuffled) timeout 60 $t -test.run "Group|$tests" -test.shuffle=on -test.count="$count" ;;
+	fr-on) TORCH_FR_BUFFER_SIZE=2000 timeout 60 $t -test.run "Group|$tests" -test.shuffle=on -test.count="$count" ;;
 	fresh)
 		# No process starts after 60 s; each prints its own PASS or FAIL.
 		end=$((SECONDS + 60))
