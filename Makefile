@@ -88,14 +88,20 @@ gpu-bundle: build
 # of gzip to 27 MB of xz), since the device machine has neither. The whole stays under
 # the device tool's 64 MiB carry. scripts/gpu-acceptance.sh unpacks it over missing or
 # older binaries.
+# Gloo's headers go along for the shim's Gloo backend there, as a pip PyTorch ships
+# none (scripts/gpu-setup.sh finds them): Debian trixie's, as sections 43 and 51 of
+# docs/RESULTS.md built with, from make test-libtorch2's root where it is, else this
+# machine's.
 FMNIST      ?= /usr/share/datasets/fashion-mnist
+GLOO_HEADERS ?= $(firstword $(wildcard $(HOME)/.cache/emclust/trixie/usr/include/gloo) /usr/include/gloo)
 gpu-pack: gpu-bundle
-	rm -rf $(BUILD)/pack && mkdir -p $(BUILD)/pack/build/tests $(BUILD)/pack/build/fmnist
+	rm -rf $(BUILD)/pack && mkdir -p $(BUILD)/pack/build/tests $(BUILD)/pack/build/fmnist $(BUILD)/pack/build/gloo-include
+	cp -r $(GLOO_HEADERS) $(BUILD)/pack/build/gloo-include/gloo
 	cp emclust $(BUILD)/pack/ && cp $(BUILD)/tests/*.test $(BUILD)/pack/build/tests/
 	strip $(BUILD)/pack/emclust $(BUILD)/pack/build/tests/*.test
 	for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do \
 		gzip -dc $(FMNIST)/$$f.gz >$(BUILD)/pack/build/fmnist/$$f || exit 1; done
-	XZ_OPT=-T0 tar -C $(BUILD)/pack -cJf $(BUILD)/gpu-bundle.tar.xz emclust build/tests build/fmnist
+	XZ_OPT=-T0 tar -C $(BUILD)/pack -cJf $(BUILD)/gpu-bundle.tar.xz emclust build/tests build/fmnist build/gloo-include
 	rm -rf $(BUILD)/pack
 	@ls -l $(BUILD)/gpu-bundle.tar.xz | awk '{ printf "gpu-pack: %s, %.1f MiB (the carry takes 64)\n", $$NF, $$5 / 1048576 }'
 

@@ -8,7 +8,8 @@
 # (CUDA), g++ and python3 but no Go and no network. Carry over the repository with the
 # binaries built on a Go machine (`make gpu-bundle`: ./emclust and build/tests/*.test;
 # or `make gpu-pack`: the same in build/gpu-bundle.tar.xz, a fifth of the size, with the
-# Fashion-MNIST IDX files in build/fmnist). --fmnist DIR names another folder of them;
+# Fashion-MNIST IDX files in build/fmnist and Gloo's headers in build/gloo-include,
+# which the shim's Gloo backend needs and a pip PyTorch lacks). --fmnist DIR names another folder of them;
 # the default is Debian's, where installed, else build/fmnist.
 #
 # Steps, each timed, logged to OUTDIR/acceptance.log and summed up in
@@ -387,7 +388,7 @@ else
 		seeds=$(seq "$first_seed" $((first_seed + train_seeds - 1)))
 		for s in $seeds; do
 			timeout -s INT "$budget" ./emclust train "${fm[@]}" --objective twofold --epochs 1000 --quiet \
-				--seed "$s" --out "$out/train-s$s" "${extra[@]}" >"$out/train-s$s.txt" 2>&1 &
+				--restarts 1 --seed "$s" --out "$out/train-s$s" "${extra[@]}" >"$out/train-s$s.txt" 2>&1 &
 			pids+=($!)
 		done
 		train_ok=1 detail="" i=0 dirs=()

@@ -10,6 +10,10 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 TORCH_DIR=$(cd /tmp && "$PY" -c 'import torch,os; print(os.path.dirname(torch.__file__))')
 ABI=$(cd /tmp && "$PY" -c 'import torch; print(int(torch.compiled_with_cxx11_abi()))')
+# Gloo's headers, which a pip PyTorch lacks: make gpu-pack carries them.
+if [ -z "${GLOO_INCLUDE:-}" ] && [ -e build/gloo-include/gloo/config.h ]; then
+  export GLOO_INCLUDE=$PWD/build/gloo-include
+fi
 echo "gpu-setup: PyTorch $(cd /tmp && "$PY" -c 'import torch; print(torch.__version__, torch.version.cuda)') at $TORCH_DIR"
 CXX11_ABI=$ABI scripts/build-shim.sh "$TORCH_DIR" build/cuda
 if [ -x ./emclust ]; then
