@@ -42,8 +42,8 @@ func compareCommand() *cli.Command {
 		&cli.StringFlag{Name: "out", Usage: "keep each neural run's folder as DIR/<method>-s<seed>, and the JSON report as DIR/compare.json", DefaultText: "keep nothing"},
 		&cli.BoolFlag{Name: "force", Usage: "replace an earlier comparison's files in --out and --markdown"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
-		&cli.IntFlag{Name: "restarts", Usage: "neural methods: train R restarts per seed and keep the one --keep-by chooses, as train --restarts does (seed s trains seeds s·R … s·R+R−1)", DefaultText: "10 for vectors, 1 for images; 1 in a K sweep"},
-		&cli.IntFlag{Name: "trial-epochs", Usage: "with --restarts R on images: each restart trains this many epochs and the one whose clustering agreed most with its own earlier evaluations goes on, as train --trial-epochs does", DefaultText: "0: restarts train whole runs"},
+		&cli.IntFlag{Name: "restarts", Usage: "neural methods: train R restarts per seed and keep the one --keep-by chooses, as train --restarts does (seed s trains seeds s·R … s·R+R−1)", DefaultText: fmt.Sprintf("%d for vectors; %d trials for images, 1 where --epochs is at most %d; 1 in a K sweep", train.DefaultVectorRestarts, train.DefaultImageTrials, train.DefaultImageTrials*train.DefaultTrialEpochs)},
+		&cli.IntFlag{Name: "trial-epochs", Usage: "with --restarts R on images: each restart trains this many epochs and the one whose clustering agreed most with its own earlier evaluations goes on, as train --trial-epochs does; 0: restarts train whole runs", DefaultText: fmt.Sprintf("%d on images, 0 with --keep-by or where --epochs is at most that", train.DefaultTrialEpochs)},
 		&cli.BoolFlag{Name: "suite", Usage: "compare on every embedded table (" + strings.Join(data.TableNames(), ", ") + ") with the defaults, and print one table of ACC"},
 		&cli.StringFlag{Name: "tables", Usage: "with --suite: these CSV tables instead of the embedded ones, each with the label column --label-col names: comma-separated files, or a folder's *.csv and *.csv.gz (data/heldout holds five that the defaults were not chosen on)"},
 	)
@@ -127,7 +127,7 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 	if sweep {
 		// The sweep's measure is the agreement between single runs (docs/RESULTS.md
 		// section 19); restarts chosen by agreement would agree at every K.
-		opts.Run.Config.Restarts = 1
+		opts.Run.Config.Restarts, opts.Run.Config.TrialEpochs = 1, 0
 	}
 	images := train.IsImageSet(opts.Run.Config.Dataset)
 	opts.Methods = compare.DefaultMethods(images)

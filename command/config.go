@@ -141,13 +141,26 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	}
 	setString(&cfg.KeepBy, "keep-by")
 	setInt(&cfg.TrialEpochs, "trial-epochs")
+	// Image runs start as trials where they fit: asked for with --trial-epochs, or,
+	// unless restarts are to be kept by --keep-by, a run longer than the trials
+	// together.
+	trialsFit := !c.IsSet("keep-by") && cfg.Epochs > train.DefaultImageTrials*train.DefaultTrialEpochs
+	if c.IsSet("trial-epochs") {
+		trialsFit = cfg.TrialEpochs > 0
+	}
+	if images && !c.IsSet("restarts") && trialsFit {
+		cfg.Restarts = train.DefaultImageTrials
+	}
+	if images && !c.IsSet("trial-epochs") && !c.IsSet("keep-by") && cfg.Restarts > 1 && cfg.Epochs > train.DefaultTrialEpochs {
+		cfg.TrialEpochs = train.DefaultTrialEpochs
+	}
 	switch {
 	case !c.IsSet("trial-epochs"):
 	case !images:
 		return cfg, usageError{errors.New("--trial-epochs is for images: vector restarts train whole runs, kept by their agreement with each other")}
-	case cfg.Restarts < 2:
+	case cfg.Restarts < 2 && cfg.TrialEpochs > 0:
 		return cfg, usageError{fmt.Errorf("--trial-epochs %d with one restart: give --restarts 2 or more trials to choose among", cfg.TrialEpochs)}
-	case c.IsSet("keep-by"):
+	case c.IsSet("keep-by") && cfg.TrialEpochs > 0:
 		return cfg, usageError{errors.New("--keep-by with --trial-epochs: trials are kept by their own agreement over epochs, not by --keep-by")}
 	}
 	if images {

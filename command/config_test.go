@@ -1,6 +1,7 @@
 package command
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -81,5 +82,54 @@ func TestPrecisionHint(t *testing.T) {
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%s: hint %q, want one naming %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// An image run starts as trials unless told otherwise, or too short for them to pay:
+// the defaults' trials give way to --restarts 1, --keep-by, --trial-epochs 0 and short
+// runs, and never reach vectors.
+func TestImageTrialDefaults(t *testing.T) {
+	fm := []string{"--dataset", "fashion-mnist", "--data-dir", "nowhere"}
+	trials, length := train.DefaultImageTrials, train.DefaultTrialEpochs
+	for _, tc := range []struct {
+		name                  string
+		args                  []string
+		restarts, trialEpochs int
+	}{
+		{"defaults", fm, trials, length},
+		{"as long as the trials", append(fm, "--epochs", fmt.Sprint(trials*length)), 0, 0},
+		{"one epoch longer", append(fm, "--epochs", fmt.Sprint(trials*length+1)), trials, length},
+		{"one seed asked for", append(fm, "--restarts", "1"), 1, 0},
+		{"restarts given, a short run", append(fm, "--restarts", "3", "--epochs", "20"), 3, length},
+		{"restarts no longer than a trial", append(fm, "--restarts", "3", "--epochs", fmt.Sprint(length)), 3, 0},
+		{"restarts kept by silhouette", append(fm, "--restarts", "3", "--keep-by", "silhouette"), 3, 0},
+		{"keep-by alone", append(fm, "--keep-by", "silhouette"), 0, 0},
+		{"no trials asked for", append(fm, "--trial-epochs", "0"), 0, 0},
+		{"whole runs asked for", append(fm, "--restarts", "3", "--trial-epochs", "0"), 3, 0},
+		{"whole runs kept by silhouette", append(fm, "--restarts", "3", "--trial-epochs", "0", "--keep-by", "silhouette"), 3, 0},
+		{"trials asked for", append(fm, "--restarts", "2", "--trial-epochs", "5"), 2, 5},
+		{"trials of a length asked for", append(fm, "--trial-epochs", "5", "--epochs", "8"), trials, 5},
+		{"vectors", []string{"--dataset", "digits"}, train.DefaultVectorRestarts, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var opts trainOptions
+			cmd := trainCommand()
+			cmd.Action = func(c *cli.Context) error {
+				var err error
+				opts, err = trainOptionsFrom(c)
+				return err
+			}
+			app := &cli.App{Name: "emclust", Commands: []*cli.Command{cmd}}
+			if err := app.Run(append([]string{"emclust", "train"}, tc.args...)); err != nil {
+				t.Fatalf("%v: %v", tc.args, err)
+			}
+			cfg := opts.New.Config
+			if cfg.Restarts != tc.restarts || cfg.TrialEpochs != tc.trialEpochs {
+				t.Errorf("%v: restarts %d, trial epochs %d; want %d and %d", tc.args, cfg.Restarts, cfg.TrialEpochs, tc.restarts, tc.trialEpochs)
+			}
+			if err := cfg.Validate(); err != nil {
+				t.Errorf("%v: %v", tc.args, err)
+			}
+		})
 	}
 }

@@ -30,8 +30,10 @@ func trainCommand() *cli.Command {
 	flags = append(flags,
 		&cli.StringFlag{Name: "objective", Usage: objectiveHelp(), DefaultText: "em for vectors, twofold for images"},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed for init, shuffling and augmentation", DefaultText: fmt.Sprint(train.VectorDefaults().Seed)},
-		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the one --keep-by chooses (on the CPU, those of steps too small to share train side by side, one per thread, and several at once as one network; Ctrl-C keeps those finished)", DefaultText: "10 for vectors, 1 for images"},
-		&cli.IntFlag{Name: "trial-epochs", Usage: "with --restarts R on images: train each restart this many epochs, then go on with the one whose clustering agreed most with its own earlier evaluations (docs/RESULTS.md section 44; labels are never used)", DefaultText: "0: restarts train whole runs"},
+		&cli.IntFlag{Name: "restarts", Usage: "train seeds --seed, --seed+1, ... and keep the one --keep-by chooses, or on images the trial --trial-epochs chooses (on the CPU, those of steps too small to share train side by side, one per thread, and several at once as one network; Ctrl-C keeps those finished)",
+			DefaultText: fmt.Sprintf("%d for vectors; %d trials for images, 1 where --epochs is at most %d", train.DefaultVectorRestarts, train.DefaultImageTrials, train.DefaultImageTrials*train.DefaultTrialEpochs)},
+		&cli.IntFlag{Name: "trial-epochs", Usage: "with --restarts R on images: train each restart this many epochs, then go on with the one whose clustering agreed most with its own earlier evaluations (docs/RESULTS.md sections 44 and 51; labels are never used); 0: restarts train whole runs, kept by --keep-by",
+			DefaultText: fmt.Sprintf("%d on images, 0 with --keep-by or where --epochs is at most that", train.DefaultTrialEpochs)},
 		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations; the one that agrees best with those before it is kept as chosen.safetensors (0: only at the end; restarts evaluate only their last epoch, trials every epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
@@ -245,7 +247,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	var group *torch.Group
 	if role != nil {
 		if ckpt == nil && !opts.New.RestartsSet {
-			cfg.Restarts = 1 // data-parallel runs are for data too large to train ten times
+			cfg.Restarts, cfg.TrialEpochs = 1, 0 // data-parallel runs are for data too large to train ten times
 		}
 		if cfg.Restarts > 1 && ckpt == nil {
 			return usageError{fmt.Errorf("--restarts with %d processes: train restarts in one process, or one restart at a time", role.World)}
