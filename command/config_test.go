@@ -11,6 +11,23 @@ import (
 	"emclust/train"
 )
 
+// trainOptionsOf is what emclust train makes of args, which must parse.
+func trainOptionsOf(t *testing.T, args ...string) trainOptions {
+	t.Helper()
+	var opts trainOptions
+	cmd := trainCommand()
+	cmd.Action = func(c *cli.Context) error {
+		var err error
+		opts, err = trainOptionsFrom(c)
+		return err
+	}
+	app := &cli.App{Name: "emclust", Commands: []*cli.Command{cmd}}
+	if err := app.Run(append([]string{"emclust", "train"}, args...)); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return opts
+}
+
 // --epochs N means N epochs whatever the size of the table: the config of a new run
 // and the settings a resumed run takes both drop the step bounds that would raise or
 // lower them.
@@ -22,17 +39,7 @@ func TestEpochsFlagSetsStepBoundsAside(t *testing.T) {
 		{[]string{"--epochs", "30"}, 30},
 		{[]string{"--resume", "a-run", "--epochs", "40"}, 40},
 	} {
-		var opts trainOptions
-		cmd := trainCommand()
-		cmd.Action = func(c *cli.Context) error {
-			var err error
-			opts, err = trainOptionsFrom(c)
-			return err
-		}
-		app := &cli.App{Name: "emclust", Commands: []*cli.Command{cmd}}
-		if err := app.Run(append([]string{"emclust", "train"}, tc.args...)); err != nil {
-			t.Fatalf("%v: %v", tc.args, err)
-		}
+		opts := trainOptionsOf(t, tc.args...)
 		cfg := opts.New.Config
 		if opts.Resume != "" {
 			cfg = train.VectorDefaults() // as a saved run's config holds them
@@ -112,18 +119,7 @@ func TestImageTrialDefaults(t *testing.T) {
 		{"vectors", []string{"--dataset", "digits"}, train.DefaultVectorRestarts, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var opts trainOptions
-			cmd := trainCommand()
-			cmd.Action = func(c *cli.Context) error {
-				var err error
-				opts, err = trainOptionsFrom(c)
-				return err
-			}
-			app := &cli.App{Name: "emclust", Commands: []*cli.Command{cmd}}
-			if err := app.Run(append([]string{"emclust", "train"}, tc.args...)); err != nil {
-				t.Fatalf("%v: %v", tc.args, err)
-			}
-			cfg := opts.New.Config
+			cfg := trainOptionsOf(t, tc.args...).New.Config
 			if cfg.Restarts != tc.restarts || cfg.TrialEpochs != tc.trialEpochs {
 				t.Errorf("%v: restarts %d, trial epochs %d; want %d and %d", tc.args, cfg.Restarts, cfg.TrialEpochs, tc.restarts, tc.trialEpochs)
 			}
