@@ -102,6 +102,7 @@ done
 [[ $first_seed =~ ^(0|[1-9][0-9]*)$ ]] || { echo "gpu-acceptance.sh: --first-seed $first_seed: want a seed, 0 or more" >&2; exit 2; }
 
 [ -z "$fmnist" ] || fmnist=$(realpath -m "$fmnist") # the tests look for it from their package folders
+out=$(realpath -m "$out")                            # from the caller's folder, as --archive
 if [ -n "$shim" ]; then
 	[ $device = cuda ] || { echo "gpu-acceptance.sh: --shim is for --device cuda (the CPU uses the binary's own shim)" >&2; exit 2; }
 	[ -f "$shim" ] || { echo "gpu-acceptance.sh: --shim $shim: no such file" >&2; exit 2; }
@@ -114,12 +115,11 @@ if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
 	echo "gpu-acceptance.sh: $out is not empty: give a new OUTDIR" >&2
 	exit 2
 fi
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
 case $archive in "$out"/*)
 	echo "gpu-acceptance.sh: --archive $archive is inside OUTDIR $out, which it packs: put it elsewhere" >&2
 	exit 2 ;;
 esac
+mkdir -p "$out"
 log=$out/acceptance.log
 steps=$out/steps.jsonl
 : >"$log"
@@ -128,12 +128,17 @@ t_start=$SECONDS
 budget_s=$(awk -v m="$minutes" 'BEGIN { if (m + 0 <= 0) exit 1; printf "%d", m * 60 }') ||
 	{ echo "gpu-acceptance.sh: --minutes $minutes: want a positive number" >&2; exit 2; }
 deadline=$((t_start + budget_s))
-exec > >(tee -a "$log") 2>&1
+exec 3>&1 4>&2 > >(tee -a "$log") 2>&1
+tee_pid=$!
 # pack: --archive, on every exit after this, also the early ones (a shim that did
 # not build is when its log is wanted).
 pack() {
 	local code=$?
 	[ -n "$archive" ] || return
+	# The log whole before it is packed: tee ends once its pipe closes (give up after
+	# 5 s, should a stray child still hold it).
+	exec 1>&3 2>&4
+	for _ in $(seq 50); do kill -0 "$tee_pid" 2>/dev/null || break; sleep 0.1; done
 	mkdir -p "$(dirname "$archive")" &&
 		tar cJf "$archive" --exclude='*.safetensors' --exclude='*.so' --exclude='*.lock' \
 			-C "$(dirname "$out")" "$(basename "$out")" &&
