@@ -296,6 +296,8 @@ func TestDistributedErrors(t *testing.T) {
 	defer busy.Close()
 	busyPort := busy.Addr().(*net.TCPAddr).Port
 	port := unusedPort(t)
+	images := filepath.Join(dir, "images")
+	writeIDXSet(t, images, 48, 16)
 	for _, tc := range []struct {
 		name string
 		envs [][]string
@@ -310,6 +312,9 @@ func TestDistributedErrors(t *testing.T) {
 			[][]string{append(train, "--out", "d", "--batch-size", "127")}, "does not split over 2 ranks"},
 		{"bad variable", [][]string{append(os.Environ(), "RANK=x", "WORLD_SIZE=2")}, [][]string{append(train, "--out", "e")}, `RANK="x"`},
 		{"rank beyond world", [][]string{rankEnv(2, 2, port)}, [][]string{append(train, "--out", "f")}, "rank 2 of a world of 2"},
+		{"restarts", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)}, [][]string{append(train, "--out", "g", "--restarts", "2")}, "--restarts or --trial-epochs with 2 processes"},
+		{"trials", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
+			[][]string{append(train, "--out", "h", "--dataset", "mnist", "--data-dir", images, "--trial-epochs", "2")}, "--restarts or --trial-epochs with 2 processes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()

@@ -246,11 +246,11 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	}
 	var group *torch.Group
 	if role != nil {
-		if ckpt == nil && !opts.New.RestartsSet {
+		if ckpt == nil && !opts.New.RestartsSet && !opts.New.TrialEpochsSet {
 			cfg.Restarts, cfg.TrialEpochs = 1, 0 // data-parallel runs are for data too large to train ten times
 		}
 		if cfg.Restarts > 1 && ckpt == nil {
-			return usageError{fmt.Errorf("--restarts with %d processes: train restarts in one process, or one restart at a time", role.World)}
+			return usageError{fmt.Errorf("--restarts or --trial-epochs with %d processes: train restarts in one process, or one restart at a time", role.World)}
 		}
 		if group, err = joinGroup(role, dev, cfg.Threads, opts.Dist); err != nil {
 			return err
