@@ -68,12 +68,13 @@ type Group struct {
 
 // AllowInProcessRanks makes it safe for several ranks to share one process, as tests'
 // groups do: call it before the first group. It turns c10d's flight recorder off
-// unless the environment sets its size. In PyTorch 2.11 (not 2.6) every Gloo
-// collective is recorded in one recorder for the whole process, whose per-group map is
-// written before its lock is taken, so two groups enqueueing at once corrupt it: a
-// SIGSEGV in _Rb_tree_insert_and_rebalance under ProcessGroupGloo::enqueue
-// (docs/RESULTS.md sections 43 and 51; pytorch/pytorch#179313). emclust's own ranks are
-// processes of their own, one group each, and keep the recorder.
+// unless the environment sets its size. In PyTorch 2.11 (not 2.6), as its sources
+// read, every Gloo collective is recorded in one recorder for the whole process, whose
+// per-group map is written before its lock is taken, so two groups enqueueing at once
+// can corrupt it: the likely cause of a SIGSEGV in _Rb_tree_insert_and_rebalance under
+// ProcessGroupGloo::enqueue (docs/RESULTS.md sections 43 and 51, not yet reproduced on
+// demand; pytorch/pytorch#179313). emclust's own ranks are processes of their own, one
+// group each, and keep the recorder.
 func AllowInProcessRanks() {
 	_, fr := os.LookupEnv("TORCH_FR_BUFFER_SIZE")
 	_, nccl := os.LookupEnv("TORCH_NCCL_TRACE_BUFFER_SIZE") // its older name

@@ -5,7 +5,8 @@
 # TestAllReduceSumGradient) COUNT times (default 10, about 25 s on a CPU), each
 # variant for at most 60 s, under variants (VARIANTS, comma-separated: all unless
 # given) that tell the likely causes apart:
-#   plain      as the acceptance tests run them;
+#   plain      as the acceptance tests run them (since section 51 with the flight
+#              recorder off: the variants but fr-on no longer test section 43's setting);
 #   cpu-only   no CUDA device, so no autograd device thread (a CUDA build's own work);
 #   omp1       one OpenMP thread;   two-cpus   on two CPUs;
 #   perturb    freed memory filled with 0xa5 (MALLOC_PERTURB_): a fault address of
@@ -20,8 +21,8 @@
 #              (torch.AllowInProcessRanks): the cause found in section 51.
 # On an H200 with PyTorch 2.11 they faulted in 3 of 18 runs, in the forward of the
 # differentiable all-reduce (docs/RESULTS.md section 43); on libtorch 1.13 and 2.6 on
-# a CPU, never. Section 51 caught one in ProcessGroupGloo::enqueue, in the flight
-# recorder's process-wide map, which two in-process groups write at once. EMTORCH_BACKTRACE=1 has the shim name the faulting thread and function
+# a CPU, never. Section 51 caught one in ProcessGroupGloo::enqueue, likely in the flight
+# recorder's process-wide map, which two in-process groups may write at once. EMTORCH_BACKTRACE=1 has the shim name the faulting thread and function
 # (README).
 #
 # Run from the repository root after scripts/gpu-setup.sh, with build/tests/torch.test
