@@ -786,6 +786,10 @@ func TestDevices(t *testing.T) {
 	if r.code != 0 || !regexp.MustCompile(`(?m)^cpu$`).MatchString(r.stdout) {
 		t.Errorf("devices: exit %d, stdout %q", r.code, r.stdout)
 	}
+	// The shim make builds has Gloo (libgloo-dev), and says so.
+	if !strings.Contains(r.stdout, "process groups: gloo") {
+		t.Errorf("devices: stdout %q does not name Gloo among the process-group backends", r.stdout)
+	}
 }
 
 func TestHelp(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,6 +19,21 @@ func devicesCommand() *cli.Command {
 	}
 }
 
+// backendsNote says which process-group backends the shim has: multi-process training
+// needs one, and a shim built without Gloo's headers (a pip PyTorch ships none) lacks it.
+func backendsNote() string {
+	var have []string
+	for _, b := range []torch.Backend{torch.Gloo, torch.NCCL} {
+		if torch.HasBackend(b) {
+			have = append(have, b.String())
+		}
+	}
+	if len(have) == 0 {
+		return "no process groups"
+	}
+	return "process groups: " + strings.Join(have, ", ")
+}
+
 // runDevices lists the build and its devices; it has no options.
 func runDevices(_ context.Context, stdout io.Writer) error {
 	build := "CPU"
@@ -28,7 +44,7 @@ func runDevices(_ context.Context, stdout io.Writer) error {
 	if n := torch.BLASThreads(); n >= 0 {
 		blas = fmt.Sprintf(" (OpenBLAS %d)", n)
 	}
-	fmt.Fprintf(stdout, "libtorch %s (%s build of the emtorch shim), %d CPU threads%s\n", torch.Version(), build, torch.NumThreads(), blas)
+	fmt.Fprintf(stdout, "libtorch %s (%s build of the emtorch shim, %s), %d CPU threads%s\n", torch.Version(), build, backendsNote(), torch.NumThreads(), blas)
 	fmt.Fprintln(stdout, "cpu")
 	n := torch.CUDADeviceCount()
 	if !torch.CUDAAvailable() {
