@@ -218,6 +218,9 @@ make_shim() {
 	fi
 	echo "the shim of --shim $shim"
 }
+# backends: the process-group backends the shim has, as emclust devices says: one
+# built without Gloo's headers fails the dist step and the in-process group tests.
+backends() { ./emclust devices 2>/dev/null | head -1 | grep -o -E 'process groups: [a-z, ]+|no process groups' || echo "backends unknown"; }
 t0=$SECONDS
 if [ $device = cuda ]; then
 	torch_here=$(cd /tmp && "${python:-python3}" -c 'import torch; print("PyTorch", torch.__version__, "CUDA", torch.version.cuda, "cxx11 ABI", int(torch.compiled_with_cxx11_abi()))' 2>/dev/null) || torch_here="no PyTorch"
@@ -226,14 +229,14 @@ if [ $device = cuda ]; then
 		export LD_LIBRARY_PATH=$repo/build/cuda:$torch_lib:${LD_LIBRARY_PATH:-}
 		export EMCLUST_TEST_LIBTORCH=${torch_lib%/lib}
 		cp build/cuda/libemtorch.so build/cuda/libemtorch.so.torch "$out/" # for --shim next time
-		record shim ok $((SECONDS - t0)) "$torch_here; $(tail -1 "$out/shim.log")"
+		record shim ok $((SECONDS - t0)) "$torch_here; $(backends); $(tail -1 "$out/shim.log")"
 	else
 		record shim fail $((SECONDS - t0)) "$torch_here: $(tail -3 "$out/shim.log" | tr '\n' ' ')"
 		python3 scripts/acceptance-summary.py "$out" "$device" || true
 		exit 1
 	fi
 else
-	record shim ok 0 "the CPU shim the binary was built with"
+	record shim ok 0 "the CPU shim the binary was built with; $(backends)"
 fi
 
 # --- devices --------------------------------------------------------------------------
@@ -413,7 +416,7 @@ else
 		done
 		# The replay only informs; a failure is logged, not the step's.
 		if [ $train_ok = 1 ] && [ "$train_seeds" -ge 2 ]; then
-			python3 scripts/study/trial_replay.py --trials 10,15,20,25,30 --restarts 2,3,4 "${dirs[@]}" >"$out/trials.md" 2>>"$log" &&
+			python3 scripts/study/trial_replay.py --trials 5,10,15,20,25,30 --restarts 2,3,4 "${dirs[@]}" >"$out/trials.md" 2>>"$log" &&
 				cat "$out/trials.md"
 		fi
 		if [ $train_ok = 1 ]; then
