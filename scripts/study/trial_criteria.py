@@ -10,7 +10,8 @@ For each T this prints the Spearman correlation, over the runs, between that ACC
 the best agreement up to T (what train --trial-epochs keeps by), and the criteria of
 epoch T (the EM objective and the loss negated, so that higher is better for all).
 
-The runs of docs/RESULTS.md section 50 are in docs/runs/fm10k-bf16.
+The runs of docs/RESULTS.md section 50 are in docs/runs/fm10k-bf16, those of section 51
+in docs/runs/fmnist-h200-19ep.
 Debian: python3-scipy for /usr/bin/python3."""
 import sys
 
