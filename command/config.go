@@ -141,18 +141,20 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	}
 	setString(&cfg.KeepBy, "keep-by")
 	setInt(&cfg.TrialEpochs, "trial-epochs")
-	// Image runs start as trials where they fit: asked for with --trial-epochs, or,
-	// unless restarts are to be kept by --keep-by, a run longer than the trials
-	// together.
-	trialsFit := !c.IsSet("keep-by") && cfg.Epochs > train.DefaultImageTrials*train.DefaultTrialEpochs
-	if c.IsSet("trial-epochs") {
-		trialsFit = cfg.TrialEpochs > 0
-	}
-	if images && !c.IsSet("restarts") && trialsFit {
+	// Image runs start as trials where they fit: a run longer than the trials together
+	// (restarts R, given, are R trials of a run longer than one), unless restarts are
+	// to be kept by --keep-by; and trials of a length asked for are DefaultImageTrials.
+	switch {
+	case !images:
+	case !c.IsSet("trial-epochs") && !c.IsSet("keep-by"):
+		if !c.IsSet("restarts") && cfg.Epochs > train.DefaultImageTrials*train.DefaultTrialEpochs {
+			cfg.Restarts = train.DefaultImageTrials
+		}
+		if cfg.Restarts > 1 && cfg.Epochs > train.DefaultTrialEpochs {
+			cfg.TrialEpochs = train.DefaultTrialEpochs
+		}
+	case c.IsSet("trial-epochs") && cfg.TrialEpochs > 0 && !c.IsSet("restarts"):
 		cfg.Restarts = train.DefaultImageTrials
-	}
-	if images && !c.IsSet("trial-epochs") && !c.IsSet("keep-by") && cfg.Restarts > 1 && cfg.Epochs > train.DefaultTrialEpochs {
-		cfg.TrialEpochs = train.DefaultTrialEpochs
 	}
 	switch {
 	case !c.IsSet("trial-epochs"):

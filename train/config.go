@@ -144,8 +144,9 @@ func ImageDefaults() Config {
 // unless told: four trials of ten epochs, the most settled of which goes on. Replayed
 // on eight 19-epoch runs of the full Fashion-MNIST on a GPU, that kept seed scored
 // 0.042 above one seed's mean, and the trials' agreement ranked the seeds at Spearman
-// +0.90 (docs/RESULTS.md section 51); over 250 epochs they cost 30 more. ImageDefaults trains one seed: where trials
-// fit is the command's choice (configFromFlags).
+// +0.90 (docs/RESULTS.md section 51); over 250 epochs they cost 30 more.
+// ImageDefaults trains one seed: where trials fit is the command's choice
+// (configFromFlags).
 const (
 	DefaultImageTrials = 4
 	DefaultTrialEpochs = 10
