@@ -90,10 +90,11 @@ gpu-bundle: build
 # older binaries.
 # Gloo's headers go along for the shim's Gloo backend there, as a pip PyTorch ships
 # none (scripts/gpu-setup.sh finds them): Debian trixie's, as sections 43 and 51 of
-# docs/RESULTS.md built with, from make test-libtorch2's root where it is, else this
-# machine's.
+# docs/RESULTS.md built with, from make test-libtorch2's root where it is (its cache,
+# as scripts/libtorch2.sh finds it), else this machine's.
 FMNIST      ?= /usr/share/datasets/fashion-mnist
-GLOO_HEADERS ?= $(firstword $(wildcard $(HOME)/.cache/emclust/trixie/usr/include/gloo) /usr/include/gloo)
+EMCLUST_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/emclust
+GLOO_HEADERS ?= $(firstword $(wildcard $(EMCLUST_CACHE)/trixie/usr/include/gloo) /usr/include/gloo)
 gpu-pack: gpu-bundle
 	rm -rf $(BUILD)/pack && mkdir -p $(BUILD)/pack/build/tests $(BUILD)/pack/build/fmnist $(BUILD)/pack/build/gloo-include
 	cp -r $(GLOO_HEADERS) $(BUILD)/pack/build/gloo-include/gloo

@@ -110,7 +110,7 @@ def main():
                 hits = 0
                 for _ in range(a.null):
                     rng.shuffle(accs)
-                    hits += sum(accs[i] for i in kept) / len(kept) - alone >= mean - alone - 1e-12
+                    hits += sum(accs[i] for i in kept) / len(kept) >= mean - 1e-12
                 p = f"{(hits + 1) / (a.null + 1):.3f}"
             print(f"| {t} | {r} | {mean:.4f} | {mean - alone:+.4f} | {p} | {len(groups)} | {r * t + length - t} |")
 
