@@ -384,6 +384,10 @@ func TestErrors(t *testing.T) {
 		// The advice named --lr and --gamma, not --standardize, which fixes it.
 		{name: "raw features near float32's limit", args: append(train, "--data", "huge.csv", "--k", "2"), code: 1,
 			want: []string{"diverged", "--standardize"}},
+		// Was "json: unsupported value: NaN" after a checkpoint that could not be resumed:
+		// the loss of the one step was finite, the network it left was not.
+		{name: "lr 1e20", args: append(ten, "--lr", "1e20", "--restarts", "1"), code: 1,
+			want: []string{"epoch 1", "outputs are not finite", "diverged", "--lr"}},
 		// Was a NaN posterior with exit 0: the batch was lowered to the 1 row.
 		{name: "one row", args: append(train, "--data", "one.csv", "--k", "1"), code: 1, want: []string{"1 row", "at least 2 rows"}},
 		// Was accepted, then failed writing config.json without naming the flag.

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -576,12 +577,17 @@ func (r *Run) diverged(loss float64) error {
 	if !math.IsNaN(loss) && !math.IsInf(loss, 0) {
 		return nil
 	}
+	return r.divergedBecause(fmt.Sprintf("loss is %v", loss))
+}
+
+// divergedBecause is the error for a run whose training diverged, as what shows.
+func (r *Run) divergedBecause(what string) error {
 	advice := "try a lower --lr or a larger --gamma"
 	if _, vectors := r.Src.(*VectorSource); vectors && !r.Cfg.Standardize {
 		// Raw features of ±1e38 overflow the first layer; z-scores do not.
 		advice = "try --standardize, a lower --lr or a larger --gamma"
 	}
-	return fmt.Errorf("loss is %v: training diverged (%s)", loss, advice)
+	return fmt.Errorf("%s: training diverged (%s)", what, advice)
 }
 
 // swap moves next into the epoch scope in place of old.
@@ -851,10 +857,25 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 	}
 	if gamma > 0 {
 		for h, pred := range out {
-			pred.Criteria = newCriteria(emSum[h], llSum[h], maxPostSum[h], pred.Cluster, k)
+			if pred.Criteria = newCriteria(emSum[h], llSum[h], maxPostSum[h], pred.Cluster, k); !pred.Criteria.finite() {
+				return nil, errNotFinite
+			}
 		}
 	}
 	return out, nil
+}
+
+// errNotFinite is predict's error for relevance scores that are not all finite, as
+// a network whose weights overflowed gives: no clustering comes of them.
+var errNotFinite = errors.New("the network's outputs are not finite")
+
+func (c *Criteria) finite() bool {
+	for _, v := range []float64{c.EMObjective, c.LogLikelihood, c.MaxPosterior, c.SizeEntropy} {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // newCriteria are the criteria of a clustering from the sums over its rows of the EM
@@ -880,6 +901,10 @@ func newCriteria(emSum, llSum, maxPostSum float64, cluster []int, k int) *Criter
 
 func (r *Run) evaluate(m *EpochMetrics) error {
 	heads, err := r.predictClusters()
+	if errors.Is(err, errNotFinite) {
+		// The epoch's loss, taken before each step, was finite; its last step was not.
+		return r.divergedBecause(err.Error())
+	}
 	if err != nil {
 		return err
 	}
@@ -1013,7 +1038,9 @@ func (r *Run) predictClusters() ([]*Prediction, error) {
 	}
 	for h, p := range preds {
 		p.Cluster = clusters[h*n : (h+1)*n]
-		p.Criteria = newCriteria(float64(sum[3*h]), float64(sum[3*h+1]), float64(sum[3*h+2]), p.Cluster, k)
+		if p.Criteria = newCriteria(float64(sum[3*h]), float64(sum[3*h+1]), float64(sum[3*h+2]), p.Cluster, k); !p.Criteria.finite() {
+			return nil, errNotFinite
+		}
 	}
 	return preds, nil
 }
@@ -1073,21 +1100,32 @@ func (r *Run) Save() error {
 	if err := s.Err(); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
-	if err := torch.SaveSafetensors(filepath.Join(r.Dir, checkpointName), ts, r.metadata(meta)); err != nil {
+	md, err := r.metadata(meta)
+	if err != nil {
+		return err
+	}
+	if err := torch.SaveSafetensors(filepath.Join(r.Dir, checkpointName), ts, md); err != nil {
 		return err
 	}
 	r.savedEpoch, r.lastSave = r.epoch, time.Now()
 	if err := r.writeMetrics(); err != nil {
 		return err
 	}
-	_, err := r.ExportChosen()
+	_, err = r.ExportChosen()
 	return err
 }
 
-// metadata is a checkpoint's metadata: the run's config and spec, and state.
-func (r *Run) metadata(state checkpointMeta) map[string]string {
-	cfgJSON, _ := json.Marshal(r.Cfg)
-	stateJSON, _ := json.Marshal(state)
+// metadata is a checkpoint's metadata: the run's config and spec, and state. An
+// error (a value JSON cannot hold) leaves the checkpoint on disk as it was.
+func (r *Run) metadata(state checkpointMeta) (map[string]string, error) {
+	cfgJSON, err := json.Marshal(r.Cfg)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: config: %w", err)
+	}
+	stateJSON, err := json.Marshal(state)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: state: %w", err)
+	}
 	return map[string]string{
 		"format":   "emclust-checkpoint-1",
 		"config":   string(cfgJSON),
@@ -1095,7 +1133,7 @@ func (r *Run) metadata(state checkpointMeta) map[string]string {
 		"state":    string(stateJSON),
 		"epoch":    strconv.Itoa(state.Epoch),
 		"libtorch": torch.Version(),
-	}
+	}, nil
 }
 
 func (r *Run) writeMetrics() error {
@@ -1337,7 +1375,10 @@ func (r *Run) ExportChosen() (string, error) {
 	if r.chosenState == nil {
 		return "", fmt.Errorf("chosen epoch %d: its model was not kept", r.chosen.Epoch)
 	}
-	md := r.metadata(checkpointMeta{Epoch: r.chosen.Epoch, History: r.History[:r.chosen.Epoch], Chosen: r.chosen})
+	md, err := r.metadata(checkpointMeta{Epoch: r.chosen.Epoch, History: r.History[:r.chosen.Epoch], Chosen: r.chosen})
+	if err != nil {
+		return "", err
+	}
 	md["chosen"] = "the epoch whose clustering agreed best with the evaluations before it; no optimiser states, not for --resume"
 	if err := torch.SaveSafetensors(path, r.chosenState, md); err != nil {
 		return "", err
