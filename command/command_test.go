@@ -1041,6 +1041,17 @@ func TestCompareGuardsOutputs(t *testing.T) {
 	} else if _, err := os.Stat(filepath.Join(dir, "cmp3", "table.md")); err != nil {
 		t.Error(err)
 	}
+	// A run folder of the user's files, even with --force: was written over in place.
+	notes := filepath.Join(dir, "cmp5", "em-s1", "config.json")
+	os.MkdirAll(filepath.Dir(notes), 0o755)
+	os.WriteFile(notes, []byte("my notes\n"), 0o644)
+	neural := []string{"compare", "--data", data, "--label-col", "label", "--methods", "em", "--seeds", "1", "--epochs", "1", "--quiet", "--out", "cmp5"}
+	for _, force := range []bool{false, true} {
+		wantError(t, run(t, dir, append(neural, fmt.Sprintf("--force=%v", force))...), 2, "cmp5/em-s1", "no emclust run wrote", "config.json")
+	}
+	if b, _ := os.ReadFile(notes); string(b) != "my notes\n" {
+		t.Errorf("compare wrote over the user's %s: %q", notes, b)
+	}
 	if b, _ := os.ReadFile(data); !bytes.Equal(b, orig) {
 		t.Error("compare --markdown wrote over its own data")
 	}

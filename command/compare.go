@@ -406,18 +406,32 @@ func unwritten(opts compareOptions) string {
 // retrain in place; and even with --force, a --markdown that is the data compared
 // or a run folder's own file.
 func checkCompareOutputs(opts compareOptions) error {
-	var taken []string
+	var taken, runDirs []string
 	if dir := opts.Out; dir != "" {
 		taken = append(taken, filepath.Join(dir, "compare.json"))
 		for _, m := range opts.Methods {
+			if !compare.Neural(m) {
+				continue
+			}
 			for _, seed := range opts.Seeds {
-				taken = append(taken, filepath.Join(compare.RunDir(dir, m, seed), "checkpoint.safetensors"))
+				run := compare.RunDir(dir, m, seed)
+				taken = append(taken, filepath.Join(run, "checkpoint.safetensors"))
+				runDirs = append(runDirs, run)
 			}
 		}
 	}
 	for _, path := range taken {
 		if _, err := os.Stat(path); err == nil && !opts.Force {
 			return usageError{fmt.Errorf("%s exists from an earlier comparison; pass --force to replace it, or pick another --out", path)}
+		}
+	}
+	// Even with --force: a run folder of files no run wrote is the user's.
+	for _, run := range runDirs {
+		if _, err := os.Stat(filepath.Join(run, "checkpoint.safetensors")); err == nil {
+			continue
+		}
+		if err := checkNewRunDir(run); err != nil {
+			return err
 		}
 	}
 	md := opts.Markdown
