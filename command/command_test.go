@@ -410,6 +410,12 @@ func TestErrors(t *testing.T) {
 		// Were ignored without a word.
 		{name: "data-dir with data", args: slices.Concat(ten, []string{"--data-dir", "mnist"}), code: 2, want: []string{"--data-dir with --data"}},
 		{name: "label-col with a table", args: append(train, "--dataset", "iris", "--label-col", "species"), code: 2, want: []string{"--label-col with --dataset iris"}},
+		{name: "data-dir with a table", args: append(train, "--dataset", "iris", "--data-dir", "mnist"), code: 2, want: []string{"--data-dir with --dataset iris", "built in"}},
+		{name: "data-dir with the digits", args: append(train, "--data-dir", "mnist"), code: 2, want: []string{"--data-dir without --dataset", "digits"}},
+		{name: "label-col without data", args: []string{"eval", "--model", "r4", "--label-col", "label"}, code: 2, want: []string{"--label-col without --data or --dataset"}},
+		{name: "standardize without data", args: []string{"predict", "--model", "r4", "--standardize", "--out", "p.csv"}, code: 2, want: []string{"--standardize without --data or --dataset"}},
+		{name: "data-dir of a model of vectors", args: []string{"predict", "--model", "r4", "--data-dir", "mnist", "--out", "p.csv"}, code: 2,
+			want: []string{"--data-dir without --data or --dataset", "r4", "not an image set"}},
 		{name: "header with an image set", args: []string{"predict", "--model", "r4", "--dataset", "mnist", "--header", "no"}, code: 2, want: []string{"--header with --dataset mnist"}},
 		{name: "image size of mnist", args: append(train, "--dataset", "mnist", "--data-dir", "mnist", "--image-size", "32"), code: 2, want: []string{"--image-size", "--dataset folder"}},
 		{name: "gray vectors", args: slices.Concat(ten, []string{"--gray"}), code: 2, want: []string{"--gray", "--dataset folder"}},
@@ -986,6 +992,25 @@ func TestResumeWithMovedData(t *testing.T) {
 		t.Fatalf("train on the digits: exit %d: %s", r.code, r.stderr)
 	}
 	wantError(t, run(t, dir, "train", "--resume", "table", "--epochs", "2", "--data-dir", moved), 2, "--data-dir with --resume", "not an image set")
+}
+
+// predict and embed never write over their input, --force or not: without --data,
+// the data the model trained on (was replaced, and the run could not be resumed).
+func TestPredictKeepsTrainingData(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "four.csv")
+	orig, err := os.ReadFile(filepath.Join(fixtures, "four.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(data, orig, 0o644)
+	if r := run(t, dir, "train", "--data", data, "--label-col", "label", "--epochs", "1", "--restarts", "1", "--kmeans=false", "--quiet", "--out", "run"); r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	wantError(t, run(t, dir, "predict", "--model", "run", "--out", "four.csv", "--force"), 2, "--out four.csv", "this command's input")
+	if b, _ := os.ReadFile(data); !bytes.Equal(b, orig) {
+		t.Error("predict wrote over the data its model trained on")
+	}
 }
 
 // compare keeps an earlier comparison's files unless told --force; before, a second

@@ -43,6 +43,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	}
 	if cfg.DataFile == "" && (cfg.Dataset == "" || cfg.Dataset == "digits") {
 		cfg.Dataset = "digits"
+		if c.IsSet("data-dir") {
+			return cfg, usageError{errors.New("--data-dir without --dataset: the default data, the digits, are built in; --data-dir holds the files of the image set --dataset names")}
+		}
 	}
 	// Vectors unless told: the data decide (train.OpenSource).
 	cfg.StandardizeAuto = !images && !c.IsSet("standardize")

@@ -50,6 +50,10 @@ func runEmbed(_ context.Context, opts embedOptions, _, stderr io.Writer) error {
 		return err
 	}
 	defer in.Close()
+	// Without --data the input is the model's training data, known only now.
+	if err := checkOutput(opts.Out, opts.Force, in.Cfg.DataFile); err != nil {
+		return err
+	}
 	net, src := in.Net, in.src
 	if net.Spec.Arch != "mnist2d" {
 		return fmt.Errorf("%s holds a %s model; embed needs one trained with --arch mnist2d --objective supervised", opts.Model, net.Spec.Arch)

@@ -130,6 +130,8 @@ func checkDataFlags(c *cli.Context) error {
 	switch {
 	case c.IsSet("data-dir") && c.IsSet("data"):
 		return usageError{errors.New("--data-dir with --data: --data names the file itself; --data-dir holds an image set's files")}
+	case c.IsSet("data-dir") && dataset != "" && !train.IsImageSet(dataset):
+		return usageError{fmt.Errorf("--data-dir with --dataset %s: the table is built in; --data-dir holds an image set's files", dataset)}
 	case dataset != "" && (c.IsSet("label-col") || c.IsSet("header")):
 		flag := "--label-col"
 		if !c.IsSet("label-col") {

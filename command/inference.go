@@ -30,6 +30,15 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 	if err := checkDataFlags(c); err != nil {
 		return d, err
 	}
+	if !d.Given {
+		// The model's own data are read as it trained on them; only their folder may
+		// have moved (dataOptions.config).
+		for _, name := range []string{"label-col", "header", "standardize", "image-size"} {
+			if c.IsSet(name) {
+				return d, usageError{fmt.Errorf("--%s without --data or --dataset: the model's own data are read as it trained on them; name the data to read them otherwise", name)}
+			}
+		}
+	}
 	if c.String("data") != "" || c.String("dataset") != "" {
 		named := train.Config{DataFile: d.DataFile, Dataset: d.Dataset, DataDir: d.DataDir}
 		if err := train.CheckData(&named); err != nil {
@@ -52,6 +61,9 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 func (d dataOptions) config(trained *train.Config) *train.Config {
 	cfg := *trained
 	if !d.Given {
+		if d.DataDir != "" {
+			cfg.DataDir = d.DataDir // where the model's image set lies now
+		}
 		return &cfg
 	}
 	cfg.DataFile, cfg.Dataset, cfg.DataDir = d.DataFile, d.Dataset, d.DataDir
@@ -107,6 +119,10 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 			run = filepath.Dir(run) // --resume takes the folder
 		}
 		fmt.Fprintf(log, "emclust: warning: %s holds epoch %d of %d: its run was stopped, or is still training (continue it with emclust train --resume %s)\n", opts.Model, m.Epoch, m.Cfg.Epochs, run)
+	}
+	if d := opts.Data; !d.Given && d.DataDir != "" && (m.Cfg.DataFile != "" || !train.IsImageSet(m.Cfg.Dataset)) {
+		m.Close()
+		return nil, usageError{fmt.Errorf("--data-dir without --data or --dataset: %s was trained on %s, which is not an image set", opts.Model, train.DataName(*m.Cfg))}
 	}
 	in := &inference{Model: m, dev: dev}
 	cfg := opts.Data.config(m.Cfg)

@@ -48,6 +48,10 @@ func runPredict(_ context.Context, opts predictOptions, stdout, stderr io.Writer
 		return err
 	}
 	defer in.Close()
+	// Without --data the input is the model's training data, known only now.
+	if err := checkOutput(opts.Out, opts.Force, in.Cfg.DataFile); err != nil {
+		return err
+	}
 	pred, err := train.Predict(in.Net, in.src, in.dev, in.Prior)
 	if err != nil {
 		return err
