@@ -61,6 +61,10 @@ func readLabels(r io.Reader, name string) ([]int, error) {
 		if firstGap != 0 {
 			return nil, fmt.Errorf("%s:%d: empty label", name, firstGap)
 		}
+		if strings.ContainsAny(s, ",\t") {
+			// A CSV's every line would be a label of its own, and the scores nonsense.
+			return nil, fmt.Errorf("%s:%d: %q is a row of columns, not a label: give one label a line (predict's assignments: the cluster column alone)", name, line, truncate(s, 40))
+		}
 		if allNumber {
 			if v, err := strconv.Atoi(s); err != nil || v < 0 {
 				allNumber = false
@@ -92,4 +96,12 @@ func readLabels(r io.Reader, name string) ([]int, error) {
 		labels[i] = id
 	}
 	return labels, nil
+}
+
+// truncate is s cut to at most n bytes, with "…" where it was cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
