@@ -56,6 +56,15 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 	return d, nil
 }
 
+// configFor is config for the model saved at model, refusing --data-dir alone for a
+// model that did not train on an image set.
+func (d dataOptions) configFor(model string, trained *train.Config) (*train.Config, error) {
+	if !d.Given && d.DataDir != "" && (trained.DataFile != "" || !train.IsImageSet(trained.Dataset)) {
+		return nil, usageError{fmt.Errorf("--data-dir without --data or --dataset: %s was trained on %s, which is not an image set", model, train.DataName(*trained))}
+	}
+	return d.config(trained), nil
+}
+
 // config is the model's training config with the data these options name, or the
 // training data when they name none.
 func (d dataOptions) config(trained *train.Config) *train.Config {
@@ -120,12 +129,12 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 		}
 		fmt.Fprintf(log, "emclust: warning: %s holds epoch %d of %d: its run was stopped, or is still training (continue it with emclust train --resume %s)\n", opts.Model, m.Epoch, m.Cfg.Epochs, run)
 	}
-	if d := opts.Data; !d.Given && d.DataDir != "" && (m.Cfg.DataFile != "" || !train.IsImageSet(m.Cfg.Dataset)) {
+	cfg, err := opts.Data.configFor(opts.Model, m.Cfg)
+	if err != nil {
 		m.Close()
-		return nil, usageError{fmt.Errorf("--data-dir without --data or --dataset: %s was trained on %s, which is not an image set", opts.Model, train.DataName(*m.Cfg))}
+		return nil, err
 	}
 	in := &inference{Model: m, dev: dev}
-	cfg := opts.Data.config(m.Cfg)
 	in.src, err = train.OpenSource(cfg, dev)
 	if err == nil {
 		err = m.CheckInput(opts.Model, in.src, cfg)

@@ -81,6 +81,9 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 		opts.Out = filepath.Join(opts.Run, "report")
 	}
 	if c.Bool("no-tsne") {
+		if c.IsSet("tsne-points") {
+			return opts, usageError{errors.New("--tsne-points with --no-tsne: give one")}
+		}
 		opts.Report.TSNEPoints = 0
 	}
 	return opts, nil
@@ -101,7 +104,13 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 		return err
 	}
 	defer m.Close()
-	cfg := opts.Data.config(m.Cfg)
+	if err := report.CheckPlane(m.Net.Spec, opts.Report.Clusters, opts.CompareRun != ""); err != nil {
+		return usageError{err}
+	}
+	cfg, err := opts.Data.configFor(runDir, m.Cfg)
+	if err != nil {
+		return err
+	}
 	src, err := train.OpenSource(cfg, dev)
 	if err != nil {
 		return err

@@ -60,6 +60,28 @@ type Options struct {
 	Log io.Writer
 }
 
+// CheckPlane refuses, before any work, what the 2-d distributions of a network of
+// spec would not draw: --clusters of no cluster of it, and --clusters or a compared
+// run where the network does not take 2-d points. compare says whether a run is
+// compared.
+func CheckPlane(spec model.Spec, clusters []int, compare bool) error {
+	if spec.Arch != "mlp" || spec.In != 2 {
+		switch {
+		case compare:
+			return fmt.Errorf("--compare-run draws 2-d cluster distributions, but the run's network takes %d features", spec.In)
+		case clusters != nil:
+			return fmt.Errorf("--clusters picks the 2-d cluster distributions drawn, but the run's network takes %d features", spec.In)
+		}
+		return nil
+	}
+	for _, j := range clusters {
+		if j < 0 || j >= spec.K {
+			return fmt.Errorf("--clusters: cluster %d: the run has clusters 0..%d", j, spec.K-1)
+		}
+	}
+	return nil
+}
+
 // maxPanels bounds the default number of 2-d distribution panels.
 const maxPanels = 12
 
@@ -573,10 +595,10 @@ func scatterPlot(pts []float32, cat []int, k int, title string) (*plot.Plot, err
 
 func (b *builder) plane() error {
 	spec := b.run.Net.Spec
+	if err := CheckPlane(spec, b.opt.Clusters, b.opt.Compare != nil); err != nil {
+		return err
+	}
 	if spec.Arch != "mlp" || spec.In != 2 {
-		if b.opt.Compare != nil {
-			return fmt.Errorf("--compare-run draws 2-d cluster distributions, but %s has %d features", b.src.Describe(), spec.In)
-		}
 		return nil
 	}
 	k := spec.K
@@ -584,11 +606,6 @@ func (b *builder) plane() error {
 	if clusters == nil {
 		for j := range min(k, maxPanels) {
 			clusters = append(clusters, j)
-		}
-	}
-	for _, j := range clusters {
-		if j < 0 || j >= k {
-			return fmt.Errorf("cluster %d: the run has clusters 0..%d", j, k-1)
 		}
 	}
 	s := torch.NoGrad()
