@@ -79,8 +79,8 @@ func benchOptionsFrom(c *cli.Context) (benchOptions, error) {
 	if opts.Steps < 1 || opts.Warmup < 0 {
 		return opts, usageError{fmt.Errorf("--steps %d --warmup %d: want at least 1 timed step and no negative warmup", opts.Steps, opts.Warmup)}
 	}
-	if opts.BatchSize < 2 {
-		return opts, usageError{fmt.Errorf("--batch-size %d: the relevance normalisation needs at least 2 rows a batch", opts.BatchSize)}
+	if opts.BatchSize < 2 || opts.BatchSize > maxBenchBatch {
+		return opts, usageError{fmt.Errorf("--batch-size %d: want 2 (the relevance normalisation needs at least 2 rows a batch) to %d", opts.BatchSize, maxBenchBatch)}
 	}
 	if n := opts.Threads; n < 0 || n > runtime.NumCPU() {
 		return opts, usageError{fmt.Errorf("--threads %d: want 0 (as train: one per CPU, one for a step too small to share) to %d, the CPUs this machine has", n, runtime.NumCPU())}
@@ -167,6 +167,11 @@ func runBench(_ context.Context, opts benchOptions, stdout, _ io.Writer) error {
 	}
 	return tw.Flush()
 }
+
+// maxBenchBatch bounds --batch-size: bench makes 4 batches of synthetic data on the
+// host, which at 4096 STL-10 images is 1.8 GB (a hundred million was Go's
+// out-of-memory crash).
+const maxBenchBatch = 4096
 
 func benchOne(arch, obj string, comp model.Compute, dev torch.Device, opts benchOptions) (*train.BenchResult, error) {
 	shape := benchShapes[arch]

@@ -309,7 +309,7 @@ func cudaAvailable() bool {
 func TestErrors(t *testing.T) {
 	noCUDA := !cudaAvailable()
 	train := []string{"train", "--quiet", "--epochs", "1", "--kmeans=false"}
-	ten := append(train[:len(train):len(train)], "--data", "ten.csv", "--label-col", "label")
+	ten := slices.Clip(append(train[:len(train):len(train)], "--data", "ten.csv", "--label-col", "label")) // each case appends to a copy
 	cases := []struct {
 		name string
 		args []string
@@ -364,6 +364,14 @@ func TestErrors(t *testing.T) {
 		{name: "k sweep of a baseline", args: []string{"compare", "--data", "ten.csv", "--k", "2,3", "--methods", "kmeans"}, code: 2, want: []string{"--methods kmeans", "one neural method"}},
 		{name: "k sweep with suite", args: []string{"compare", "--suite", "--k", "2,3"}, code: 2, want: []string{"--suite with several --k"}},
 		{name: "k sweep with restarts", args: []string{"compare", "--data", "ten.csv", "--k", "2,3", "--restarts", "3"}, code: 2, want: []string{"--restarts with several --k"}},
+		{name: "k sweep with keep-by", args: []string{"compare", "--data", "ten.csv", "--k", "2,3", "--keep-by", "silhouette"}, code: 2, want: []string{"--keep-by with several --k"}},
+		// Were accepted and did nothing.
+		{name: "keep-by of one restart", args: append(ten, "--restarts", "1", "--keep-by", "silhouette"), code: 2, want: []string{"--keep-by with --restarts 1"}},
+		{name: "kmeans without labels", args: append(train, "--data", "three.csv", "--kmeans"), code: 2, want: []string{"--kmeans", "--label-col"}},
+		{name: "lr-kl with em", args: append(ten, "--lr-kl", "1e-3"), code: 2, want: []string{"--lr-kl", "--objective em", "no KL step"}},
+		{name: "data-on-host with vectors", args: append(ten, "--data-on-host"), code: 2, want: []string{"--data-on-host", "vectors"}},
+		{name: "hidden with images", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--hidden", "64"}, code: 2, want: []string{"--hidden", "CNN"}},
+		{name: "standardize with images", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--standardize"}, code: 2, want: []string{"--standardize", "images"}},
 		{name: "k list in train", args: append(ten, "--k", "2,3"), code: 2, want: []string{"k", `"2,3"`}},
 		{name: "dist-timeout 0", args: append(ten, "--dist-timeout", "0s"), code: 2, want: []string{"--dist-timeout", "positive"}},
 		{name: "unknown dist-backend", args: append(ten, "--dist-backend", "mpi"), code: 2, want: []string{"--dist-backend", `"mpi"`, "gloo"}},
@@ -378,6 +386,11 @@ func TestErrors(t *testing.T) {
 		{name: "trial epochs past the run", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "9", "--epochs", "8"}, code: 2, want: []string{"trial epochs 9", "8 epochs"}},
 		{name: "hidden auto with heads", args: append(ten, "--hidden", "auto", "--heads", "2"), code: 2, want: []string{"--heads 2", "--hidden auto"}},
 		{name: "negative cluster index", args: []string{"report", "r4", "--clusters", "1,-2"}, code: 2, want: []string{"--clusters", `"1,-2"`}},
+		// Were found after the other figures were drawn (and left a folder a rerun
+		// refused), or ignored.
+		{name: "compare-run of 4 features", args: []string{"report", "r4", "--compare-run", "r4", "--out", "rep-c"}, code: 2, want: []string{"--compare-run", "4 features"}},
+		{name: "clusters of 4 features", args: []string{"report", "r4", "--clusters", "1", "--out", "rep-c"}, code: 2, want: []string{"--clusters", "4 features"}},
+		{name: "tsne-points and no-tsne", args: []string{"report", "r4", "--tsne-points", "50", "--no-tsne", "--out", "rep-c"}, code: 2, want: []string{"--tsne-points with --no-tsne"}},
 		// Were exit 1: usage mistakes found only when the data were read.
 		{name: "header maybe", args: append(ten, "--header", "maybe"), code: 2, want: []string{"--header", `"maybe"`, "auto, yes or no"}},
 		{name: "cifar net on vectors", args: append(ten, "--arch", "cifar"), code: 2, want: []string{"--arch cifar", "mlp"}},
@@ -397,6 +410,10 @@ func TestErrors(t *testing.T) {
 		{name: "threads -1", args: append(ten, "--threads", "-1"), code: 2, want: []string{"threads -1", "CPUs"}},
 		{name: "threads 10000", args: append(ten, "--threads", "10000"), code: 2, want: []string{"threads 10000", "CPUs"}},
 		{name: "bench batch 1", args: []string{"bench", "--model", "mlp", "--batch-size", "1"}, code: 2, want: []string{"--batch-size 1", "at least 2"}},
+		// Were Go's "fatal error: runtime: out of memory" and a goroutine dump.
+		{name: "bench batch 1e8", args: []string{"bench", "--model", "mlp", "--batch-size", "100000000"}, code: 2, want: []string{"--batch-size 100000000", "4096"}},
+		{name: "seeds 1e11", args: []string{"compare", "--data", "ten.csv", "--label-col", "label", "--methods", "kmeans", "--seeds", "100000000000"}, code: 2,
+			want: []string{"--seeds 100000000000", "1 to 1000"}},
 		{name: "bench threads -1", args: []string{"bench", "--model", "mlp", "--threads", "-1"}, code: 2, want: []string{"--threads -1", "CPUs"}},
 		// Was Go's "fatal error: runtime: out of memory" and a 179-line trace.
 		{name: "image size 100000", args: append(train, "--dataset", "folder", "--data-dir", "mnist", "--image-size", "100000"), code: 2,

@@ -113,7 +113,7 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 		if err := compare.CheckKs(opts.Ks, 0); err != nil {
 			return opts, usageError{fmt.Errorf("--k: %w", err)}
 		}
-		for _, f := range []string{"suite", "out", "restarts", "trial-epochs"} {
+		for _, f := range []string{"suite", "out", "restarts", "trial-epochs", "keep-by"} {
 			if c.IsSet(f) {
 				return opts, usageError{fmt.Errorf("--%s with several --k: a K sweep trains one run per K and seed on one data set and keeps no run folders", f)}
 			}
@@ -535,14 +535,17 @@ func compareSeeds(c *cli.Context) ([]uint64, error) {
 			}
 			seeds = append(seeds, s)
 		}
+		if len(seeds) > maxSeeds {
+			return nil, usageError{fmt.Errorf("--seed-list: %d seeds; want at most %d", len(seeds), maxSeeds)}
+		}
 		if err := compare.CheckSeeds(seeds); err != nil {
 			return nil, usageError{fmt.Errorf("--seed-list: %w", err)}
 		}
 		return seeds, nil
 	}
 	n := c.Int("seeds")
-	if n < 1 {
-		return nil, usageError{fmt.Errorf("--seeds %d: want at least 1", n)}
+	if n < 1 || n > maxSeeds {
+		return nil, usageError{fmt.Errorf("--seeds %d: want 1 to %d", n, maxSeeds)}
 	}
 	seeds := make([]uint64, n)
 	for i := range seeds {
@@ -550,6 +553,10 @@ func compareSeeds(c *cli.Context) ([]uint64, error) {
 	}
 	return seeds, nil
 }
+
+// maxSeeds bounds a comparison's seeds, as train.Config bounds restarts: more is a
+// slip, not a study (and ten billion were an out-of-memory crash).
+const maxSeeds = 1000
 
 // splitList splits flag's comma-separated value. An empty entry ("1,,2", a comma at
 // the end) is refused: it is a slip, and the entry meant may be missing.

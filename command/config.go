@@ -109,6 +109,12 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		}
 		cfg.Hidden, cfg.HiddenAuto = hidden, false
 	}
+	if images && c.IsSet("hidden") && c.String("hidden") != "auto" {
+		return cfg, usageError{errors.New("--hidden sets the widths of the MLP for vectors; images train a CNN (--arch)")}
+	}
+	if images && c.IsSet("standardize") {
+		return cfg, usageError{errors.New("--standardize z-scores the columns of vectors; images are scaled to [0, 1] and seen through Sobel filters")}
+	}
 	setInt(&cfg.Heads, "heads")
 	// 0 stands for the default in a Config; given on the command line it is a mistake.
 	if c.IsSet("heads") && cfg.Heads < 1 {
@@ -172,6 +178,14 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		setInt(&cfg.ImageSize, "image-size")
 		setBool(&cfg.Gray, "gray")
 		setBool(&cfg.DataOnHost, "data-on-host")
+	} else if c.IsSet("data-on-host") {
+		return cfg, usageError{errors.New("--data-on-host keeps images in host memory; vectors are held once on the device (docs/RESULTS.md section 36)")}
+	}
+	if c.IsSet("keep-by") && c.IsSet("restarts") && cfg.Restarts < 2 {
+		return cfg, usageError{fmt.Errorf("--keep-by with --restarts %d: it keeps one of several restarts", cfg.Restarts)}
+	}
+	if c.IsSet("kmeans") && c.Bool("kmeans") && cfg.DataFile != "" && cfg.LabelCol == "" {
+		return cfg, usageError{errors.New("--kmeans scores k-means beside the run against the labels; the data have none (give --label-col)")}
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{err}
@@ -182,6 +196,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		if _, err := loss.ParseGamma(cfg.Gamma, cfg.BatchSize); err != nil {
 			return cfg, usageError{err}
 		}
+	}
+	if obj, _ := train.LookupObjective(cfg.Objective); c.IsSet("lr-kl") && !obj.KLStep {
+		return cfg, usageError{fmt.Errorf("--lr-kl is the KL step's learning rate; --objective %s has no KL step (twofold has)", cfg.Objective)}
 	}
 	if obj, _ := train.LookupObjective(cfg.Objective); !images && obj.Augmented {
 		return cfg, usageError{fmt.Errorf("objective %q trains on augmented copies of images; vectors (--data, digits) use --objective %s", cfg.Objective,
