@@ -10,6 +10,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -123,6 +125,53 @@ func (e silentError) Unwrap() error { return e.error }
 // exit 1), requireFlags (Required does the same), and interspersedFlags (flags after a
 // positional argument would be taken as more arguments).
 
+// invalidValue reads the value and the flag's name out of the errors of Go's flag
+// package for a value it cannot parse: `invalid value "x" for flag -seed: ...`, and
+// `invalid boolean value "x" for -kmeans: ...`.
+func invalidValue(msg string) (value, flag string, ok bool) {
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		if rest, ok = strings.CutPrefix(msg, "invalid boolean value "); !ok {
+			return "", "", false
+		}
+	}
+	q, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return "", "", false
+	}
+	value, _ = strconv.Unquote(q)
+	rest = strings.TrimPrefix(rest[len(q):], " for flag")
+	if rest, ok = strings.CutPrefix(rest, " for -"); !ok {
+		if rest, ok = strings.CutPrefix(rest, " -"); !ok {
+			return "", "", false
+		}
+	}
+	flag, _, _ = strings.Cut(rest, ":")
+	return value, strings.TrimLeft(flag, "-"), true
+}
+
+// flagWants says what values cmd's flag name takes, by its type.
+func flagWants(cmd *cli.Command, name string) string {
+	for _, f := range cmd.Flags {
+		if !slices.Contains(f.Names(), name) {
+			continue
+		}
+		switch f.(type) {
+		case *cli.IntFlag, *cli.Int64Flag:
+			return "a whole number"
+		case *cli.UintFlag, *cli.Uint64Flag:
+			return "a whole number, 0 or more"
+		case *cli.Float64Flag:
+			return "a number"
+		case *cli.DurationFlag:
+			return "a duration such as 90s or 5m"
+		case *cli.BoolFlag:
+			return "true or false"
+		}
+	}
+	return "another value"
+}
+
 // prepareCommands makes a flag parse error of any command a one-line usage error on
 // stderr (without it urfave/cli prints the command's whole help to stdout, which
 // scripts read, and exits 1), and refuses positional arguments where a command takes
@@ -139,6 +188,9 @@ func prepareCommands(cmds []*cli.Command, parent string) {
 					dashes = "-"
 				}
 				err = fmt.Errorf("unknown flag %s%s", dashes, f)
+			} else if v, f, ok := invalidValue(err.Error()); ok {
+				// Was "invalid value "x" for flag -seed: parse error".
+				err = fmt.Errorf("--%s %q: want %s", f, v, flagWants(cmd, f))
 			}
 			return usageError{fmt.Errorf("%s: %w (see emclust %s --help)", name, err, name)}
 		}

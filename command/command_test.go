@@ -440,6 +440,11 @@ func TestErrors(t *testing.T) {
 			want: []string{"--data", "--dataset"}},
 		{name: "report of a folder without its images", args: []string{"report", "r4", "--dataset", "folder"}, code: 2, want: []string{"folder", "--data-dir"}},
 		{name: "unknown flag", args: []string{"train", "--bogus"}, code: 2, want: []string{"unknown flag --bogus", "train --help"}},
+		// Were Go's "invalid value "-1" for flag -seed: parse error", one dash and no word of what fits.
+		{name: "negative seed", args: append(ten, "--seed", "-1"), code: 2, want: []string{`--seed "-1"`, "whole number, 0 or more"}},
+		{name: "epochs not a number", args: append(ten, "--epochs", "x"), code: 2, want: []string{`--epochs "x"`, "whole number"}},
+		{name: "bool not a bool", args: append(ten, "--kmeans=maybe"), code: 2, want: []string{`--kmeans "maybe"`, "true or false"}},
+		{name: "duration without unit", args: append(ten, "--dist-timeout", "5"), code: 2, want: []string{`--dist-timeout "5"`, "90s"}},
 		{name: "unknown short flag", args: []string{"train", "-x"}, code: 2, want: []string{"unknown flag -x", "train --help"}},
 		{name: "unknown command", args: []string{"trian"}, code: 2, want: []string{`"trian"`}},
 		{name: "positional argument", args: []string{"train", "ten.csv"}, code: 2, want: []string{`"ten.csv"`}},
