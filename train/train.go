@@ -150,19 +150,10 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 	if cfg.WorldSize == 0 {
 		cfg.WorldSize = 1
 	}
-	if cfg.BatchSize > src.Len() {
-		cfg.BatchSize = src.Len() - src.Len()%cfg.WorldSize
-	}
-	switch epochs := cfg.EpochsFor(src.Len()); {
-	case epochs > cfg.Epochs:
-		// Raised to make MinSteps steps: evaluate about as often as the epochs asked
-		// for would have, not after every one of many one-step epochs.
-		if cfg.EvalEvery > 0 {
-			cfg.EvalEvery = max(cfg.EvalEvery, epochs/cfg.Epochs)
-		}
-		cfg.Epochs = epochs
-	case epochs < cfg.Epochs:
-		cfg.Epochs = epochs // lowered to about MaxSteps steps
+	resolveEpochs(&cfg, src.Len())
+	if cfg.BatchSize < max(2, cfg.WorldSize) {
+		// Fewer rows than processes: the batch, cut to a multiple of them, is empty.
+		return nil, fmt.Errorf("%d rows of data make no batch for %d processes; train them in fewer", src.Len(), cfg.WorldSize)
 	}
 	if cfg.needsAugment() {
 		if _, vectors := src.(*VectorSource); vectors {
@@ -265,8 +256,27 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 	return r, nil
 }
 
-// Attach makes dir the run's folder: it locks it, removes what an earlier run there
-// left, and writes config.json. New attaches its dir; a run trained without one (a
+// resolveEpochs sets cfg's batch size, epochs and evaluation interval for n rows, as
+// New trains them.
+func resolveEpochs(cfg *Config, n int) {
+	if cfg.BatchSize > n {
+		cfg.BatchSize = n - n%cfg.WorldSize
+	}
+	switch epochs := cfg.EpochsFor(n); {
+	case epochs > cfg.Epochs:
+		// Raised to make MinSteps steps: evaluate about as often as the epochs asked
+		// for would have, not after every one of many one-step epochs.
+		if cfg.EvalEvery > 0 {
+			cfg.EvalEvery = max(cfg.EvalEvery, epochs/cfg.Epochs)
+		}
+		cfg.Epochs = epochs
+	case epochs < cfg.Epochs:
+		cfg.Epochs = epochs // lowered to about MaxSteps steps
+	}
+}
+
+// Attach makes dir the run's folder: it locks it, removes the partial files a run
+// killed while writing left there, and writes config.json. New attaches its dir; a run trained without one (a
 // restart not yet chosen) is attached when it is kept.
 func (r *Run) Attach(dir string) error { return r.AttachLocked(dir, nil) }
 
@@ -328,7 +338,7 @@ func (r *Run) EpochsDone() int { return r.epoch }
 func (r *Run) EpochsSaved() int { return r.savedEpoch }
 
 // checkpointInterval spaces the checkpoints of epochs shorter than it: a checkpoint
-// is two fsynced files, and a table of a few hundred rows runs a thousand one-step
+// is two or three fsynced files, and a table of a few hundred rows runs a thousand one-step
 // epochs in under a second (docs/RESULTS.md section 17). The first and the last
 // epoch are always saved.
 const checkpointInterval = 10 * time.Second
@@ -773,6 +783,9 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFinite(preds); err != nil {
+		return nil, err
+	}
 	return preds[net.Head()], nil
 }
 
@@ -857,25 +870,28 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 	}
 	if gamma > 0 {
 		for h, pred := range out {
-			if pred.Criteria = newCriteria(emSum[h], llSum[h], maxPostSum[h], pred.Cluster, k); !pred.Criteria.finite() {
-				return nil, errNotFinite
-			}
+			pred.Criteria = newCriteria(emSum[h], llSum[h], maxPostSum[h], pred.Cluster, k)
 		}
 	}
 	return out, nil
 }
 
-// errNotFinite is predict's error for relevance scores that are not all finite, as
-// a network whose weights overflowed gives: no clustering comes of them.
+// errNotFinite is the error for criteria that are not all finite, as the scores of a
+// network whose weights overflowed give: no clustering comes of them.
 var errNotFinite = errors.New("the network's outputs are not finite")
 
-func (c *Criteria) finite() bool {
-	for _, v := range []float64{c.EMObjective, c.LogLikelihood, c.MaxPosterior, c.SizeEntropy} {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return false
+// checkFinite is errNotFinite if any prediction's criteria are not finite. Ranks
+// check after gathering theirs, so that all of them stop, or none.
+func checkFinite(preds []*Prediction) error {
+	for _, p := range preds {
+		c := p.Criteria
+		for _, v := range []float64{c.EMObjective, c.LogLikelihood, c.MaxPosterior, c.SizeEntropy} {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return errNotFinite
+			}
 		}
 	}
-	return true
+	return nil
 }
 
 // newCriteria are the criteria of a clustering from the sums over its rows of the EM
@@ -996,15 +1012,40 @@ func compareHeads(heads []*Prediction) ([]HeadMetrics, int, error) {
 func (r *Run) predictClusters() ([]*Prediction, error) {
 	n, k, heads := r.Src.Len(), r.Cfg.K, r.Net.Spec.NumHeads()
 	lo, hi := 0, n
+	prior := r.prior
 	if r.group != nil {
 		w, rank := r.group.Size(), r.group.Rank()
 		lo, hi = rank*n/w, (rank+1)*n/w
+		if r.Cfg.LocalStats && w > 1 {
+			// Each rank's running statistics and prior are its own rows'; the
+			// evaluation is of rank 0's, the model the run saves. Running statistics
+			// are not read in training, the prior is: each rank keeps its own.
+			s := torch.NoGrad()
+			defer s.Close()
+			var bufs []*torch.Tensor
+			for _, nt := range r.Net.Buffers() {
+				bufs = append(bufs, nt.Tensor)
+			}
+			if prior != nil {
+				prior = s.Clone(r.prior)
+				bufs = append(bufs, prior)
+			}
+			if err := s.Err(); err != nil {
+				return nil, err
+			}
+			if err := r.group.Broadcast(0, bufs...); err != nil {
+				return nil, fmt.Errorf("copy rank 0's statistics: %w", err)
+			}
+		}
 	}
-	preds, err := predict(r.Net, r.Src, r.Dev, r.prior, r.Cfg.GammaVal, false, lo, hi)
+	preds, err := predict(r.Net, r.Src, r.Dev, prior, r.Cfg.GammaVal, false, lo, hi)
 	if err != nil {
 		return nil, err
 	}
 	if r.group == nil {
+		if err := checkFinite(preds); err != nil {
+			return nil, err
+		}
 		return preds, nil
 	}
 	// Each rank fills its rows of a zero matrix (a row per head); the sum over ranks
@@ -1038,16 +1079,19 @@ func (r *Run) predictClusters() ([]*Prediction, error) {
 	}
 	for h, p := range preds {
 		p.Cluster = clusters[h*n : (h+1)*n]
-		if p.Criteria = newCriteria(float64(sum[3*h]), float64(sum[3*h+1]), float64(sum[3*h+2]), p.Cluster, k); !p.Criteria.finite() {
-			return nil, errNotFinite
-		}
+		p.Criteria = newCriteria(float64(sum[3*h]), float64(sum[3*h+1]), float64(sum[3*h+2]), p.Cluster, k)
+	}
+	if err := checkFinite(preds); err != nil {
+		return nil, err
 	}
 	return preds, nil
 }
 
 // Checkpoint layout: model tensors under "model.", optimiser moments under
-// "optA.<i>.*" / "optB.<i>.*", the learned prior as "prior"; config, spec, epoch,
-// optimiser step counts and history in the metadata.
+// "optA.<i>.*" / "optB.<i>.*", the learned prior as "prior", the clusterings of the
+// last evaluations as "recent.<i>", and the chosen epoch's model under "chosen."
+// while it is not the last; config, spec, epoch, optimiser step counts, history,
+// the chosen epoch and the restarts in the metadata.
 const checkpointName = "checkpoint.safetensors"
 
 type checkpointMeta struct {
@@ -1282,6 +1326,13 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 	}
 	r.chosen, r.chosenFile = meta.Chosen, 0
 	r.dropChosenState()
+	if r.Dir != "" {
+		// A save that stopped between the checkpoint and metrics.jsonl left the
+		// file behind the checkpoint; a run resumed only to finish writes no other.
+		if err := r.writeMetrics(); err != nil {
+			return err
+		}
+	}
 	if r.chosen == nil || r.Dir == "" {
 		return nil
 	}

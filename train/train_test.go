@@ -262,6 +262,8 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.Prior = "zipf" }, "prior"},
 		{func(c *Config) { c.MinSteps, c.MaxSteps = 1000, 999 }, "max steps 999"},
 		{func(c *Config) { c.MaxSteps = -1 }, "max steps -1"},
+		// Was an integer divide by zero: the batch cut to a multiple of the ranks was 0.
+		{func(c *Config) { c.WorldSize = 2000 }, "1797 rows of data make no batch for 2000 processes"},
 	} {
 		cfg := VectorDefaults()
 		cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
