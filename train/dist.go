@@ -30,7 +30,8 @@ import (
 // Join makes r rank g.Rank() of g.Size() ranks. Every rank calls it after New (and
 // Restore, when resuming) and before Train. It checks that all ranks were started
 // with the same config, then copies rank 0's network, optimiser state and prior to
-// the others, so they start identical whatever their seeds or checkpoints.
+// the others, so they start identical whatever their seeds; ranks resumed from
+// checkpoints of different epochs are refused.
 func (r *Run) Join(g *torch.Group) error {
 	w := g.Size()
 	if r.Cfg.WorldSize != w {
@@ -43,6 +44,9 @@ func (r *Run) Join(g *torch.Group) error {
 		return fmt.Errorf("batch size %d over %d ranks leaves %d row per rank, and local statistics need at least 2", r.Cfg.BatchSize, w, r.Cfg.BatchSize/w)
 	}
 	if err := sameConfig(g, r.Cfg); err != nil {
+		return err
+	}
+	if err := sameProgress(g, r.progress()); err != nil {
 		return err
 	}
 	var state []*torch.Tensor
@@ -87,20 +91,54 @@ func sameConfig(g *torch.Group, cfg Config) error {
 	cfg.Device, cfg.Threads, cfg.Deterministic = "", 0, false
 	b, _ := json.Marshal(cfg)
 	sum := sha256.Sum256(b)
-	mine := hex.EncodeToString(sum[:8])
-	if err := g.Set(fmt.Sprintf("config/%d", g.Rank()), mine); err != nil {
-		return fmt.Errorf("rank %d: publish config: %w", g.Rank(), err)
+	q, _, err := firstOther(g, "config", hex.EncodeToString(sum[:8]))
+	if err == nil && q >= 0 {
+		err = fmt.Errorf("rank %d's config differs from rank %d's: start every rank with the same flags and data", q, g.Rank())
+	}
+	return err
+}
+
+// progress is how far the run has trained: its epochs and each optimiser's steps,
+// which Join does not copy from rank 0 (Adam's bias correction reads the steps).
+func (r *Run) progress() string {
+	p := fmt.Sprintf("epoch %d", r.epoch)
+	for _, opt := range []*torch.Adam{r.optA, r.optB} {
+		if opt != nil && opt.Len() > 0 {
+			s := torch.NoGrad()
+			_, _, steps := opt.State(s, 0)
+			s.Close()
+			p += fmt.Sprintf(", step %d", steps)
+		}
+	}
+	return p
+}
+
+// sameProgress refuses ranks resumed from checkpoints of different epochs, as a
+// stale copy of the run folder on one machine gives.
+func sameProgress(g *torch.Group, mine string) error {
+	q, theirs, err := firstOther(g, "progress", mine)
+	if err == nil && q >= 0 {
+		err = fmt.Errorf("rank %d resumes after %s, rank %d after %s: every machine must see the same run folder", q, theirs, g.Rank(), mine)
+	}
+	return err
+}
+
+// firstOther publishes this rank's value under key and returns the first rank whose
+// value differs, with it (-1 where all agree).
+func firstOther(g *torch.Group, key, mine string) (int, string, error) {
+	if err := g.Set(fmt.Sprintf("%s/%d", key, g.Rank()), mine); err != nil {
+		return 0, "", fmt.Errorf("rank %d: publish %s: %w", g.Rank(), key, err)
 	}
 	for q := 0; q < g.Size(); q++ {
-		theirs, err := g.Get(fmt.Sprintf("config/%d", q))
+		theirs, err := g.Get(fmt.Sprintf("%s/%d", key, q))
 		if err != nil {
-			return fmt.Errorf("rank %d: read rank %d's config: %w", g.Rank(), q, err)
+			return 0, "", fmt.Errorf("rank %d: read rank %d's %s: %w", g.Rank(), q, key, err)
 		}
 		if theirs != mine {
-			return fmt.Errorf("rank %d's config differs from rank %d's: start every rank with the same flags and data", q, g.Rank())
+			return q, theirs, nil
 		}
 	}
-	return nil
+	return -1, "", nil
 }
 
 // syncGroup is the group whose batch statistics the losses use, or nil.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -128,6 +129,7 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 		{"em", func(*Config) {}, true},
 		{"em learned prior", func(c *Config) { c.Prior = "learned" }, true},
 		{"em local stats", func(c *Config) { c.LocalStats = true }, false},
+		{"em local stats learned prior", func(c *Config) { c.LocalStats, c.Prior = true, "learned" }, false},
 		{"em heads", func(c *Config) { c.Heads = 3 }, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -170,6 +172,17 @@ func TestDataParallelMatchesOneProcess(t *testing.T) {
 			if !c.equal && d < 10*tol {
 				t.Errorf("local statistics differ from global ones by only %g: the global statistics look local", d)
 			}
+			// The evaluations are of the model rank 0 saves, whatever the other ranks'
+			// own statistics (were a clustering stitched from each rank's).
+			last := runs[0].History[len(runs[0].History)-1].Criteria
+			saved, err := PredictWithCriteria(runs[0].Net, src, torch.CPU, runs[0].Prior(), runs[0].Cfg.GammaVal)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := func(a, b float64) float64 { return math.Abs(a-b) / max(1e-9, math.Abs(b)) }
+			if dm, de := rel(last.MaxPosterior, saved.Criteria.MaxPosterior), rel(last.EMObjective, saved.Criteria.EMObjective); dm > 1e-5 || de > 1e-5 {
+				t.Errorf("last evaluation: max posterior %v, EM objective %v; rank 0's model on all rows: %v, %v", last.MaxPosterior, last.EMObjective, saved.Criteria.MaxPosterior, saved.Criteria.EMObjective)
+			}
 			for i, m := range runs[0].History {
 				want := one.History[i]
 				if m.Steps != want.Steps || (c.equal && math.Abs(m.Loss-want.Loss) > tol*math.Abs(want.Loss)) {
@@ -205,13 +218,18 @@ func TestJoinRefuses(t *testing.T) {
 	cfg := VectorDefaults()
 	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
 	cfg.Epochs = 1
+	same := func(int, *Config) {}
 	for _, c := range []struct {
-		name string
-		edit func(r int, c *Config)
+		name  string
+		edit  func(r int, c *Config)
+		after func(r int, run *Run)
+		want  string
 	}{
-		{"batch that does not split", func(_ int, c *Config) { c.BatchSize = 127 }},
-		{"different configs", func(r int, c *Config) { c.LR *= float64(1 + r) }},
-		{"world size other than the group's", func(_ int, c *Config) { c.WorldSize = 3 }},
+		{"batch that does not split", func(_ int, c *Config) { c.BatchSize = 127 }, nil, "does not split"},
+		{"different configs", func(r int, c *Config) { c.LR *= float64(1 + r) }, nil, "config differs"},
+		{"world size other than the group's", func(_ int, c *Config) { c.WorldSize = 3 }, nil, "world size 3"},
+		// A stale copy of the run folder on one machine: Adam's steps were not copied.
+		{"checkpoints of different epochs", same, func(r int, run *Run) { run.epoch = 2 * r }, "resumes after epoch"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			runs := make([]*Run, 2)
@@ -220,13 +238,14 @@ func TestJoinRefuses(t *testing.T) {
 				cc.WorldSize = 2
 				c.edit(r, &cc)
 				runs[r] = newRun(t, cc, src, "")
+				if c.after != nil {
+					c.after(r, runs[r])
+				}
 			}
 			errs := tryJoin(t, runs)
 			for r, err := range errs {
-				if err == nil {
-					t.Errorf("rank %d joined", r)
-				} else {
-					t.Logf("rank %d: %v", r, err)
+				if err == nil || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("rank %d: %v, want an error with %q", r, err, c.want)
 				}
 			}
 		})

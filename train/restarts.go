@@ -160,6 +160,10 @@ func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 	run, all, err := trainRestarts(ctx, cfg, src, dev, hooks, workers, stacks)
 	if run != nil {
 		run.Restarts = all
+		// The restarts scored only their last epoch; a resume trains on as asked.
+		asked := cfg
+		resolveEpochs(&asked, src.Len())
+		run.Cfg.EvalEvery = asked.EvalEvery
 	}
 	return run, all, err
 }
