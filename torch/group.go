@@ -7,7 +7,6 @@ package torch
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -86,8 +85,9 @@ func AllowInProcessRanks() {
 // NewGroup joins a process group; it returns when all World ranks have joined, or
 // with an error after cfg.Timeout.
 func NewGroup(cfg GroupConfig) (*Group, error) {
-	if cfg.Timeout <= 0 {
-		return nil, errors.New("torch: group: timeout must be positive")
+	if cfg.Timeout < time.Millisecond {
+		// c10d counts in milliseconds, and 0 is its "no timeout".
+		return nil, fmt.Errorf("torch: group: timeout %v: want 1ms or more", cfg.Timeout)
 	}
 	host, prefix, iface := C.CString(cfg.Host), C.CString(cfg.Prefix), C.CString(cfg.Interface)
 	defer C.free(unsafe.Pointer(host))

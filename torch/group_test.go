@@ -1,9 +1,11 @@
 package torch
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -252,6 +254,8 @@ func TestGroupErrors(t *testing.T) {
 		{"rank out of range", GroupConfig{Host: "127.0.0.1", Port: port, Rank: 2, World: 2, Timeout: time.Second}},
 		{"no store at the address", GroupConfig{Host: "127.0.0.1", Port: port, Rank: 1, World: 2, Timeout: time.Second}},
 		{"unknown interface", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 0, World: 1, Timeout: time.Second, Interface: "no-such-if0"}},
+		// Was 0 ms, which c10d reads as no timeout at all.
+		{"timeout under a millisecond", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 0, World: 1, Timeout: 500 * time.Microsecond}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -262,6 +266,75 @@ func TestGroupErrors(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// A rank whose parameter got no gradient takes part in ReduceGrads with zeros; it
+// used to leave it out, and send a shorter buffer than the others (or none at all).
+func TestReduceGradsWithoutGradient(t *testing.T) {
+	grads := make([][]float32, 2)
+	errs := onRanks(t, 2, func(g *Group) error {
+		s := NewScope()
+		defer s.Close()
+		p := s.Full([]int{3}, 1, Float32, CPU)
+		s.Fail(p.SetRequiresGrad(true))
+		if g.Rank() == 0 {
+			s.Backward(s.Sum(s.MulScalar(p, 4), false)) // gradient 4 everywhere
+		}
+		if err := s.Err(); err != nil {
+			return err
+		}
+		q := s.Full([]int{2}, 1, Float32, CPU) // no rank's loss reaches it
+		s.Fail(q.SetRequiresGrad(true))
+		if err := g.ReduceGrads([]*Tensor{p, q}, 0.5); err != nil {
+			return err
+		}
+		if s.Grad(q) != nil {
+			return errors.New("a parameter no rank had a gradient of got one")
+		}
+		grads[g.Rank()] = s.Float32s(s.Grad(p))
+		return s.Err()
+	})
+	noErrors(t, errs)
+	for r, gr := range grads {
+		if fmt.Sprint(gr) != "[2 2 2]" {
+			t.Errorf("rank %d: gradient %v, want [2 2 2], the mean of 4 and none", r, gr)
+		}
+	}
+}
+
+// A closed group or optimiser gives errors; its handle reached the shim as null and
+// faulted there.
+func TestClosedHandles(t *testing.T) {
+	port := freePort(t)
+	g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", Port: port, ServeStore: true, Prefix: t.Name(), Rank: 0, World: 1, Timeout: 5 * time.Second, Interface: "lo"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewScope()
+	defer s.Close()
+	p := s.Full([]int{2}, 1, Float32, CPU)
+	s.Fail(p.SetRequiresGrad(true))
+	opt, err := NewAdam([]*Tensor{p}, []float64{0.1}, AdamConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	opt.Close()
+	_, getErr := g.Get("k")
+	for name, err := range map[string]error{
+		"AllReduce": g.AllReduce(p), "Broadcast": g.Broadcast(0, p), "Barrier": g.Barrier(), "ReduceGrads": g.ReduceGrads([]*Tensor{p}, 1),
+		"Set": g.Set("k", "v"), "Get": getErr, "Step": opt.Step(), "ZeroGrad": opt.ZeroGrad(),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "closed") {
+			t.Errorf("%s after Close: %v, want an error saying it was closed", name, err)
+		}
+	}
+	if m, _, _ := opt.State(s, 0); m != nil || s.Err() == nil {
+		t.Errorf("State after Close: %v, %v; want an error", m, s.Err())
 	}
 }
 

@@ -738,6 +738,14 @@ struct et_adam_s {
   double beta1, beta2, eps;
 };
 
+namespace {
+// The optimiser of a handle; a closed one (Go sets it to nil) is an error, not a fault.
+et_adam_s &need_adam(et_adam a) {
+  TORCH_CHECK(a != nullptr, "adam: the optimiser was closed");
+  return *a;
+}
+} // namespace
+
 extern "C" {
 
 et_error et_adam_new(const et_tensor *params, const double *lrs, int n, double beta1,
@@ -767,7 +775,7 @@ et_error et_adam_free(et_adam a) {
 
 et_error et_adam_zero_grad(et_adam a) {
   ET_TRY
-  for (auto &p : a->params) p.mutable_grad().reset();
+  for (auto &p : need_adam(a).params) p.mutable_grad().reset();
   ET_CATCH
 }
 
@@ -778,6 +786,7 @@ et_error et_adam_zero_grad(et_adam a) {
 // parameter (a CNN's step launched ~350 more kernels before); on the CPU it loops.
 et_error et_adam_step(et_adam a) {
   ET_TRY
+  need_adam(a);
   c10::NoGradGuard g;
   struct group {
     double lr;
@@ -825,7 +834,7 @@ et_error et_adam_step(et_adam a) {
 et_error et_adam_get_state(et_adam a, int i, et_tensor *exp_avg, et_tensor *exp_avg_sq,
                            int64_t *step) {
   ET_TRY
-  TORCH_CHECK(i >= 0 && i < static_cast<int>(a->params.size()), "adam: no parameter ", i);
+  TORCH_CHECK(i >= 0 && i < static_cast<int>(need_adam(a).params.size()), "adam: no parameter ", i);
   *exp_avg = wrap(a->exp_avg[i]);
   *exp_avg_sq = wrap(a->exp_avg_sq[i]);
   *step = a->step[i];
@@ -835,7 +844,7 @@ et_error et_adam_get_state(et_adam a, int i, et_tensor *exp_avg, et_tensor *exp_
 et_error et_adam_set_state(et_adam a, int i, et_tensor exp_avg, et_tensor exp_avg_sq,
                            int64_t step) {
   ET_TRY
-  TORCH_CHECK(i >= 0 && i < static_cast<int>(a->params.size()), "adam: no parameter ", i);
+  TORCH_CHECK(i >= 0 && i < static_cast<int>(need_adam(a).params.size()), "adam: no parameter ", i);
   c10::NoGradGuard g;
   a->exp_avg[i].copy_(need(exp_avg, "adam exp_avg"));
   a->exp_avg_sq[i].copy_(need(exp_avg_sq, "adam exp_avg_sq"));
@@ -1027,12 +1036,20 @@ struct et_group_s {
   std::chrono::milliseconds timeout{0};
 #endif
   int rank = 0, world = 1;
+  at::Device device{at::kCPU}; // where the backend's tensors live: NCCL's on the GPU
 };
 
 namespace {
 
+// The group of a handle; a closed one (Go sets it to nil) is an error, not a fault.
+[[maybe_unused]] et_group_s &need_group(et_group g) {
+  TORCH_CHECK(g != nullptr, "group: the process group was closed");
+  return *g;
+}
+
 #ifdef EMTORCH_DIST
 void all_reduce(et_group g, at::Tensor &flat) {
+  need_group(g);
   std::vector<at::Tensor> v{flat};
   g->pg->allreduce(v)->wait(g->timeout);
 }
@@ -1080,6 +1097,7 @@ at::Tensor sync_batch_norm(et_group g, const at::Tensor &x, const at::Tensor &w,
                            const at::Tensor &running_var, double momentum, double eps) {
   TORCH_CHECK(x.dim() >= 2, "sync_batch_norm: want N×C or N×C×…, got ", x.dim(), " dims");
   const int64_t c = x.size(1);
+  TORCH_CHECK(c > 0, "sync_batch_norm: no channels");
   std::vector<int64_t> dims{0}, shape(x.dim(), 1);
   for (int64_t d = 2; d < x.dim(); d++) dims.push_back(d);
   shape[1] = c;
@@ -1185,6 +1203,7 @@ et_error et_group_new(int backend, const char *host, int port, int serve_store,
   } else if (backend == ET_NCCL) {
 #ifdef EMTORCH_NCCL
     c10::cuda::set_device(static_cast<c10::DeviceIndex>(device_index));
+    g->device = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device_index));
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = g->timeout;
     g->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(
@@ -1227,16 +1246,39 @@ et_error et_group_reduce_grads(et_group g, const et_tensor *params, int n, doubl
   ET_TRY
 #ifdef EMTORCH_DIST
   c10::NoGradGuard ng;
+  need_group(g);
+  if (n == 0) return nullptr;
+  // Every rank must send the same buffer, or one waits for a collective the others
+  // skipped: a parameter without a gradient here takes part as zeros, and a count of
+  // the ranks that had one rides along. One that none had keeps none, as in one
+  // process, where Adam then leaves it alone.
   std::vector<at::Tensor> grads;
+  std::vector<bool> had(n);
   for (int i = 0; i < n; i++) {
-    const auto &gr = need(params[i], "reduce_grads").grad();
-    if (gr.defined()) grads.push_back(gr);
+    auto &p = need(params[i], "reduce_grads");
+    had[i] = p.grad().defined();
+    if (!had[i]) p.mutable_grad() = at::zeros_like(p);
+    grads.push_back(p.grad());
   }
-  if (grads.empty()) return nullptr;
+  // Training gives every parameter a gradient on every rank: then the count is one
+  // fill, and nothing is read back (which would wait for the device each step).
+  const bool all = std::all_of(had.begin(), had.end(), [](bool h) { return h; });
+  at::Tensor count = at::ones({n}, grads[0].options());
+  if (!all) {
+    std::vector<float> c(had.begin(), had.end());
+    count = at::tensor(c).to(grads[0].options());
+  }
+  grads.push_back(count);
   at::Tensor flat = flatten(grads);
   all_reduce(g, flat);
+  grads.pop_back();
   if (scale != 1) flat.mul_(scale);
   unflatten(flat, grads);
+  if (!all) {
+    at::Tensor counted = flat.narrow(0, flat.numel() - n, n).to(at::kCPU, at::kFloat);
+    for (int i = 0; i < n; i++)
+      if (!had[i] && counted[i].item<float>() == 0) need(params[i], "reduce_grads").mutable_grad().reset();
+  }
 #else
   ET_NEED_DIST;
 #endif
@@ -1252,7 +1294,7 @@ et_error et_group_broadcast(et_group g, const et_tensor *ts, int n, int root) {
   std::vector<at::Tensor> flat{flatten(v)};
   c10d::BroadcastOptions o;
   o.rootRank = root;
-  g->pg->broadcast(flat, o)->wait(g->timeout);
+  need_group(g).pg->broadcast(flat, o)->wait(g->timeout);
   unflatten(flat[0], v);
 #else
   ET_NEED_DIST;
@@ -1264,7 +1306,7 @@ et_error et_group_barrier(et_group g) {
   ET_TRY
 #ifdef EMTORCH_DIST
   // A one-element all-reduce, bounded by the group's timeout as every collective here.
-  at::Tensor one = at::ones({1});
+  at::Tensor one = at::ones({1}, at::TensorOptions().device(need_group(g).device));
   all_reduce(g, one);
 #else
   ET_NEED_DIST;
@@ -1276,7 +1318,7 @@ et_error et_group_store_set(et_group g, const char *key, const char *value) {
   ET_TRY
 #ifdef EMTORCH_DIST
   std::string v(value);
-  g->store->set(key, std::vector<uint8_t>(v.begin(), v.end()));
+  need_group(g).store->set(key, std::vector<uint8_t>(v.begin(), v.end()));
 #else
   ET_NEED_DIST;
 #endif
@@ -1286,7 +1328,7 @@ et_error et_group_store_set(et_group g, const char *key, const char *value) {
 et_error et_group_store_get(et_group g, const char *key, char **value) {
   ET_TRY
 #ifdef EMTORCH_DIST
-  g->store->wait({key}, g->timeout);
+  need_group(g).store->wait({key}, g->timeout);
   auto v = g->store->get(key);
   std::string s(v.begin(), v.end());
   *value = strdup(s.c_str());
@@ -1299,7 +1341,7 @@ et_error et_group_store_get(et_group g, const char *key, char **value) {
 et_error et_group_store_check(et_group g, const char *key, int *found) {
   ET_TRY
 #ifdef EMTORCH_DIST
-  *found = g->store->check({key}) ? 1 : 0;
+  *found = need_group(g).store->check({key}) ? 1 : 0;
 #else
   ET_NEED_DIST;
 #endif
@@ -1310,6 +1352,7 @@ et_error et_all_reduce_sum(int flags, et_group g, et_tensor x, et_tensor *out) {
   ET_TRY
 #ifdef EMTORCH_DIST
   Mode m(flags);
+  need_group(g);
   *out = wrap(AllReduceSum::apply(need(x, "all_reduce_sum"), reinterpret_cast<int64_t>(g)));
 #else
   ET_NEED_DIST;
@@ -1323,6 +1366,7 @@ et_error et_sync_batch_norm(int flags, et_group g, et_tensor x, et_tensor weight
   ET_TRY
 #ifdef EMTORCH_DIST
   Mode m(flags);
+  need_group(g);
   *out = wrap(sync_batch_norm(g, need(x, "sync_batch_norm"), opt(weight), opt(bias),
                               opt(running_mean), opt(running_var), momentum, eps));
 #else
