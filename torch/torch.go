@@ -171,9 +171,17 @@ func (t *Tensor) Shape() []int {
 	if t == nil || t.h == nil {
 		return nil
 	}
-	var dims [16]C.int64_t
+	var small [16]C.int64_t
+	dims := small[:]
 	var n C.int
-	if e := C.et_shape(t.h, &dims[0], 16, &n); e != nil {
+	e := C.et_shape(t.h, &dims[0], C.int(len(dims)), &n)
+	if e != nil && int(n) > len(dims) {
+		// More dimensions than most tensors have: et_shape said how many.
+		C.et_free_error(e)
+		dims = make([]C.int64_t, int(n))
+		e = C.et_shape(t.h, &dims[0], C.int(len(dims)), &n)
+	}
+	if e != nil {
 		C.et_free_error(e)
 		return nil
 	}

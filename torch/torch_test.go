@@ -659,3 +659,22 @@ func TestNativeFramesLeaveGoFaultsToGo(t *testing.T) {
 		t.Fatalf("with EMTORCH_BACKTRACE=1: %v\n%s", err, out)
 	}
 }
+
+// A tensor of more dimensions than Shape's first buffer holds: its shape was nil and
+// its Numel 0, so its data read back empty without an error.
+func TestShapeOfManyDims(t *testing.T) {
+	s := NoGrad()
+	defer s.Close()
+	dims := make([]int, 20)
+	for i := range dims {
+		dims[i] = 1
+	}
+	dims[19] = 3
+	x := s.Reshape(s.Full([]int{3}, 2, Float32, CPU), dims...)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := x.Shape(); len(got) != 20 || got[19] != 3 || x.Numel() != 3 || len(s.Float32s(x)) != 3 {
+		t.Errorf("shape %v, numel %d; want 20 dims, the last 3, and 3 elements", got, x.Numel())
+	}
+}
