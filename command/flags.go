@@ -97,7 +97,13 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 // inferenceDataFlags are dataFlags for the verbs that apply a trained model (predict,
 // eval, report): without --gray, which the model's first layer decides.
 func inferenceDataFlags(dflt string) []cli.Flag {
-	return without(dataFlags(dflt, "as in training"), "gray")
+	flags := without(dataFlags(dflt, "as in training"), "gray")
+	for i, f := range flags {
+		if f.Names()[0] == "data-dir" {
+			flags[i] = &cli.StringFlag{Name: "data-dir", Usage: "folder with the data set's official files; alone, where the image set the model trained on lies now", DefaultText: "as in training"}
+		}
+	}
+	return flags
 }
 
 // imageDataFlags are inferenceDataFlags without the vectors' flags, for embed, whose
