@@ -1583,6 +1583,50 @@ func TestTrainTrials(t *testing.T) {
 	}
 }
 
+// scripts/gloo-config.sh writes Gloo's config.h as CMake would, with PyTorch's switches
+// (Dockerfile.cuda), and refuses a config.h.in with an entry it does not know, rather
+// than leave it unset.
+func TestGlooConfigScript(t *testing.T) {
+	const in = "#pragma once\n#define GLOO_VERSION_MAJOR @GLOO_VERSION_MAJOR@\n#define GLOO_VERSION_MINOR @GLOO_VERSION_MINOR@\n" +
+		"#define GLOO_VERSION_PATCH @GLOO_VERSION_PATCH@\n#cmakedefine01 GLOO_USE_CUDA\n#cmakedefine01 GLOO_USE_REDIS\n" +
+		"#cmakedefine01 GLOO_HAVE_TRANSPORT_TCP\n#cmakedefine01 GLOO_HAVE_TRANSPORT_UV\n"
+	for _, tc := range []struct {
+		name, in string
+		code     int
+		want     []string
+	}{
+		{"pytorch's switches", in, 0, []string{"#define GLOO_VERSION_MAJOR 0\n", "#define GLOO_VERSION_MINOR 5\n", "#define GLOO_VERSION_PATCH 2\n",
+			"#define GLOO_USE_CUDA 1\n", "#define GLOO_USE_REDIS 0\n", "#define GLOO_HAVE_TRANSPORT_TCP 1\n", "#define GLOO_HAVE_TRANSPORT_UV 0\n"}},
+		{"an unknown entry", in + "#define GLOO_NEW @GLOO_NEW@\n", 1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := t.TempDir()
+			os.MkdirAll(filepath.Join(src, "gloo"), 0o755)
+			os.WriteFile(filepath.Join(src, "CMakeLists.txt"), []byte("project(gloo CXX C)\nset(GLOO_VERSION_MAJOR 0)\nset(GLOO_VERSION_MINOR 5)\nset(GLOO_VERSION_PATCH 2)\n"), 0o644)
+			os.WriteFile(filepath.Join(src, "gloo", "config.h.in"), []byte(tc.in), 0o644)
+			out, err := exec.Command(filepath.Join(repo, "scripts/gloo-config.sh"), src).CombinedOutput()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := os.ReadFile(filepath.Join(src, "gloo", "config.h"))
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d: %s", code, tc.code, out)
+			}
+			if tc.code != 0 && got != nil {
+				t.Errorf("a refused config.h.in left a config.h:\n%s", got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(string(got), w) {
+					t.Errorf("config.h lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
 // scripts/build-shim.sh builds the shim against a libtorch folder (here Debian's CPU
 // libtorch, arranged as the include/ and lib/ folder the script takes), and the same
 // binary loads it when LD_LIBRARY_PATH names its folder: the way a CUDA shim replaces
