@@ -1127,6 +1127,31 @@ func TestResumeRemovesPartialCheckpoint(t *testing.T) {
 	}
 }
 
+// A checkpoint that Restore refuses after the command's own checks passed (here,
+// a spec edited to another width) leaves config.json as it was.
+func TestResumeRefusedByRestoreKeepsConfig(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.csv"), []byte(randomCSV(10, 4, 2, 1, true)), 0o644)
+	if r := run(t, dir, "train", "--data", "a.csv", "--label-col", "label", "--restarts", "1", "--epochs", "2", "--kmeans=false", "--quiet", "--device", "cpu", "--out", "run"); r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	ckpt := filepath.Join(dir, "run", "checkpoint.safetensors")
+	b, err := os.ReadFile(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := []byte(`\"in\":4,\"hidden\":[32,32]`) // inside the header's JSON string
+	if bytes.Count(b, spec) != 1 {
+		t.Fatalf("want the spec %s once in the checkpoint's header", spec)
+	}
+	os.WriteFile(ckpt, bytes.Replace(b, spec, bytes.Replace(spec, []byte("[32,32]"), []byte("[32,31]"), 1), 1), 0o644)
+	config, _ := os.ReadFile(filepath.Join(dir, "run", "config.json"))
+	wantError(t, run(t, dir, "train", "--resume", "run", "--epochs", "5"), 1, "checkpoint.safetensors", "does not match this run's")
+	if b, _ := os.ReadFile(filepath.Join(dir, "run", "config.json")); !bytes.Equal(b, config) {
+		t.Errorf("a resume that Restore refused rewrote config.json:\n%s", b)
+	}
+}
+
 // report replaces an earlier report only when told to.
 func TestReportGuardsOutput(t *testing.T) {
 	dir := t.TempDir()

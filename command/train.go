@@ -300,6 +300,14 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	if !speaks || newFolder != nil {
 		writeDir = "" // a new run attaches the folder it holds locked below
 	}
+	// New writes the resumed config.json before Restore has accepted the
+	// checkpoint; a refused resume puts the old one back.
+	var savedConfig []byte
+	if ckpt != nil && writeDir != "" {
+		if savedConfig, err = os.ReadFile(filepath.Join(writeDir, "config.json")); err != nil {
+			return fmt.Errorf("resume: %w", err)
+		}
+	}
 	run, err := train.New(cfg, src, dev, writeDir)
 	if err != nil {
 		return err
@@ -312,6 +320,11 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	}
 	if ckpt != nil {
 		if err := run.Restore(ckpt); err != nil {
+			if savedConfig != nil {
+				if werr := atomicfile.WriteBytes(filepath.Join(writeDir, "config.json"), savedConfig); werr != nil {
+					err = errors.Join(err, werr)
+				}
+			}
 			return fmt.Errorf("resume: %w", err)
 		}
 	}
