@@ -32,6 +32,10 @@ func TrainTrials(ctx context.Context, cfg Config, src Source, dev torch.Device, 
 	}
 	n := max(cfg.Restarts, 1)
 	full := cfg.EpochsFor(src.Len())
+	if cfg.TrialEpochs > full {
+		// Validate saw cfg.Epochs; MaxSteps may have lowered it for these data.
+		return nil, nil, fmt.Errorf("trial epochs %d: more than the %d epochs the run trains on %d rows", cfg.TrialEpochs, full, src.Len())
+	}
 	var steps *stepCounter
 	if hooks.Progress != nil {
 		steps = &stepCounter{mu: new(sync.Mutex), hook: hooks.Progress, done: make([]int, n), total: make([]int, n)}

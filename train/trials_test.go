@@ -123,6 +123,26 @@ func TestTrainTrials(t *testing.T) {
 	}
 }
 
+// Trials longer than the run, once MaxSteps has cut its epochs for the data, are
+// refused before any trains.
+func TestTrainTrialsLongerThanRun(t *testing.T) {
+	im := mnistSet(t, 64)
+	src := imageSource(t, im)
+	cfg := imageConfig("em", 10, 32)
+	cfg.Restarts, cfg.TrialEpochs, cfg.MaxSteps = 2, 5, 3 // 2 steps an epoch: 2 epochs
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("the config alone should pass: %v", err)
+	}
+	kept, _, err := TrainTrials(context.Background(), cfg, src, testDevice, RestartHooks{})
+	if err == nil || !strings.Contains(err.Error(), "trial epochs 5") || !strings.Contains(err.Error(), "the 2 epochs") {
+		t.Errorf("error %v, want trial epochs 5 refused against the 2 epochs", err)
+	}
+	if kept != nil {
+		kept.Close()
+		t.Error("a run came back")
+	}
+}
+
 // An interrupt keeps the best trial of those that finished, set to go on.
 func TestTrainTrialsInterrupted(t *testing.T) {
 	im := mnistSet(t, 64)
