@@ -340,7 +340,7 @@ func TestErrors(t *testing.T) {
 		// Was a nil-tensor panic in loss.KL: image objectives on vectors.
 		{name: "twofold on vectors", args: append(ten, "--objective", "twofold"), code: 2, want: []string{"twofold", "--objective em"}},
 		{name: "em-aug on vectors", args: append(ten, "--objective", "em-aug"), code: 2, want: []string{"em-aug", "--objective em"}},
-		{name: "batch size 1", args: append(ten, "--batch-size", "1"), code: 2, want: []string{"batch size 1"}},
+		{name: "batch size 1", args: append(ten, "--batch-size", "1"), code: 2, want: []string{"--batch-size 1"}},
 		{name: "unknown precision", args: append(ten, "--precision", "fp16"), code: 2, want: []string{"precision", `"fp16"`, "fp32 or bf16"}},
 		{name: "channels-last on vectors", args: append(ten, "--channels-last"), code: 2, want: []string{"channels-last", "mlp"}},
 		{name: "batch size not a number", args: append(ten, "--batch-size", "abc"), code: 2, want: []string{"batch-size", `"abc"`}},
@@ -382,8 +382,8 @@ func TestErrors(t *testing.T) {
 		{name: "trial epochs on vectors", args: append(ten, "--restarts", "3", "--trial-epochs", "5"), code: 2, want: []string{"--trial-epochs", "images"}},
 		{name: "trial epochs of one restart", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "1", "--trial-epochs", "5"}, code: 2, want: []string{"--trial-epochs 5", "--restarts"}},
 		{name: "trial epochs with keep-by", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "2", "--keep-by", "silhouette"}, code: 2, want: []string{"--keep-by with --trial-epochs"}},
-		{name: "trial epochs 1", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "1"}, code: 2, want: []string{"trial epochs 1", "2 to"}},
-		{name: "trial epochs past the run", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "9", "--epochs", "8"}, code: 2, want: []string{"trial epochs 9", "8 epochs"}},
+		{name: "trial epochs 1", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "1"}, code: 2, want: []string{"--trial-epochs 1", "2 to"}},
+		{name: "trial epochs past the run", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "9", "--epochs", "8"}, code: 2, want: []string{"--trial-epochs 9", "8 epochs"}},
 		{name: "hidden auto with heads", args: append(ten, "--hidden", "auto", "--heads", "2"), code: 2, want: []string{"--heads 2", "--hidden auto"}},
 		{name: "negative cluster index", args: []string{"report", "r4", "--clusters", "1,-2"}, code: 2, want: []string{"--clusters", `"1,-2"`}},
 		// Were found after the other figures were drawn (and left a folder a rerun
@@ -417,7 +417,7 @@ func TestErrors(t *testing.T) {
 		{name: "bench threads -1", args: []string{"bench", "--model", "mlp", "--threads", "-1"}, code: 2, want: []string{"--threads -1", "CPUs"}},
 		// Was Go's "fatal error: runtime: out of memory" and a 179-line trace.
 		{name: "image size 100000", args: append(train, "--dataset", "folder", "--data-dir", "mnist", "--image-size", "100000"), code: 2,
-			want: []string{"image size 100000", "16384"}},
+			want: []string{"--image-size 100000", "16384"}},
 		{name: "truncated IDX", args: append(train, "--dataset", "mnist", "--data-dir", "mnist"), code: 1,
 			want: []string{"train-images-idx3-ubyte", "truncated"}},
 		{name: "unknown dataset", args: append(train, "--dataset", "imagenet"), code: 2, want: []string{`"imagenet"`}},

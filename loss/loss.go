@@ -29,7 +29,7 @@ func ParseGamma(s string, batch int) (float64, error) {
 	}
 	g, err := strconv.ParseFloat(s, 64)
 	if err != nil || !(g > 0) || math.IsInf(g, 0) {
-		return 0, fmt.Errorf("gamma %q: want a positive number or auto", s)
+		return 0, fmt.Errorf("--gamma %q: want a positive number or auto", s)
 	}
 	return g, nil
 }

@@ -29,7 +29,7 @@ func (c Compute) Validate() error {
 	case "", "fp32", "bf16":
 		return nil
 	}
-	return fmt.Errorf("precision %q: want fp32 or bf16", c.Precision)
+	return fmt.Errorf("--precision %q: want fp32 or bf16", c.Precision)
 }
 
 func (c Compute) bf16() bool { return c.Precision == "bf16" }

@@ -189,41 +189,41 @@ func (c *Config) Validate() error {
 	}
 	switch {
 	case c.K < 1:
-		return fmt.Errorf("k = %d: want at least 1 cluster", c.K)
+		return fmt.Errorf("--k %d: want at least 1 cluster", c.K)
 	case c.Epochs < 1:
-		return fmt.Errorf("epochs = %d: want at least 1", c.Epochs)
+		return fmt.Errorf("--epochs %d: want at least 1", c.Epochs)
 	case c.MinSteps < 0:
 		return fmt.Errorf("min steps %d: want ≥ 0", c.MinSteps)
 	case c.MaxSteps < 0 || (c.MaxSteps > 0 && c.MaxSteps < c.MinSteps):
 		return fmt.Errorf("max steps %d: want 0 (no limit) or at least the min steps, %d", c.MaxSteps, c.MinSteps)
 	case c.BatchSize < 2:
-		return fmt.Errorf("batch size %d: the relevance normalisation needs at least 2 rows a batch", c.BatchSize)
+		return fmt.Errorf("--batch-size %d: the relevance normalisation needs at least 2 rows a batch", c.BatchSize)
 	case !(c.LR > 0) || math.IsInf(c.LR, 1):
-		return fmt.Errorf("lr %v: want a finite rate > 0", c.LR)
+		return fmt.Errorf("--lr %v: want a finite rate > 0", c.LR)
 	case obj.KLStep && (!(c.LRKL > 0) || math.IsInf(c.LRKL, 1)):
-		return fmt.Errorf("lr-kl %v: want a finite rate > 0", c.LRKL)
+		return fmt.Errorf("--lr-kl %v: want a finite rate > 0", c.LRKL)
 	case c.Threads < 0 || c.Threads > runtime.NumCPU():
 		// Far more threads than CPUs did not finish a 1-second run in 300 s.
-		return fmt.Errorf("threads %d: want 0 (one per CPU) to %d, the CPUs this machine has", c.Threads, runtime.NumCPU())
+		return fmt.Errorf("--threads %d: want 0 (one per CPU) to %d, the CPUs this machine has", c.Threads, runtime.NumCPU())
 	case c.ImageSize < 0 || c.ImageSize > data.MaxImageSide:
-		return fmt.Errorf("image size %d: want 0 (keep) to %d", c.ImageSize, data.MaxImageSide)
+		return fmt.Errorf("--image-size %d: want 0 (keep) to %d", c.ImageSize, data.MaxImageSide)
 	case c.Prior != "uniform" && c.Prior != "learned":
-		return fmt.Errorf("prior %q: want uniform or learned", c.Prior)
+		return fmt.Errorf("--prior %q: want uniform or learned", c.Prior)
 	case c.EvalEvery < 0:
-		return fmt.Errorf("eval-every %d: want ≥ 0", c.EvalEvery)
+		return fmt.Errorf("--eval-every %d: want ≥ 0", c.EvalEvery)
 	case c.Restarts < 0 || c.Restarts > 1000:
-		return fmt.Errorf("restarts %d: want 0 to 1000", c.Restarts)
+		return fmt.Errorf("--restarts %d: want 0 to 1000", c.Restarts)
 	case c.TrialEpochs != 0 && (c.TrialEpochs < 2 || c.TrialEpochs > c.Epochs):
 		// One evaluation has no earlier one to agree with.
-		return fmt.Errorf("trial epochs %d: want 0 (no trials) or 2 to the run's %d epochs", c.TrialEpochs, c.Epochs)
+		return fmt.Errorf("--trial-epochs %d: want 0 (no trials) or 2 to the run's %d epochs", c.TrialEpochs, c.Epochs)
 	case c.KeepBy != "" && c.KeepBy != KeepBySilhouette && c.KeepBy != KeepByAgreement:
-		return fmt.Errorf("keep-by %q: want %s or %s", c.KeepBy, KeepBySilhouette, KeepByAgreement)
+		return fmt.Errorf("--keep-by %q: want %s or %s", c.KeepBy, KeepBySilhouette, KeepByAgreement)
 	case c.Heads < 0 || c.Heads > model.MaxHeads:
-		return fmt.Errorf("heads %d: want 1 to %d", c.Heads, model.MaxHeads)
+		return fmt.Errorf("--heads %d: want 1 to %d", c.Heads, model.MaxHeads)
 	case c.Heads > 1 && obj.Supervised:
-		return fmt.Errorf("heads %d: the supervised objective trains one head", c.Heads)
+		return fmt.Errorf("--heads %d: the supervised objective trains one head", c.Heads)
 	case c.Heads > 1 && c.Prior == "learned":
-		return fmt.Errorf("heads %d: a learned prior is one head's; use --prior uniform or one head", c.Heads)
+		return fmt.Errorf("--heads %d: a learned prior is one head's; use --prior uniform or one head", c.Heads)
 	}
 	return c.Compute().Validate()
 }

@@ -37,7 +37,7 @@ func LookupObjective(name string) (Objective, error) {
 			return o, nil
 		}
 	}
-	return Objective{}, fmt.Errorf("objective %q: want one of %s", name, ObjectiveNames(nil))
+	return Objective{}, fmt.Errorf("--objective %q: want one of %s", name, ObjectiveNames(nil))
 }
 
 // ObjectiveNames lists the names of the objectives keep accepts (all when nil),

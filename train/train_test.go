@@ -256,7 +256,7 @@ func TestConfigErrors(t *testing.T) {
 		{func(c *Config) { c.K = 5000 }, "larger than the 1797 rows"},
 		{func(c *Config) { c.K = 0 }, "at least 1 cluster"},
 		{func(c *Config) { c.Objective = "kmeans" }, "objective"},
-		{func(c *Config) { c.BatchSize = 1 }, "batch size"},
+		{func(c *Config) { c.BatchSize = 1 }, "--batch-size"},
 		{func(c *Config) { c.Gamma = "-2" }, "gamma"},
 		{func(c *Config) { c.Arch = "mnist" }, "arch mnist"},
 		{func(c *Config) { c.Prior = "zipf" }, "prior"},

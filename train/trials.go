@@ -28,13 +28,13 @@ import (
 // of those that finished comes back with ctx's error, and Train would continue it.
 func TrainTrials(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks) (*Run, []Restart, error) {
 	if cfg.TrialEpochs < 2 {
-		return nil, nil, fmt.Errorf("trial epochs %d: want at least 2", cfg.TrialEpochs)
+		return nil, nil, fmt.Errorf("--trial-epochs %d: want at least 2", cfg.TrialEpochs)
 	}
 	n := max(cfg.Restarts, 1)
 	full := cfg.EpochsFor(src.Len())
 	if cfg.TrialEpochs > full {
 		// Validate saw cfg.Epochs; MaxSteps may have lowered it for these data.
-		return nil, nil, fmt.Errorf("trial epochs %d: more than the %d epochs the run trains on %d rows", cfg.TrialEpochs, full, src.Len())
+		return nil, nil, fmt.Errorf("--trial-epochs %d: more than the %d epochs the run trains on %d rows", cfg.TrialEpochs, full, src.Len())
 	}
 	var steps *stepCounter
 	if hooks.Progress != nil {

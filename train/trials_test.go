@@ -20,9 +20,9 @@ func TestTrialEpochsValidate(t *testing.T) {
 		{0, 10, ""},
 		{2, 10, ""},
 		{10, 10, ""},
-		{1, 10, "trial epochs 1"},
-		{-3, 10, "trial epochs -3"},
-		{11, 10, "trial epochs 11"},
+		{1, 10, "--trial-epochs 1"},
+		{-3, 10, "--trial-epochs -3"},
+		{11, 10, "--trial-epochs 11"},
 	} {
 		cfg := ImageDefaults()
 		cfg.Epochs, cfg.TrialEpochs = tc.epochs, tc.trial
@@ -134,7 +134,7 @@ func TestTrainTrialsLongerThanRun(t *testing.T) {
 		t.Fatalf("the config alone should pass: %v", err)
 	}
 	kept, _, err := TrainTrials(context.Background(), cfg, src, testDevice, RestartHooks{})
-	if err == nil || !strings.Contains(err.Error(), "trial epochs 5") || !strings.Contains(err.Error(), "the 2 epochs") {
+	if err == nil || !strings.Contains(err.Error(), "--trial-epochs 5") || !strings.Contains(err.Error(), "the 2 epochs") {
 		t.Errorf("error %v, want trial epochs 5 refused against the 2 epochs", err)
 	}
 	if kept != nil {
