@@ -370,3 +370,25 @@ func BenchmarkAllReduce(b *testing.B) {
 	}
 	wg.Wait()
 }
+
+// A backward through AllReduceSum after its group was closed is an error naming
+// the group, not a use of the freed group.
+func TestAllReduceSumAfterClose(t *testing.T) {
+	g, err := NewGroup(GroupConfig{Host: "127.0.0.1", Port: freePort(t), ServeStore: true, Rank: 0, World: 1, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewScope()
+	defer s.Close()
+	x := s.Full([]int{2}, 1, Float32, CPU)
+	s.Fail(x.SetRequiresGrad(true))
+	sum := s.AllReduceSum(g, x)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	s.Backward(s.Sum(sum, false))
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "process group was closed") {
+		t.Errorf("backward after Close: error %v, want one saying the group was closed", err)
+	}
+}

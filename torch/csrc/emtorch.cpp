@@ -55,6 +55,7 @@
 #include <mutex>
 #include <cstring>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 struct et_tensor_s {
@@ -65,11 +66,25 @@ namespace {
 
 std::atomic<int64_t> live{0};
 
-et_error fail(const char *msg) { return strdup(msg); }
+// Returned when strdup cannot copy a message: a null error would read as success.
+char out_of_memory[] = "out of memory (the error's message could not be copied)";
+
+et_error fail(const char *msg) {
+  char *e = strdup(msg);
+  return e != nullptr ? e : out_of_memory;
+}
 
 et_tensor wrap(at::Tensor t) {
+  auto *w = new et_tensor_s{std::move(t)}; // counted once it exists
   live.fetch_add(1, std::memory_order_relaxed);
-  return new et_tensor_s{std::move(t)};
+  return w;
+}
+
+// unwrap_free frees a handle made in a call that then failed, before the caller
+// could take it.
+void unwrap_free(et_tensor t) {
+  delete t;
+  live.fetch_sub(1, std::memory_order_relaxed);
 }
 
 #if defined(__GLIBC__) && defined(__x86_64__)
@@ -107,8 +122,15 @@ void print_native_frames(int sig, siginfo_t *info, void *ctx) {
   put_stderr(head, n, sizeof head);
   print_address("fault at", static_cast<uintptr_t>(regs[REG_RIP]));
   const auto *sp = reinterpret_cast<const uintptr_t *>(regs[REG_RSP]);
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   Dl_info d;
   for (int i = 0, shown = 0; i < 1024 && shown < 48; i++) {
+    const auto at = reinterpret_cast<uintptr_t>(sp + i);
+    if (i == 0 || at % page == 0) {
+      // Stop at the stack's end: reading past it would fault inside this handler.
+      unsigned char resident;
+      if (mincore(reinterpret_cast<void *>(at & ~(page - 1)), 1, &resident) != 0) break;
+    }
     if (dladdr(reinterpret_cast<void *>(sp[i]), &d) != 0 && d.dli_sname != nullptr) {
       print_address("stack", sp[i]);
       shown++;
@@ -252,7 +274,9 @@ et_error et_handshake(int caller_abi) {
   ET_CATCH
 }
 
-void et_free_error(et_error e) { free(e); }
+void et_free_error(et_error e) {
+  if (e != out_of_memory) free(e);
+}
 
 et_error et_free(et_tensor t) {
   ET_TRY
@@ -835,8 +859,14 @@ et_error et_adam_get_state(et_adam a, int i, et_tensor *exp_avg, et_tensor *exp_
                            int64_t *step) {
   ET_TRY
   TORCH_CHECK(i >= 0 && i < static_cast<int>(need_adam(a).params.size()), "adam: no parameter ", i);
-  *exp_avg = wrap(a->exp_avg[i]);
-  *exp_avg_sq = wrap(a->exp_avg_sq[i]);
+  et_tensor m = wrap(a->exp_avg[i]);
+  try {
+    *exp_avg_sq = wrap(a->exp_avg_sq[i]);
+  } catch (...) {
+    unwrap_free(m);
+    throw;
+  }
+  *exp_avg = m;
   *step = a->step[i];
   ET_CATCH
 }
@@ -1037,6 +1067,7 @@ struct et_group_s {
 #endif
   int rank = 0, world = 1;
   at::Device device{at::kCPU}; // where the backend's tensors live: NCCL's on the GPU
+  int64_t id = 0;              // its key in live_groups
 };
 
 namespace {
@@ -1048,6 +1079,19 @@ namespace {
 }
 
 #ifdef EMTORCH_DIST
+// The open groups by id. AllReduceSum's graph keeps a group's id, not its pointer:
+// a backward after the group was closed is then an error, not a use after free.
+std::mutex live_groups_mu;
+std::unordered_map<int64_t, et_group> live_groups;
+int64_t next_group_id = 1;
+
+et_group open_group(int64_t id) {
+  std::lock_guard<std::mutex> lock(live_groups_mu);
+  auto it = live_groups.find(id);
+  TORCH_CHECK(it != live_groups.end(), "all_reduce_sum backward: the process group was closed");
+  return it->second;
+}
+
 void all_reduce(et_group g, at::Tensor &flat) {
   need_group(g);
   std::vector<at::Tensor> v{flat};
@@ -1078,14 +1122,15 @@ void unflatten(const at::Tensor &flat, std::vector<at::Tensor> &ts) {
 struct AllReduceSum : public torch::autograd::Function<AllReduceSum> {
   static at::Tensor forward(torch::autograd::AutogradContext *ctx, const at::Tensor &x,
                             int64_t group) {
-    ctx->saved_data["group"] = group;
+    auto g = reinterpret_cast<et_group>(group);
+    ctx->saved_data["group"] = need_group(g).id;
     auto y = x.detach().contiguous().clone();
-    all_reduce(reinterpret_cast<et_group>(group), y);
+    all_reduce(g, y);
     return y;
   }
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext *ctx,
                                                  torch::autograd::variable_list grads) {
-    auto g = reinterpret_cast<et_group>(ctx->saved_data["group"].toInt());
+    auto g = open_group(ctx->saved_data["group"].toInt());
     auto y = grads[0].contiguous().clone();
     all_reduce(g, y);
     return {y, at::Tensor()};
@@ -1214,6 +1259,11 @@ et_error et_group_new(int backend, const char *host, int port, int serve_store,
   } else {
     TORCH_CHECK(false, "unknown backend code ", backend);
   }
+  {
+    std::lock_guard<std::mutex> lock(live_groups_mu);
+    g->id = next_group_id++;
+    live_groups.emplace(g->id, g.get());
+  }
   *out = g.release();
 #else
   ET_NEED_DIST;
@@ -1223,6 +1273,12 @@ et_error et_group_new(int backend, const char *host, int port, int serve_store,
 
 et_error et_group_free(et_group g) {
   ET_TRY
+#ifdef EMTORCH_DIST
+  if (g != nullptr) {
+    std::lock_guard<std::mutex> lock(live_groups_mu);
+    live_groups.erase(g->id);
+  }
+#endif
   delete g;
   ET_CATCH
 }
@@ -1332,6 +1388,7 @@ et_error et_group_store_get(et_group g, const char *key, char **value) {
   auto v = g->store->get(key);
   std::string s(v.begin(), v.end());
   *value = strdup(s.c_str());
+  if (*value == nullptr) throw std::bad_alloc();
 #else
   ET_NEED_DIST;
 #endif
