@@ -1,5 +1,6 @@
 # emclust: `make run` clusters the embedded digits, `make test` runs every check.
-# Both install what is missing first (Debian/Ubuntu, with apt-get).
+# Both install what is missing first (Debian 12 or newer, with apt-get: libtorch-dev
+# 1.13+; Ubuntu 22.04's is 1.8 and 24.04 has none).
 
 GO          ?= go
 CXX         ?= g++
@@ -16,6 +17,8 @@ SHIM_FLAGS  := -std=c++17 -fPIC -shared -Wall -Wno-unused-parameter -DUSE_C10D_G
 # (libtorch-dev ships c10d's headers but does not depend on Gloo's).
 DEB_PKGS    := libtorch-dev libgloo-dev libopenblas0-pthread g++ python3 dataset-fashion-mnist
 SUDO        := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Waits out the dpkg lock a new VM's unattended upgrades hold, and retries downloads.
+APT         := env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=5
 GO_MIN      := 1.25
 
 # CUDA shim: make cuda-lib LIBTORCH=/path/to/site-packages/torch (see scripts/build-shim.sh)
@@ -26,12 +29,16 @@ LIBTORCH    ?=
 all: build
 
 deps:
-	@missing=""; for p in $(DEB_PKGS); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	@missing=""; for p in $(DEB_PKGS); do \
+		dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null | grep -qx installed || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing$$missing"; \
-		$(SUDO) apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+		$(SUDO) $(APT) update -q && \
+		$(SUDO) $(APT) install -y -q --no-install-recommends $$missing || { \
+		echo "make deps: apt-get could not install$$missing; emclust needs Debian 12 (bookworm) or newer, whose libtorch-dev is 1.13 or later"; exit 1; }; \
 	fi
+	@v=$$(dpkg-query -W -f='$${Version}' libtorch-dev); dpkg --compare-versions "$$v" ge 1.13 || { \
+		echo "make deps: libtorch-dev $$v is older than 1.13, which the shim needs (Debian 12 or newer has it)"; exit 1; }
 	@command -v $(GO) >/dev/null || { echo "make deps: Go $(GO_MIN) or newer is needed (https://go.dev/dl); Debian's golang-go is too old"; exit 1; }
 	@v=$$($(GO) env GOVERSION | sed 's/^go//'); \
 	if [ "$$(printf '%s\n' $(GO_MIN) $$v | sort -V | head -1)" != "$(GO_MIN)" ]; then \
@@ -39,8 +46,8 @@ deps:
 
 # The Python peers of scripts/bench (reference.py, compare.sh): Debian's PyTorch.
 bench-deps: deps
-	@dpkg -s python3-torch >/dev/null 2>&1 || { $(SUDO) apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends python3-torch; }
+	@dpkg-query -W -f='$${db:Status-Status}' python3-torch 2>/dev/null | grep -qx installed || { $(SUDO) $(APT) update -q && \
+		$(SUDO) $(APT) install -y -q --no-install-recommends python3-torch; }
 
 lib: $(SHIM)
 
@@ -49,12 +56,12 @@ $(SHIM): $(SHIM_SRC) | deps
 	$(CXX) $(SHIM_FLAGS) $(CXXFLAGS) -I$(TORCH_INC) torch/csrc/emtorch.cpp -o $@ \
 		-Wl,--version-script=torch/csrc/emtorch.map -Wl,--no-as-needed -ltorch -ltorch_cpu -lc10
 
-# emclust --version names the commit (Go's own VCS stamp is off where GOFLAGS says
-# -buildvcs=false, and fails where git refuses the checkout's owner).
+# emclust --version names the commit. Go's own VCS stamp is off: it fails where git
+# refuses the checkout's owner (sudo, a container's bind mount).
 COMMIT       = $(shell git describe --always --dirty 2>/dev/null)
 
 build: lib
-	$(GO) build -ldflags "-X emclust/command.commit=$(COMMIT)" -o emclust ./cmd/emclust
+	$(GO) build -buildvcs=false -ldflags "-X emclust/command.commit=$(COMMIT)" -o emclust ./cmd/emclust
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

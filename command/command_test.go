@@ -60,7 +60,7 @@ func testMain(m *testing.M) int {
 	// GPU machine, and the libtorch 2.x root of `make test-libtorch2`.
 	if bin = os.Getenv("EMCLUST_TEST_BIN"); bin == "" {
 		bin = filepath.Join(tmp, "emclust")
-		build := exec.Command("go", "build", "-o", bin, filepath.Join(repo, "cmd/emclust"))
+		build := exec.Command("go", "build", "-buildvcs=false", "-o", bin, filepath.Join(repo, "cmd/emclust"))
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build emclust:", err)

@@ -288,7 +288,10 @@ func TestResumeAcrossWorldSizes(t *testing.T) {
 func TestDistributedErrors(t *testing.T) {
 	dir := t.TempDir()
 	// Clipped: each case appends its own flags to it.
+	// 3 s where a rank waits for one that never comes; where both start, time for
+	// each to load libtorch on two busy cores.
 	train := slices.Clip(append([]string{"train", "--quiet", "--kmeans=false", "--epochs", "2", "--dist-timeout", "3s"}, distDevice()...))
+	both := slices.Clip(append([]string{"train", "--quiet", "--kmeans=false", "--epochs", "2", "--dist-timeout", "30s"}, distDevice()...))
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -307,14 +310,14 @@ func TestDistributedErrors(t *testing.T) {
 		{"no master", [][]string{rankEnv(1, 2, port)}, [][]string{append(train, "--out", "a")}, "rank 1: join 2 ranks at 127.0.0.1"},
 		{"port in use", [][]string{rankEnv(0, 2, busyPort)}, [][]string{append(train, "--out", "b")}, "rank 0: join 2 ranks"},
 		{"different flags", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
-			[][]string{append(train, "--out", "c"), append(train, "--out", "c", "--lr", "0.01")}, "config differs"},
+			[][]string{append(both, "--out", "c"), append(both, "--out", "c", "--lr", "0.01")}, "config differs"},
 		{"batch does not split", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
-			[][]string{append(train, "--out", "d", "--batch-size", "127")}, "does not split over 2 ranks"},
+			[][]string{append(both, "--out", "d", "--batch-size", "127")}, "does not split over 2 ranks"},
 		{"bad variable", [][]string{append(os.Environ(), "RANK=x", "WORLD_SIZE=2")}, [][]string{append(train, "--out", "e")}, `RANK="x"`},
 		{"rank beyond world", [][]string{rankEnv(2, 2, port)}, [][]string{append(train, "--out", "f")}, "rank 2 of a world of 2"},
-		{"restarts", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)}, [][]string{append(train, "--out", "g", "--restarts", "2")}, "--restarts or --trial-epochs with 2 processes"},
+		{"restarts", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)}, [][]string{append(both, "--out", "g", "--restarts", "2")}, "--restarts or --trial-epochs with 2 processes"},
 		{"trials", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
-			[][]string{append(train, "--out", "h", "--dataset", "mnist", "--data-dir", images, "--trial-epochs", "2")}, "--restarts or --trial-epochs with 2 processes"},
+			[][]string{append(both, "--out", "h", "--dataset", "mnist", "--data-dir", images, "--trial-epochs", "2")}, "--restarts or --trial-epochs with 2 processes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()

@@ -55,7 +55,7 @@ ROOT_PKGS=libtorch-dev,libgloo-dev,g++,binutils,python3,python3-torch,dataset-fa
 if [ ! -e "$ROOT/.emclust-root" ]; then
   command -v debootstrap >/dev/null || {
     say "installing debootstrap"
-    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends debootstrap debian-archive-keyring
+    apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=5 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=5 install -y -q --no-install-recommends debootstrap debian-archive-keyring
   }
   say "debootstrap trixie into $ROOT (about 1.5 GB; once per machine)"
   rm -rf "$ROOT.tmp"
@@ -125,7 +125,7 @@ fi
 # --- binaries: Go here, the shim in the root through build-shim.sh ---------------------
 rm -rf "$OUT" && mkdir -p "$OUT/tests"
 say "building emclust and the test binaries with $($GO env GOVERSION)"
-(cd "$REPO" && $GO build -o "$OUT/emclust" ./cmd/emclust && $GO test -c -o "$OUT/tests/" ./...)
+(cd "$REPO" && $GO build -buildvcs=false -o "$OUT/emclust" ./cmd/emclust && $GO test -c -o "$OUT/tests/" ./...)
 if [ "$MODE" = cuda ]; then
   in_root env CUDA_HOME=/opt/cuda CXX11_ABI=1 "$REPO/scripts/build-shim.sh" /opt/libtorch-cuda "$OUT/shim"
   libpath=$OUT/shim:$CUDA_LIBS
