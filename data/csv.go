@@ -165,7 +165,10 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 			}
 			header = true
 		} else {
-			header = p.looksLikeHeader(rec)
+			var err error
+			if header, err = p.headerOrData(rec, line); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if labelName != "" && !header {
@@ -281,7 +284,7 @@ func (c *countingReader) Read(b []byte) (int, error) {
 // col describes column j for error messages.
 func (p *csvParser) col(j int) string {
 	if p.names != nil {
-		return fmt.Sprintf("column %d (%q)", j, p.names[j])
+		return fmt.Sprintf("column %d (%s)", j, quoteClip(p.names[j]))
 	}
 	return fmt.Sprintf("column %d", j)
 }
@@ -293,6 +296,33 @@ func (p *csvParser) wrap(err error) error {
 		return fmt.Errorf("%s:%d:%d: %w", p.name, pe.Line, pe.Column, pe.Err)
 	}
 	return fmt.Errorf("%s: %w", p.name, err)
+}
+
+// headerOrData decides whether line 1 is a header when the user did not say: cells
+// (other than the label's) that are all numbers are data, and names or empty cells
+// without a number (pandas leaves its index's name empty) a header. Both at once
+// is a data row with a missing value or a header with a numeric name; guessing
+// either way would silently drop a row or read names as numbers.
+func (p *csvParser) headerOrData(rec []string, line int) (bool, error) {
+	number, name := -1, -1
+	for j, s := range rec {
+		s = strings.TrimSpace(s)
+		if j == p.labelCol || s == "" {
+			continue
+		}
+		if _, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+			if number < 0 {
+				number = j
+			}
+		} else if name < 0 {
+			name = j
+		}
+	}
+	if number >= 0 && name >= 0 {
+		return false, fmt.Errorf("%s:%d: %s is a number and %s is not (%s): is line %d a header? say --header yes or --header no",
+			p.name, line, p.col(number), p.col(name), quoteClip(strings.TrimSpace(rec[name])), line)
+	}
+	return number < 0 && name >= 0, nil
 }
 
 func (p *csvParser) looksLikeHeader(rec []string) bool {
@@ -336,13 +366,13 @@ func (p *csvParser) row(rec []string, line int) error {
 		case s == "":
 			return fmt.Errorf("%s:%d: %s: empty cell", p.name, line, p.col(j))
 		case err != nil && !errors.Is(err, strconv.ErrRange):
-			return fmt.Errorf("%s:%d: %s: %q is not a number", p.name, line, p.col(j), s)
+			return fmt.Errorf("%s:%d: %s: %s is not a number", p.name, line, p.col(j), quoteClip(s))
 		case math.IsNaN(f):
 			return fmt.Errorf("%s:%d: NaN in %s", p.name, line, p.col(j))
 		case math.IsInf(f, 0) && err == nil:
 			return fmt.Errorf("%s:%d: %s in %s", p.name, line, fmtInf(f), p.col(j))
 		case err != nil || math.IsInf(float64(float32(f)), 0):
-			return fmt.Errorf("%s:%d: %s: %q is out of float32 range", p.name, line, p.col(j), s)
+			return fmt.Errorf("%s:%d: %s: %s is out of float32 range", p.name, line, p.col(j), quoteClip(s))
 		}
 		p.x = append(p.x, float32(f))
 	}

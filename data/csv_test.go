@@ -362,7 +362,23 @@ func TestReadCSVErrors(t *testing.T) {
 		{
 			name:    "string labels without a label column",
 			content: "1,2,cat\n",
-			want:    []string{"x.csv: no data rows"}, // the row is taken as a header
+			want:    []string{"x.csv:1: column 0 is a number and column 2 is not (\"cat\")", "--header yes or --header no"},
+		},
+		{
+			// Was taken for a header, and the row dropped without a word.
+			name:    "a missing value in the first row",
+			content: "1.0,,3.0\n4,5,6\n",
+			want:    []string{"x.csv:1: column 1: empty cell"},
+		},
+		{
+			name:    "NA in the first row",
+			content: "1,NA,3\n4,5,6\n",
+			want:    []string{"x.csv:1: column 0 is a number and column 1 is not (\"NA\")", "is line 1 a header?"},
+		},
+		{
+			name:    "a huge cell is quoted in part",
+			content: "a,b\n1," + strings.Repeat("x", 100000) + "\n",
+			want:    []string{`x.csv:2: column 1 ("b"): "xxxxxxxxxx`, "… (100000 bytes) is not a number"},
 		},
 		{
 			name:    "string labels without a label column, after numbers",

@@ -2,7 +2,9 @@ package data
 
 import (
 	"fmt"
+	"strconv"
 	"syscall"
+	"unicode/utf8"
 )
 
 // Limits on what a reader allocates on the word of a file's header or a flag. Files are
@@ -56,4 +58,18 @@ func checkMemory(what string, n int, ok bool) error {
 		return fmt.Errorf("%s would need more than the machine's %d MiB of memory", what, limit>>20)
 	}
 	return nil
+}
+
+// quoteClip quotes s for an error message, cut to its first 60 bytes: a cell or
+// header of megabytes would make the one error line megabytes long.
+func quoteClip(s string) string {
+	const most = 60
+	if len(s) <= most {
+		return strconv.Quote(s)
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
 }

@@ -90,7 +90,7 @@ func parseNPY(r io.Reader, name string, size int64) (*Vectors, error) {
 	}
 	h, err := parseNPYHeader(string(hbuf))
 	if err != nil {
-		return nil, fmt.Errorf("%s: header %q: %w", name, strings.TrimSpace(string(hbuf)), err)
+		return nil, fmt.Errorf("%s: header %s: %w", name, quoteClip(strings.TrimSpace(string(hbuf))), err)
 	}
 	dt, err := lookupNPYType(h.descr)
 	if err != nil {
@@ -216,7 +216,7 @@ const npyTypes = "f4, f8, i1, i2, i4, i8, u1, u2, u4, u8"
 
 func lookupNPYType(descr string) (npyType, error) {
 	unsupported := func(why string) (npyType, error) {
-		return npyType{}, fmt.Errorf("unsupported dtype %q: %s; want one of %s, little- or big-endian", descr, why, npyTypes)
+		return npyType{}, fmt.Errorf("unsupported dtype %s: %s; want one of %s, little- or big-endian", quoteClip(descr), why, npyTypes)
 	}
 	if len(descr) < 3 {
 		return unsupported("malformed")
@@ -325,7 +325,7 @@ func parseNPYHeader(s string) (npyHeader, error) {
 	}
 	p.space()
 	if p.i < len(p.s) {
-		return npyHeader{}, fmt.Errorf("unexpected %q after the dictionary", p.s[p.i:])
+		return npyHeader{}, fmt.Errorf("unexpected %s after the dictionary", quoteClip(p.s[p.i:]))
 	}
 	dict, ok := v.(map[string]any)
 	if !ok {
@@ -362,9 +362,12 @@ func parseNPYHeader(s string) (npyHeader, error) {
 // pyParser parses the subset of Python literals found in .npy headers:
 // dicts, tuples, lists, strings, integers, True, False and None.
 type pyParser struct {
-	s string
-	i int
+	s     string
+	i     int
+	depth int // of the brackets open at i
 }
+
+const maxPyNesting = 16
 
 func (p *pyParser) space() {
 	for p.i < len(p.s) && strings.IndexByte(" \t\r\n", p.s[p.i]) >= 0 {
@@ -376,6 +379,13 @@ func (p *pyParser) value() (any, error) {
 	p.space()
 	if p.i >= len(p.s) {
 		return nil, errors.New("unexpected end")
+	}
+	if c := p.s[p.i]; c == '{' || c == '[' || c == '(' {
+		// numpy's headers nest two deep; a megabyte of brackets would recurse as deep.
+		if p.depth++; p.depth > maxPyNesting {
+			return nil, fmt.Errorf("nested more than %d deep", maxPyNesting)
+		}
+		defer func() { p.depth-- }()
 	}
 	switch c := p.s[p.i]; {
 	case c == '{':
@@ -393,7 +403,7 @@ func (p *pyParser) value() (any, error) {
 			}
 			key, ok := k.(string)
 			if !ok {
-				return nil, fmt.Errorf("dictionary key %v is not a string", k)
+				return nil, fmt.Errorf("dictionary key %s is not a string", quoteClip(fmt.Sprint(k)))
 			}
 			p.space()
 			if p.i >= len(p.s) || p.s[p.i] != ':' {
@@ -454,7 +464,7 @@ func (p *pyParser) value() (any, error) {
 		}
 		n, err := strconv.Atoi(p.s[p.i:j])
 		if err != nil {
-			return nil, fmt.Errorf("bad integer %q", p.s[p.i:j])
+			return nil, fmt.Errorf("bad integer %s", quoteClip(p.s[p.i:j]))
 		}
 		if j < len(p.s) && (p.s[j] == 'L' || p.s[j] == 'l') { // Python 2 long
 			j++
@@ -471,7 +481,7 @@ func (p *pyParser) value() (any, error) {
 				return w.v, nil
 			}
 		}
-		return nil, fmt.Errorf("unexpected %q", p.s[p.i:])
+		return nil, fmt.Errorf("unexpected %s", quoteClip(p.s[p.i:]))
 	}
 }
 
@@ -485,5 +495,5 @@ func (p *pyParser) sep(end byte) error {
 	if p.i < len(p.s) && p.s[p.i] == end {
 		return nil
 	}
-	return fmt.Errorf("expected ',' or %q at %q", end, p.s[p.i:])
+	return fmt.Errorf("expected ',' or %q at %s", end, quoteClip(p.s[p.i:]))
 }

@@ -173,6 +173,8 @@ func TestReadNPYErrors(t *testing.T) {
 		{"past float32", npyFile(1, "<f8", false, "(2, 2)", npyData(le, []float64{1e300, 2, 3, 4})), "x.npy: +Inf (or a value out of float32 range) at row 0, column 0"},
 		{"Inf in float32", npyFile(1, "<f4", false, "(2, 2)", npyData(le, []float32{1, 2, 3, float32(math.Inf(1))})), "x.npy: +Inf at row 1, column 1"},
 		{"bad header", npyFile(1, "<f4", false, "[2, 3", nil), "x.npy: header"},
+		// Was a recursion as deep as the brackets: about 1 GiB of stack for a 1 MiB header.
+		{"deep nesting", npyFile(2, "<f4", false, strings.Repeat("[", 1<<19), nil), "nested more than 16 deep"},
 		{"structured", []byte(strings.Replace(string(npyFile(1, "XX", false, "(1,)", make([]byte, 8))), "'XX'", "[('a','<f4'),('b','<f4')]", 1)), "structured arrays are not supported"},
 	}
 	for _, tt := range tests {
@@ -188,7 +190,10 @@ func TestReadNPYErrors(t *testing.T) {
 			}
 			msg = strings.ReplaceAll(msg, path, "x.npy")
 			if !strings.Contains(msg, tt.want) {
-				t.Errorf("error %q does not contain %q", msg, tt.want)
+				t.Errorf("error %.300q does not contain %q", msg, tt.want)
+			}
+			if len(msg) > 400 {
+				t.Errorf("error of %d bytes; want one short line", len(msg))
 			}
 		})
 	}

@@ -61,7 +61,7 @@ func readLabels(r io.Reader, name string) ([]int, error) {
 		if firstGap != 0 {
 			return nil, fmt.Errorf("%s:%d: empty label", name, firstGap)
 		}
-		if strings.ContainsAny(s, ",\t") {
+		if strings.ContainsAny(s, ",\t") || numberFields(s) {
 			// A CSV's every line would be a label of its own, and the scores nonsense.
 			return nil, fmt.Errorf("%s:%d: %q is a row of columns, not a label: give one label a line (predict's assignments: the cluster column alone)", name, line, truncate(s, 40))
 		}
@@ -104,4 +104,16 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// numberFields says whether s is several numbers apart by spaces, as np.savetxt
+// writes a row: "12 3" is a row, "ankle boot" may be a class's name.
+func numberFields(s string) bool {
+	f := strings.Fields(s)
+	for _, x := range f {
+		if _, err := strconv.ParseFloat(x, 64); err != nil {
+			return false
+		}
+	}
+	return len(f) > 1
 }
