@@ -94,14 +94,16 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 		return nil, fmt.Errorf("%s: invalid field delimiter %q", name, c)
 	}
 
-	br := bufio.NewReaderSize(r, 64<<10)
+	text := &lineLimit{r: r, max: maxLineBytes}
+	br := bufio.NewReaderSize(text, 64<<10)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		text.max = 0 // the lines are the decompressed stream's
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		defer zr.Close()
-		br = bufio.NewReaderSize(zr, 64<<10)
+		br = bufio.NewReaderSize(&lineLimit{r: zr, max: maxLineBytes}, 64<<10)
 		size = -1
 	}
 	// Spreadsheets start UTF-8 CSVs with a byte-order mark. Left in, it hides in the
@@ -291,6 +293,9 @@ func (p *csvParser) col(j int) string {
 
 // wrap adds the input name to a read error, keeping csv's line and column.
 func (p *csvParser) wrap(err error) error {
+	if le := (*longLineError)(nil); errors.As(err, &le) {
+		return fmt.Errorf("%s:%d: a line longer than %d MiB; is this a CSV?", p.name, le.line, le.max>>20)
+	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		return fmt.Errorf("%s:%d:%d: %w", p.name, pe.Line, pe.Column, pe.Err)
@@ -479,6 +484,48 @@ func sniffComma(head []byte) rune {
 // starts on, and io.EOF at the end.
 type recordReader interface {
 	next() (rec []string, line int, err error)
+}
+
+// maxLineBytes bounds one line of a CSV: encoding/csv holds a line whole, and a file
+// (or a small gzip of one) without newlines would be held whole. A row of 100 000
+// features takes about 1 MiB.
+const maxLineBytes = 64 << 20
+
+// lineLimit fails a read once a line runs past max bytes (0: no limit), naming the line.
+type lineLimit struct {
+	r        io.Reader
+	max, run int
+	line     int // newlines read so far
+}
+
+func (l *lineLimit) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if l.max == 0 {
+		return n, err
+	}
+	for rest := p[:n]; ; {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			l.run += len(rest)
+			break
+		}
+		if l.run+i > l.max {
+			l.run += i
+			break
+		}
+		l.line++
+		l.run, rest = 0, rest[i+1:]
+	}
+	if l.run > l.max {
+		return 0, &longLineError{line: l.line + 1, max: l.max}
+	}
+	return n, err
+}
+
+type longLineError struct{ line, max int }
+
+func (e *longLineError) Error() string {
+	return fmt.Sprintf("line %d: longer than %d MiB; is this a CSV?", e.line, e.max>>20)
 }
 
 type csvRecords struct{ r *csv.Reader }
