@@ -746,7 +746,7 @@ func kmeansScores(ctx context.Context, src train.Source, cfg train.Config, label
 	x := src.Features(s)
 	if unstandardize {
 		d := len(cfg.InputStd)
-		x = s.Add(s.Mul(x, s.FromFloat32(cfg.InputStd, []int{1, d}, x.Device())), s.FromFloat32(cfg.InputMean, []int{1, d}, x.Device()))
+		x = s.Add(s.Mul(x, s.FromFloat32(toFloat32(cfg.InputStd), []int{1, d}, x.Device())), s.FromFloat32(toFloat32(cfg.InputMean), []int{1, d}, x.Device()))
 	}
 	if err := s.Err(); err != nil {
 		return nil, err
@@ -1042,4 +1042,12 @@ func checkRunDir(dir string) error {
 		return fmt.Errorf("resume: %s has no checkpoint.safetensors (a run saves one after each epoch); start a new run with --out %s", dir, dir)
 	}
 	return nil
+}
+
+func toFloat32(xs []float64) []float32 {
+	out := make([]float32, len(xs))
+	for i, x := range xs {
+		out[i] = float32(x)
+	}
+	return out
 }

@@ -9,21 +9,19 @@ import (
 // Standardize z-scores every column in place, subtracting its mean and
 // dividing by its population standard deviation, so that features measured
 // in different units weigh alike in distances. A constant column would
-// divide by zero; it gets std 1 instead and so becomes all zeros. The
-// returned mean and std (with those 1s) undo or repeat the transform.
-func (v *Vectors) Standardize() (mean, std []float32) {
+// divide by zero; it becomes all zeros instead, and its std is returned as 0.
+// The returned mean and std undo the transform (x·std + mean) or, through
+// ApplyStandardize, repeat it to the bit.
+func (v *Vectors) Standardize() (mean, std []float64) {
 	z := v.ZScore()
 	z.Apply(v.X)
-	mean = make([]float32, v.D)
-	std = make([]float32, v.D)
+	std = make([]float64, v.D)
 	for j := range std {
-		mean[j] = float32(z.mean[j])
-		std[j] = 1
 		if !z.constant[j] {
-			std[j] = float32(z.std[j])
+			std[j] = z.std[j]
 		}
 	}
-	return mean, std
+	return slices.Clone(z.mean), std
 }
 
 // ZScore is the map Standardize applies to a table's columns, kept apart from the
@@ -194,16 +192,23 @@ func (v *Vectors) Validate() error {
 
 // ApplyStandardize scales v with the column means and standard deviations of another
 // set, as Standardize returned them: new data must be seen the way the model was
-// trained, not through its own statistics.
-func (v *Vectors) ApplyStandardize(mean, std []float32) error {
+// trained, not through its own statistics. A column of std 0 was constant there and
+// is all zeros here, whatever its values; the arithmetic is Standardize's, so the
+// training rows come out as they went in. (Runs saved before std 0 marked a constant
+// column saved 1 there, and get x − mean, as they did.)
+func (v *Vectors) ApplyStandardize(mean, std []float64) error {
 	if len(mean) != v.D || len(std) != v.D {
 		return fmt.Errorf("%s: standardisation has %d columns, the data %d", v.Source, len(mean), v.D)
 	}
-	for i := 0; i < v.N; i++ {
-		row := v.X[i*v.D : (i+1)*v.D]
-		for j := range row {
-			row[j] = (row[j] - mean[j]) / std[j]
+	z := ZScore{mean: mean, std: std, inv: make([]float64, v.D), constant: make([]bool, v.D)}
+	for j, s := range std {
+		if !(s >= 0) || math.IsInf(s, 0) || math.IsNaN(mean[j]) || math.IsInf(mean[j], 0) {
+			return fmt.Errorf("%s: standardisation of column %d: mean %v, std %v", v.Source, j, mean[j], s)
+		}
+		if z.constant[j] = s == 0; !z.constant[j] {
+			z.inv[j] = 1 / s
 		}
 	}
+	z.Apply(v.X[:v.N*v.D])
 	return nil
 }

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ func TestStandardize(t *testing.T) {
 	}}
 	mean, std := v.Standardize()
 	wantMean := []float64{3, 7, 1e6 + 3}
-	wantStd := []float64{math.Sqrt(3.5), 1, math.Sqrt(3.5)}
+	wantStd := []float64{math.Sqrt(3.5), 0, math.Sqrt(3.5)} // 0: constant
 	for j := range 3 {
 		if math.Abs(float64(mean[j])-wantMean[j]) > 1e-6*math.Max(1, wantMean[j]) {
 			t.Errorf("mean[%d] = %v, want %v", j, mean[j], wantMean[j])
@@ -59,13 +60,59 @@ func TestStandardizeConstantRounding(t *testing.T) {
 		v.X[i] = 0.1
 	}
 	_, std := v.Standardize()
-	if std[0] != 1 {
-		t.Errorf("std = %v, want 1", std[0])
+	if std[0] != 0 {
+		t.Errorf("std = %v, want 0 (constant)", std[0])
 	}
 	for i, x := range v.X {
 		if x != 0 {
 			t.Fatalf("row %d = %v, want 0", i, x)
 		}
+	}
+}
+
+// ApplyStandardize with the statistics Standardize returned, through config.json's
+// JSON, repeats the training rows to the bit, and maps a constant column of new
+// data to zeros as training did.
+func TestApplyStandardizeRepeatsStandardize(t *testing.T) {
+	v, err := Table("wine")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.X = append([]float32(nil), v.X...)
+	for i := range v.N {
+		v.X[i*v.D+4] = 2.5 // a constant column
+	}
+	raw := append([]float32(nil), v.X...)
+	mean, std := v.Standardize()
+	b, err := json.Marshal([2][]float64{mean, std})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved [2][]float64
+	if err := json.Unmarshal(b, &saved); err != nil {
+		t.Fatal(err)
+	}
+	again := &Vectors{N: v.N, D: v.D, X: raw, Source: "again"}
+	if err := again.ApplyStandardize(saved[0], saved[1]); err != nil {
+		t.Fatal(err)
+	}
+	for i := range v.X {
+		if math.Float32bits(again.X[i]) != math.Float32bits(v.X[i]) {
+			t.Fatalf("row %d, column %d: %v applied, %v standardized", i/v.D, i%v.D, again.X[i], v.X[i])
+		}
+	}
+	other := &Vectors{N: 1, D: v.D, X: append([]float32(nil), raw[:v.D]...), Source: "new"}
+	other.X[4] = 9
+	if err := other.ApplyStandardize(saved[0], saved[1]); err != nil {
+		t.Fatal(err)
+	}
+	if other.X[4] != 0 {
+		t.Errorf("a column constant in training: %v, want 0", other.X[4])
+	}
+	bad := []float64{math.NaN()}
+	one := &Vectors{N: 1, D: 1, X: []float32{1}, Source: "one"}
+	if err := one.ApplyStandardize([]float64{0}, bad); err == nil || !strings.Contains(err.Error(), "column 0") {
+		t.Errorf("std NaN: error %v, want one naming column 0", err)
 	}
 }
 

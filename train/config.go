@@ -36,8 +36,8 @@ type Config struct {
 	LabelsDigest string `json:"labels_digest,omitempty"`
 	// InputMean and InputStd are the training data's column statistics when
 	// Standardize is set; predict applies them to new data.
-	InputMean  []float32 `json:"input_mean,omitempty"`
-	InputStd   []float32 `json:"input_std,omitempty"`
+	InputMean  []float64 `json:"input_mean,omitempty"`
+	InputStd   []float64 `json:"input_std,omitempty"`    // 0: a constant column
 	ImageSize  int       `json:"image_size,omitempty"`   // folder images: resize to this square size
 	Gray       bool      `json:"gray,omitempty"`         // folder images: load as grayscale
 	DataOnHost bool      `json:"data_on_host,omitempty"` // images stay in host memory; batches are copied over
