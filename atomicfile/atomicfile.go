@@ -13,8 +13,16 @@ import (
 
 // Write calls fill with a buffered writer on a temporary file beside path, syncs it,
 // and renames it over path. On any error the temporary file is removed and path is
-// left as it was.
+// left as it was. A path that is a symbolic link has its target replaced, so the link
+// stays; the file keeps its permission bits (a new one gets 0644).
 func Write(path string, fill func(w io.Writer) error) (err error) {
+	if target, err := filepath.EvalSymlinks(path); err == nil {
+		path = target
+	}
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm()
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -43,7 +51,7 @@ func Write(path string, fill func(w io.Writer) error) (err error) {
 	if err = f.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err = os.Chmod(tmp, 0o644); err != nil {
+	if err = os.Chmod(tmp, mode); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = os.Rename(tmp, path); err != nil {
@@ -64,9 +72,12 @@ func RemoveStale(path string) {
 	if dir == "" {
 		dir = "."
 	}
-	old, _ := filepath.Glob(filepath.Join(dir, tempPattern(base)))
-	for _, f := range old {
-		os.Remove(f)
+	// Not a glob: a folder named exp[1] would match exp1's files.
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if IsTemp(e.Name(), base) {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
 	}
 }
 

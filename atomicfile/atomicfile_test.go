@@ -62,3 +62,45 @@ func TestIsTemp(t *testing.T) {
 		}
 	}
 }
+
+// A file's permission bits survive a rewrite, and a link's target is rewritten
+// with the link left in place.
+func TestWriteKeepsModeAndLink(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret.txt")
+	if err := os.WriteFile(secret, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.txt")
+	if err := os.Symlink("secret.txt", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(link, []byte("new")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("link.txt is no longer a link: %v, %v", fi.Mode(), err)
+	}
+	b, _ := os.ReadFile(secret)
+	fi, err := os.Stat(secret)
+	if err != nil || string(b) != "new" || fi.Mode().Perm() != 0o600 {
+		t.Errorf("secret.txt holds %q, mode %v (%v); want \"new\", -rw-------", b, fi.Mode().Perm(), err)
+	}
+}
+
+// RemoveStale removes its own file's temporary files only, whatever characters the
+// folder's name has.
+func TestRemoveStaleExact(t *testing.T) {
+	root := t.TempDir()
+	for _, d := range []string{"exp[1]", "exp1"} {
+		os.MkdirAll(filepath.Join(root, d), 0o755)
+		os.WriteFile(filepath.Join(root, d, ".config.json.tmp222"), nil, 0o644)
+	}
+	RemoveStale(filepath.Join(root, "exp[1]", "config.json"))
+	if _, err := os.Stat(filepath.Join(root, "exp[1]", ".config.json.tmp222")); err == nil {
+		t.Error("exp[1]'s own temporary file is still there")
+	}
+	if _, err := os.Stat(filepath.Join(root, "exp1", ".config.json.tmp222")); err != nil {
+		t.Errorf("another folder's temporary file was removed: %v", err)
+	}
+}
