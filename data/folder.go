@@ -11,7 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,18 +20,31 @@ import (
 // ListImageFiles returns the PNG and JPEG files under dir, recursively, as sorted paths
 // relative to dir. Files are recognised by extension (.png, .jpg, .jpeg, in any case);
 // names starting with a dot are skipped, so editor and macOS metadata files (._x.jpg)
-// and hidden folders do not break a load.
+// and hidden folders do not break a load. Paths sort folder by folder, so that the
+// classes come in their names' order ("cat" before "cat 3" before "cat-2"). A dir
+// that is a link is followed; a link to a folder inside it is refused by name, as
+// the walk would skip it without a word.
 func ListImageFiles(dir string) ([]string, error) {
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
 	var files []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if path != dir && strings.HasPrefix(d.Name(), ".") {
+		if path != root && strings.HasPrefix(d.Name(), ".") {
 			if d.IsDir() {
 				return filepath.SkipDir
 			}
 			return nil
+		}
+		if d.Type()&fs.ModeSymlink != 0 {
+			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+				rel, _ := filepath.Rel(root, path)
+				return fmt.Errorf("%s is a link to a folder, which emclust does not follow: copy the folder there, or point --data-dir at it", filepath.Join(dir, rel))
+			}
 		}
 		if d.IsDir() {
 			return nil
@@ -41,7 +54,7 @@ func ListImageFiles(dir string) ([]string, error) {
 		default:
 			return nil
 		}
-		rel, err := filepath.Rel(dir, path)
+		rel, err := filepath.Rel(root, path)
 		if err != nil {
 			return err
 		}
@@ -51,7 +64,9 @@ func ListImageFiles(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(files)
+	slices.SortFunc(files, func(a, b string) int {
+		return slices.Compare(strings.Split(a, string(filepath.Separator)), strings.Split(b, string(filepath.Separator)))
+	})
 	return files, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -53,6 +54,36 @@ func TestListImageFiles(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
 	}
+}
+
+// Classes come in their names' sorted order, as torchvision's ImageFolder numbers
+// them, though ' ' and '-' sort before '/' in whole paths; a linked root is read,
+// and a linked class folder is refused by name rather than skipped.
+func TestListImageFilesOrderAndLinks(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"cat/1.png", "cat-2/1.png", "cat 3/1.png", "Dog/1.png"} {
+		imgWriteFile(t, filepath.Join(dir, filepath.FromSlash(f)), []byte("x"))
+	}
+	got, err := ListImageFiles(dir)
+	want := []string{"Dog/1.png", "cat/1.png", "cat 3/1.png", "cat-2/1.png"}
+	for i := range want {
+		want[i] = filepath.FromSlash(want[i])
+	}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("got %q (%v), want %q", got, err, want)
+	}
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := ListImageFiles(link); err != nil || !slices.Equal(got, want) {
+		t.Errorf("through a linked root: got %q (%v), want %q", got, err, want)
+	}
+	if err := os.Symlink(filepath.Join(dir, "cat"), filepath.Join(dir, "kitten")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = ListImageFiles(dir)
+	imgWantErr(t, err, filepath.Join(dir, "kitten")+" is a link to a folder")
 }
 
 func TestLoadImageFolderClasses(t *testing.T) {
