@@ -125,10 +125,10 @@ gpu-acceptance-cpu: gpu-bundle bench-deps
 # The Go binaries are built on this machine and link the 1.13 shim (lib), which the
 # 2.6 one replaces on LD_LIBRARY_PATH in the root.
 test-libtorch2: lib
-	$(SUDO) env PATH="$$PATH" scripts/libtorch2.sh cpu
+	$(SUDO) env PATH="$$PATH" EMCLUST_CACHE="$(EMCLUST_CACHE)" scripts/libtorch2.sh cpu
 
 cuda-check: lib
-	$(SUDO) env PATH="$$PATH" scripts/libtorch2.sh cuda
+	$(SUDO) env PATH="$$PATH" EMCLUST_CACHE="$(EMCLUST_CACHE)" scripts/libtorch2.sh cuda
 
 clean:
 	rm -rf $(BUILD) emclust

@@ -25,6 +25,8 @@ set -euo pipefail
 MODE=${1:?usage: libtorch2.sh cpu|cuda}
 case $MODE in cpu | cuda) ;; *) echo "libtorch2.sh: mode $MODE: want cpu or cuda" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "libtorch2.sh: needs root (debootstrap, chroot, mount); run it with sudo" >&2; exit 1; }
+unshare --mount --propagation private true 2>/dev/null || {
+  echo "libtorch2.sh: cannot make a mount namespace here (unshare --mount): an unprivileged container lacks CAP_SYS_ADMIN; run it on the host, or in a --privileged container" >&2; exit 1; }
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${EMCLUST_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/emclust}
