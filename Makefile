@@ -30,14 +30,14 @@ all: build
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
-		dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null | grep -qx installed || missing="$$missing $$p"; done; \
+		dpkg-query -W -f='$${db:Status-Status}\n' $$p 2>/dev/null | grep -qx installed || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing$$missing"; \
-		$(SUDO) $(APT) update -q && \
+		$(SUDO) $(APT) update -q || { echo "make deps: apt-get update failed (see above)"; exit 1; }; \
 		$(SUDO) $(APT) install -y -q --no-install-recommends $$missing || { \
 		echo "make deps: apt-get could not install$$missing; emclust needs Debian 12 (bookworm) or newer, whose libtorch-dev is 1.13 or later"; exit 1; }; \
 	fi
-	@v=$$(dpkg-query -W -f='$${Version}' libtorch-dev); dpkg --compare-versions "$$v" ge 1.13 || { \
+	@v=$$(dpkg-query -W -f='$${Version}\n' libtorch-dev | head -1); dpkg --compare-versions "$$v" ge 1.13 || { \
 		echo "make deps: libtorch-dev $$v is older than 1.13, which the shim needs (Debian 12 or newer has it)"; exit 1; }
 	@command -v $(GO) >/dev/null || { echo "make deps: Go $(GO_MIN) or newer is needed (https://go.dev/dl); Debian's golang-go is too old"; exit 1; }
 	@v=$$($(GO) env GOVERSION | sed 's/^go//'); \
@@ -46,7 +46,7 @@ deps:
 
 # The Python peers of scripts/bench (reference.py, compare.sh): Debian's PyTorch.
 bench-deps: deps
-	@dpkg-query -W -f='$${db:Status-Status}' python3-torch 2>/dev/null | grep -qx installed || { $(SUDO) $(APT) update -q && \
+	@dpkg-query -W -f='$${db:Status-Status}\n' python3-torch 2>/dev/null | grep -qx installed || { $(SUDO) $(APT) update -q && \
 		$(SUDO) $(APT) install -y -q --no-install-recommends python3-torch; }
 
 lib: $(SHIM)

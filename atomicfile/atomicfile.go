@@ -14,10 +14,11 @@ import (
 // Write calls fill with a buffered writer on a temporary file beside path, syncs it,
 // and renames it over path. On any error the temporary file is removed and path is
 // left as it was. A path that is a symbolic link has its target replaced, so the link
-// stays; the file keeps its permission bits (a new one gets 0644).
+// stays (a link to nothing is refused); the file keeps its permission bits (a new one
+// gets 0644).
 func Write(path string, fill func(w io.Writer) error) (err error) {
-	if target, err := filepath.EvalSymlinks(path); err == nil {
-		path = target
+	if path, err = resolve(path); err != nil {
+		return fmt.Errorf("write %w", err)
 	}
 	mode := os.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
@@ -68,6 +69,9 @@ func Write(path string, fill func(w io.Writer) error) (err error) {
 // RemoveStale deletes temporary files a killed writer of path left behind. Call it
 // where no other writer of path can be running, e.g. when a run starts.
 func RemoveStale(path string) {
+	if target, err := resolve(path); err == nil {
+		path = target // where Write puts them
+	}
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -79,6 +83,19 @@ func RemoveStale(path string) {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
+}
+
+// resolve is path, or the file a symbolic link at path leads to.
+func resolve(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return path, nil // a new file, or a plain one
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: a symbolic link to nothing that can be written (%w)", path, err)
+	}
+	return target, nil
 }
 
 // tempPattern names the temporary files Write makes for a file named base.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -85,6 +86,21 @@ func TestWriteKeepsModeAndLink(t *testing.T) {
 	fi, err := os.Stat(secret)
 	if err != nil || string(b) != "new" || fi.Mode().Perm() != 0o600 {
 		t.Errorf("secret.txt holds %q, mode %v (%v); want \"new\", -rw-------", b, fi.Mode().Perm(), err)
+	}
+}
+
+// A link that leads nowhere is refused, not replaced by a file.
+func TestWriteRefusesDanglingLink(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "link.txt")
+	if err := os.Symlink(filepath.Join(dir, "gone", "x.txt"), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteBytes(link, []byte("new")); err == nil || !strings.Contains(err.Error(), "link.txt: a symbolic link to nothing") {
+		t.Errorf("error %v, want one naming the link", err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("link.txt is no longer a link: %v", err)
 	}
 }
 

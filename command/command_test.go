@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -1149,6 +1150,12 @@ func TestResumeRefusedByRestoreKeepsConfig(t *testing.T) {
 	wantError(t, run(t, dir, "train", "--resume", "run", "--epochs", "5"), 1, "checkpoint.safetensors", "does not match this run's")
 	if b, _ := os.ReadFile(filepath.Join(dir, "run", "config.json")); !bytes.Equal(b, config) {
 		t.Errorf("a resume that Restore refused rewrote config.json:\n%s", b)
+	}
+	// A folder without config.json (the checkpoint holds the config) is left without.
+	os.Remove(filepath.Join(dir, "run", "config.json"))
+	wantError(t, run(t, dir, "train", "--resume", "run", "--epochs", "5"), 1, "checkpoint.safetensors", "does not match this run's")
+	if _, err := os.Stat(filepath.Join(dir, "run", "config.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused resume left a config.json it wrote: %v", err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -301,10 +302,19 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		writeDir = "" // a new run attaches the folder it holds locked below
 	}
 	// New writes the resumed config.json before Restore has accepted the
-	// checkpoint; a refused resume puts the old one back.
+	// checkpoint; a refused resume puts the old one back, or removes it where the
+	// folder had none (the checkpoint holds the config too).
 	var savedConfig []byte
+	restoreConfig := func() error { return nil }
 	if ckpt != nil && writeDir != "" {
-		if savedConfig, err = os.ReadFile(filepath.Join(writeDir, "config.json")); err != nil {
+		path := filepath.Join(writeDir, "config.json")
+		savedConfig, err = os.ReadFile(path)
+		switch {
+		case err == nil:
+			restoreConfig = func() error { return atomicfile.WriteBytes(path, savedConfig) }
+		case errors.Is(err, fs.ErrNotExist):
+			restoreConfig = func() error { return os.Remove(path) }
+		default:
 			return fmt.Errorf("resume: %w", err)
 		}
 	}
@@ -320,10 +330,8 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	}
 	if ckpt != nil {
 		if err := run.Restore(ckpt); err != nil {
-			if savedConfig != nil {
-				if werr := atomicfile.WriteBytes(filepath.Join(writeDir, "config.json"), savedConfig); werr != nil {
-					err = errors.Join(err, werr)
-				}
+			if werr := restoreConfig(); werr != nil {
+				err = errors.Join(err, werr)
 			}
 			return fmt.Errorf("resume: %w", err)
 		}

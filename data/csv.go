@@ -22,9 +22,11 @@ import (
 // Column numbers, both in LabelCol and in error messages, are 0-based, so the
 // column an error names is the one LabelCol would select with the same number.
 type CSVOptions struct {
-	// Header is "auto" (or ""), "yes" or "no". With "auto" the first row is a
-	// header when any of its cells, the label cell aside, is not a number, or
-	// when LabelCol names a column (a name can only be found in a header).
+	// Header is "auto" (or ""), "yes" or "no". With "auto" the first row is data
+	// when its cells, the label cell aside, are all numbers, a header when none
+	// is a number (names, empty cells) or when LabelCol names a column (a name
+	// can only be found in a header), and an error asking when it mixes numbers
+	// with names or empty cells.
 	Header string
 
 	// LabelCol selects the column holding ground-truth classes: "" for none, a
@@ -305,29 +307,35 @@ func (p *csvParser) wrap(err error) error {
 
 // headerOrData decides whether line 1 is a header when the user did not say: cells
 // (other than the label's) that are all numbers are data, and names or empty cells
-// without a number (pandas leaves its index's name empty) a header. Both at once
-// is a data row with a missing value or a header with a numeric name; guessing
-// either way would silently drop a row or read names as numbers.
+// without a number a header. Numbers beside names or empty cells may be a data row
+// with a missing value or a header with numeric names (pandas writes ",0,1,2" for
+// a frame's default columns); guessing either way would silently drop a row or read
+// names as numbers.
 func (p *csvParser) headerOrData(rec []string, line int) (bool, error) {
-	number, name := -1, -1
+	number, other, named := -1, -1, false
 	for j, s := range rec {
-		s = strings.TrimSpace(s)
-		if j == p.labelCol || s == "" {
+		if j == p.labelCol {
 			continue
 		}
+		s = strings.TrimSpace(s)
+		named = named || s != ""
 		if _, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
 			if number < 0 {
 				number = j
 			}
-		} else if name < 0 {
-			name = j
+		} else if other < 0 {
+			other = j
 		}
 	}
-	if number >= 0 && name >= 0 {
-		return false, fmt.Errorf("%s:%d: %s is a number and %s is not (%s): is line %d a header? say --header yes or --header no",
-			p.name, line, p.col(number), p.col(name), quoteClip(strings.TrimSpace(rec[name])), line)
+	if number >= 0 && other >= 0 {
+		what := "empty"
+		if s := strings.TrimSpace(rec[other]); s != "" {
+			what = "not (" + quoteClip(s) + ")"
+		}
+		return false, fmt.Errorf("%s:%d: %s is a number and %s is %s: is line %d a header? say --header yes or --header no",
+			p.name, line, p.col(number), p.col(other), what, line)
 	}
-	return number < 0 && name >= 0, nil
+	return number < 0 && named, nil // a line of empty cells is data, and fails as such
 }
 
 func (p *csvParser) looksLikeHeader(rec []string) bool {

@@ -369,7 +369,13 @@ func TestReadCSVErrors(t *testing.T) {
 			// Was taken for a header, and the row dropped without a word.
 			name:    "a missing value in the first row",
 			content: "1.0,,3.0\n4,5,6\n",
-			want:    []string{"x.csv:1: column 1: empty cell"},
+			want:    []string{"x.csv:1: column 0 is a number and column 1 is empty: is line 1 a header?"},
+		},
+		{
+			// pandas' header of a frame's default columns.
+			name:    "numeric names after an empty one",
+			content: ",0,1\n0,5,6\n",
+			want:    []string{"x.csv:1: column 1 is a number and column 0 is empty", "--header yes"},
 		},
 		{
 			name:    "NA in the first row",

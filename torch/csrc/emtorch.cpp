@@ -37,6 +37,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <ucontext.h>
 #include <unistd.h>
 #endif
@@ -121,18 +122,24 @@ void print_native_frames(int sig, siginfo_t *info, void *ctx) {
                    sig, info->si_addr, static_cast<long>(syscall(SYS_gettid)), name);
   put_stderr(head, n, sizeof head);
   print_address("fault at", static_cast<uintptr_t>(regs[REG_RIP]));
-  const auto *sp = reinterpret_cast<const uintptr_t *>(regs[REG_RSP]);
+  // The stack's words are copied by the kernel, a page at a time, which stops at the
+  // first page it cannot read (the stack's end, a guard page) where a plain read
+  // would fault inside this handler.
+  static uintptr_t words[1024];
+  const uintptr_t sp = static_cast<uintptr_t>(regs[REG_RSP]);
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  struct iovec local = {words, sizeof words}, remote[4];
+  int pages = 0;
+  for (uintptr_t at = sp, end = sp + sizeof words; at < end && pages < 4; pages++) {
+    uintptr_t next = std::min(end, (at & ~(page - 1)) + page);
+    remote[pages] = {reinterpret_cast<void *>(at), next - at};
+    at = next;
+  }
+  ssize_t got = process_vm_readv(getpid(), &local, 1, remote, pages, 0);
   Dl_info d;
-  for (int i = 0, shown = 0; i < 1024 && shown < 48; i++) {
-    const auto at = reinterpret_cast<uintptr_t>(sp + i);
-    if (i == 0 || at % page == 0) {
-      // Stop at the stack's end: reading past it would fault inside this handler.
-      unsigned char resident;
-      if (mincore(reinterpret_cast<void *>(at & ~(page - 1)), 1, &resident) != 0) break;
-    }
-    if (dladdr(reinterpret_cast<void *>(sp[i]), &d) != 0 && d.dli_sname != nullptr) {
-      print_address("stack", sp[i]);
+  for (int i = 0, shown = 0; i < got / static_cast<ssize_t>(sizeof(uintptr_t)) && shown < 48; i++) {
+    if (dladdr(reinterpret_cast<void *>(words[i]), &d) != 0 && d.dli_sname != nullptr) {
+      print_address("stack", words[i]);
       shown++;
     }
   }
