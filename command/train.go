@@ -304,14 +304,12 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	// New writes the resumed config.json before Restore has accepted the
 	// checkpoint; a refused resume puts the old one back, or removes it where the
 	// folder had none (the checkpoint holds the config too).
-	var savedConfig []byte
 	restoreConfig := func() error { return nil }
 	if ckpt != nil && writeDir != "" {
 		path := filepath.Join(writeDir, "config.json")
-		savedConfig, err = os.ReadFile(path)
-		switch {
+		switch saved, err := os.ReadFile(path); {
 		case err == nil:
-			restoreConfig = func() error { return atomicfile.WriteBytes(path, savedConfig) }
+			restoreConfig = func() error { return atomicfile.WriteBytes(path, saved) }
 		case errors.Is(err, fs.ErrNotExist):
 			restoreConfig = func() error { return os.Remove(path) }
 		default:

@@ -296,7 +296,7 @@ func (p *csvParser) col(j int) string {
 // wrap adds the input name to a read error, keeping csv's line and column.
 func (p *csvParser) wrap(err error) error {
 	if le := (*longLineError)(nil); errors.As(err, &le) {
-		return fmt.Errorf("%s:%d: a line longer than %d MiB; is this a CSV?", p.name, le.line, le.max>>20)
+		return fmt.Errorf("%s:%d: %w", p.name, le.line, err)
 	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
@@ -533,7 +533,7 @@ func (l *lineLimit) Read(p []byte) (int, error) {
 type longLineError struct{ line, max int }
 
 func (e *longLineError) Error() string {
-	return fmt.Sprintf("line %d: longer than %d MiB; is this a CSV?", e.line, e.max>>20)
+	return fmt.Sprintf("a line longer than %d MiB; is this a CSV?", e.max>>20)
 }
 
 type csvRecords struct{ r *csv.Reader }

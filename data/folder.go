@@ -1,6 +1,7 @@
 package data
 
 import (
+	"cmp"
 	"fmt"
 	"image"
 	"image/color"
@@ -64,10 +65,25 @@ func ListImageFiles(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(files, func(a, b string) int {
-		return slices.Compare(strings.Split(a, string(filepath.Separator)), strings.Split(b, string(filepath.Separator)))
-	})
+	slices.SortFunc(files, comparePaths)
 	return files, nil
+}
+
+// comparePaths orders paths folder by folder: the separator sorts before any other
+// byte, so "cat/x" comes before "cat 3/x" (in whole strings ' ' < '/').
+func comparePaths(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		switch ca, cb := a[i], b[i]; {
+		case ca == cb:
+		case ca == filepath.Separator:
+			return -1
+		case cb == filepath.Separator:
+			return 1
+		default:
+			return cmp.Compare(ca, cb)
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }
 
 // LoadImageFolder loads the PNG and JPEG images under dir (see ListImageFiles) in sorted
