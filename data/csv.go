@@ -39,6 +39,11 @@ type CSVOptions struct {
 	// when the line has none of them but does have spaces (np.savetxt's
 	// default). ' ' asks for blank-separated fields explicitly.
 	Comma rune
+
+	// maxBytes bounds the values and labels read (0: half the machine's memory), so
+	// that a gzip bomb or a table larger than memory is an error naming its line
+	// rather than the end of the process.
+	maxBytes int
 }
 
 // ReadCSV reads the delimited text file at path, which may be gzip-compressed,
@@ -135,7 +140,10 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 		rd = &csvRecords{r: cr}
 	}
 
-	p := csvParser{name: name, labelCol: -1}
+	p := csvParser{name: name, labelCol: -1, maxBytes: opt.maxBytes}
+	if p.maxBytes <= 0 {
+		p.maxBytes = memoryLimit() / 2
+	}
 	rec, line, err := rd.next()
 	if err == io.EOF {
 		return nil, fmt.Errorf("%s: no data rows", name)
@@ -256,6 +264,7 @@ type csvParser struct {
 	classes  []string       // class names in order of first appearance
 	labels   []int          // first-appearance ids
 	presized bool
+	maxBytes int // the most bytes x and labels may take
 }
 
 // presize makes room for the rows of the whole input, of which the rows so far are
@@ -267,6 +276,9 @@ func (p *csvParser) presize(read float64) {
 		return
 	}
 	rows := int(float64(p.n)/read*1.03) + 1
+	if p.bytes(rows) > p.maxBytes {
+		return // row() refuses the row that passes the limit, by its line
+	}
 	p.x = slices.Grow(p.x, rows*p.d-len(p.x))
 	if p.labelCol >= 0 {
 		p.labels = slices.Grow(p.labels, rows-len(p.labels))
@@ -350,9 +362,22 @@ func (p *csvParser) looksLikeHeader(rec []string) bool {
 	return false
 }
 
+// bytes is what n rows take as values and labels.
+func (p *csvParser) bytes(n int) int {
+	b := n * p.d * 4
+	if p.labelCol >= 0 {
+		b += n * 8
+	}
+	return b
+}
+
 func (p *csvParser) row(rec []string, line int) error {
 	if len(rec) != p.ncol {
 		return fmt.Errorf("%s:%d: %d fields, want %d", p.name, line, len(rec), p.ncol)
+	}
+	if p.bytes(p.n+1) > p.maxBytes {
+		return fmt.Errorf("%s:%d: the %d rows so far take %d MiB, more than %d MiB (half the machine's memory): the table is too large to cluster here",
+			p.name, line, p.n, p.bytes(p.n)>>20, p.maxBytes>>20)
 	}
 	for j, s := range rec {
 		s = strings.TrimSpace(s)

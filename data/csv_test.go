@@ -459,6 +459,60 @@ func TestParseCSVLongLine(t *testing.T) {
 	}
 }
 
+// Values past the memory bound are refused by the line that passes it, not held until
+// the process dies: a gzip of 1 MB can hold 3 GB of "0,0,0\n". The bound here is 64
+// KiB, which 4096 rows of four float32 values make, or 2730 with an int label each.
+func TestParseCSVBeyondMemory(t *testing.T) {
+	rows := func(n int, label bool) []byte {
+		var b bytes.Buffer
+		for i := range n {
+			if label {
+				fmt.Fprintf(&b, "%d,1,2,3,%d\n", i, i%3)
+			} else {
+				fmt.Fprintf(&b, "%d,1,2,3\n", i)
+			}
+		}
+		return b.Bytes()
+	}
+	gzipped := func(b []byte) []byte {
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write(b)
+		zw.Close()
+		return gz.Bytes()
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		body  []byte
+		label string
+		fits  int // the most rows that fit
+	}{
+		{"plain", rows(5000, false), "", 4096},
+		{"gzip", gzipped(rows(5000, false)), "", 4096},
+		{"labels", rows(5000, true), "-1", 2730},
+		{"plain, presized", rows(100000, false), "", 4096}, // the file's share would reserve all 100 000
+	} {
+		path := filepath.Join(dir, "x.csv")
+		if err := os.WriteFile(path, tc.body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := ReadCSV(path, CSVOptions{LabelCol: tc.label, maxBytes: 64 << 10})
+		want := fmt.Sprintf("%s:%d: the %d rows so far take 0 MiB, more than 0 MiB", path, tc.fits+1, tc.fits)
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%s: error %v, want one starting %q", tc.name, err, want)
+		}
+		// Rows that fit are read as always.
+		if err := os.WriteFile(path, rows(tc.fits, tc.label != ""), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		v, err := ReadCSV(path, CSVOptions{LabelCol: tc.label, maxBytes: 64 << 10})
+		if err != nil || v.N != tc.fits {
+			t.Errorf("%s: %d rows: %v", tc.name, tc.fits, err)
+		}
+	}
+}
+
 type repeatByte byte
 
 func (b repeatByte) Read(p []byte) (int, error) {
