@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxLabelLine bounds the length of one line of a labels file; anything
@@ -98,10 +99,14 @@ func readLabels(r io.Reader, name string) ([]int, error) {
 	return labels, nil
 }
 
-// truncate is s cut to at most n bytes, with "…" where it was cut.
+// truncate is s cut to at most n bytes, at a character's start, with "…" where it
+// was cut: half a character would be quoted as bytes.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

@@ -68,6 +68,8 @@ func TestReadLabelsErrors(t *testing.T) {
 		{"tab-separated", "1\n2\t0\n", `:2: "2\t0" is a row of columns, not a label: give one label a line (predict's assignments: the cluster column alone)`},
 		// Was scored with every line a class of its own: ACC 0.01.
 		{"space-separated", "0 1\n1 0\n", `:1: "0 1" is a row of columns, not a label: give one label a line (predict's assignments: the cluster column alone)`},
+		// Cut at 40 bytes, before the "é" that would straddle the cut, not through it.
+		{"long row cut", strings.Repeat("a", 39) + "é,1\n", `:1: "` + strings.Repeat("a", 39) + `…" is a row of columns, not a label: give one label a line (predict's assignments: the cluster column alone)`},
 		{"only blank lines", "\n \n\n", ": no labels"},
 		{"line too long", "1\n" + strings.Repeat("x", maxLabelLine+1) + "\n", ":2: bufio.Scanner: token too long"},
 	}
