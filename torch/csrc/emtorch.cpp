@@ -1156,13 +1156,22 @@ at::Tensor sync_batch_norm(et_group g, const at::Tensor &x, const at::Tensor &w,
   // Statistics in at least float32, as at::batch_norm keeps them for bf16 input.
   bool low = x.scalar_type() != at::kFloat && x.scalar_type() != at::kDouble;
   at::Tensor xf = low ? x.to(at::kFloat) : x;
-  // One collective for both moments: Σx and Σx² per channel.
-  at::Tensor sums = at::cat({xf.sum(dims), xf.square().sum(dims)});
-  at::Tensor total = AllReduceSum::apply(sums, reinterpret_cast<int64_t>(g));
-  const double count = double(x.numel() / c) * g->world;
+  // Each rank's mean and centred sum of squares, combined as Chan et al. do: Σx and
+  // Σx² would lose the variance in float32 where the mean is far from 0 (a raw year
+  // column). Every rank fills its own row of a world × 2C tensor, so one sum over the
+  // ranks gathers all rows, and AllReduceSum's backward differentiates the gather.
+  // Ranks hold as many rows each (training cuts the batch to a multiple of them).
+  const int64_t n = x.numel() / c;
+  const double count = double(n) * g->world;
   TORCH_CHECK(count > 1, "sync_batch_norm: ", count, " values per channel over all ranks");
-  at::Tensor mean = total.narrow(0, 0, c) / count;
-  at::Tensor var = (total.narrow(0, c, c) / count - mean.square()).clamp_min(0);
+  at::Tensor local_mean = xf.mean(dims);
+  at::Tensor local_m2 = (xf - local_mean.view(shape)).square().sum(dims);
+  at::Tensor row = at::cat({local_mean, local_m2}).unsqueeze(0);
+  at::Tensor rows = at::constant_pad_nd(row, {0, 0, g->rank, g->world - 1 - g->rank});
+  at::Tensor all = AllReduceSum::apply(rows, reinterpret_cast<int64_t>(g));
+  at::Tensor means = all.narrow(1, 0, c), m2s = all.narrow(1, c, c);
+  at::Tensor mean = means.mean(0);
+  at::Tensor var = (m2s.sum(0) + (means - mean).square().sum(0) * double(n)) / count;
   // y = x·scale + shift per channel, in one elementwise pass that saves only x and
   // scale for backward, as libtorch's CPU batch norm folds it.
   at::Tensor scale = (var + eps).rsqrt();
