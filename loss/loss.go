@@ -65,11 +65,18 @@ func EMAug(s *torch.Scope, aStar, aTrStar, p *torch.Tensor, gamma float64) *torc
 	return s.DivScalar(s.Neg(s.Sum(s.Mul(p, ll), false)), float64(n))
 }
 
-// KL is Eq. kl_loss averaged over the batch: Σ_j p_ij log(p_ij/q_ij) with
-// q = softmax(aTrStar) and p given (detached) by the caller.
-func KL(s *torch.Scope, p, aTrStar *torch.Tensor) *torch.Tensor {
+// KL is Eq. kl_loss averaged over the batch: Σ_j p_ij log(p_ij/q_ij) with p given
+// (detached) by the caller and q the transformed batch's posterior under the same
+// prior, softmax(aTrStar + logPrior) (nil: uniform). Without the prior on q's side,
+// a learned prior would keep the KL above 0 for a transform the network is
+// perfectly consistent on, and push the prior's weight into the network.
+func KL(s *torch.Scope, p, aTrStar, logPrior *torch.Tensor) *torch.Tensor {
 	n := aTrStar.Dim(0)
-	logQ := s.LogSoftmax(aTrStar, 1)
+	a := aTrStar
+	if logPrior != nil {
+		a = s.Add(a, logPrior)
+	}
+	logQ := s.LogSoftmax(a, 1)
 	// p log p is constant in θ but keeps the value a true KL (≥ 0); clamp avoids 0·log 0.
 	logP := s.Log(s.ClampMin(p, 1e-12))
 	return s.DivScalar(s.Sum(s.Mul(p, s.Sub(logP, logQ)), false), float64(n))

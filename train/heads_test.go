@@ -29,7 +29,7 @@ func TestPerHeadLossIsMeanOverHeads(t *testing.T) {
 		{"em-aug", func(a, aTr *torch.Tensor) *torch.Tensor {
 			return loss.EMAug(s, a, aTr, loss.Posterior(s, a, nil), gamma)
 		}},
-		{"kl", func(a, aTr *torch.Tensor) *torch.Tensor { return loss.KL(s, loss.Posterior(s, a, nil), aTr) }},
+		{"kl", func(a, aTr *torch.Tensor) *torch.Tensor { return loss.KL(s, loss.Posterior(s, a, nil), aTr, nil) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := s.Float32s(tc.f(perHead(s, a, k), perHead(s, aTr, k)))

@@ -674,7 +674,7 @@ func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tenso
 	if err := ng.Err(); err != nil {
 		s.Fail(err)
 	}
-	kl = loss.KL(s, pNew, perHead(s, r.Net.ForwardHeads(s, xt, true), cfg.K))
+	kl = loss.KL(s, pNew, perHead(s, r.Net.ForwardHeads(s, xt, true), cfg.K), logPrior)
 	r.update(s, r.optB, kl)
 	ng.Close()
 	return l, kl, hMean
