@@ -392,6 +392,10 @@ func TestErrors(t *testing.T) {
 		{name: "compare-run of 4 features", args: []string{"report", "r4", "--compare-run", "r4", "--out", "rep-c"}, code: 2, want: []string{"--compare-run", "4 features"}},
 		{name: "clusters of 4 features", args: []string{"report", "r4", "--clusters", "1", "--out", "rep-c"}, code: 2, want: []string{"--clusters", "4 features"}},
 		{name: "tsne-points and no-tsne", args: []string{"report", "r4", "--tsne-points", "50", "--no-tsne", "--out", "rep-c"}, code: 2, want: []string{"--tsne-points with --no-tsne"}},
+		// 3 dropped the map without a word; 60 000 asked exact t-SNE for 86 GB.
+		{name: "tsne-points too few", args: []string{"report", "r4", "--tsne-points", "3", "--out", "rep-c"}, code: 2, want: []string{"--tsne-points 3", "want 5 to 10000"}},
+		{name: "tsne-points too many", args: []string{"report", "r4", "--tsne-points", "60000", "--out", "rep-c"}, code: 2, want: []string{"--tsne-points 60000"}},
+		{name: "steps of a vector run", args: []string{"report", "r4", "--steps", "7", "--out", "rep-c"}, code: 2, want: []string{"--steps", "takes vectors"}},
 		// Were exit 1: usage mistakes found only when the data were read.
 		{name: "header maybe", args: append(ten, "--header", "maybe"), code: 2, want: []string{"--header", `"maybe"`, "auto, yes or no"}},
 		{name: "cifar net on vectors", args: append(ten, "--arch", "cifar"), code: 2, want: []string{"--arch cifar", "mlp"}},
@@ -1162,7 +1166,7 @@ func TestResumeRefusedByRestoreKeepsConfig(t *testing.T) {
 // report replaces an earlier report only when told to.
 func TestReportGuardsOutput(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"report", filepath.Join(fixtures, "r4"), "--no-tsne", "--quiet", "--steps", "5", "--out", "rep", "--device", "cpu"}
+	args := []string{"report", filepath.Join(fixtures, "r4"), "--no-tsne", "--quiet", "--out", "rep", "--device", "cpu"}
 	if r := run(t, dir, args...); r.code != 0 {
 		t.Fatalf("report: exit %d: %s", r.code, r.stderr)
 	}
@@ -1182,6 +1186,30 @@ func TestReportGuardsOutput(t *testing.T) {
 	wantError(t, run(t, dir, args...), 2, "--out "+mine, "loss.svg", "--force")
 	if b, _ := os.ReadFile(filepath.Join(mine, "loss.svg")); string(b) != "mine" {
 		t.Errorf("report wrote over the user's loss.svg")
+	}
+
+	// Files a report never writes, and an index.html no report wrote, are refused
+	// with --force too: --force replaced the user's index.html.
+	for _, f := range []struct{ name, want string }{
+		{"index.html", "an index.html that no emclust report wrote"},
+		{"notes.txt", "files a report does not write (notes.txt)"},
+	} {
+		site := filepath.Join(dir, "site-"+f.name)
+		os.MkdirAll(site, 0o755)
+		os.WriteFile(filepath.Join(site, f.name), []byte("<title>mine</title>"), 0o644)
+		args[len(args)-3] = site
+		wantError(t, run(t, dir, append(args, "--force")...), 2, "--out "+site, f.want)
+		if b, _ := os.ReadFile(filepath.Join(site, f.name)); string(b) != "<title>mine</title>" {
+			t.Errorf("report --force wrote over the user's %s", f.name)
+		}
+	}
+
+	// Figures among the images read would join the data set on its next read.
+	os.Symlink(filepath.Join(fixtures, "mnist"), filepath.Join(dir, "images"))
+	args[len(args)-3] = filepath.Join(dir, "images", "rep")
+	wantError(t, run(t, dir, append(args, "--dataset", "mnist", "--data-dir", filepath.Join(dir, "images"))...), 2, "inside the data's folder")
+	if _, err := os.Stat(filepath.Join(fixtures, "mnist", "rep")); err == nil {
+		t.Error("report wrote into the data's folder")
 	}
 }
 

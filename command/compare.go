@@ -441,11 +441,7 @@ func checkCompareOutputs(opts compareOptions) error {
 	// Even with --force: never the data compared, compare.json, nor a run folder's
 	// own files. Paths are compared with their links resolved.
 	real := realPath(md)
-	dataDir := opts.Run.Config.DataDir
-	if dataDir == "" {
-		dataDir = data.DefaultImageDir(opts.Run.Config.Dataset)
-	}
-	if dataDir != "" && within(real, realPath(dataDir)) {
+	if dataDir := imageDir(opts.Run.Config); dataDir != "" && within(real, realPath(dataDir)) {
 		return usageError{fmt.Errorf("--markdown %s is inside the data's folder %s; name a file outside the data", md, dataDir)}
 	}
 	for _, table := range opts.Tables {
@@ -473,6 +469,14 @@ func checkCompareOutputs(opts compareOptions) error {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// imageDir is the folder of cfg's image set, or "" for a table.
+func imageDir(cfg train.Config) string {
+	if cfg.DataDir != "" {
+		return cfg.DataDir
+	}
+	return data.DefaultImageDir(cfg.Dataset)
 }
 
 // realPath is path made absolute with the links of its longest existing part

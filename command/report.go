@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -48,7 +49,11 @@ type reportOptions struct {
 	Data            dataOptions
 	Report          report.Options // all but Log and Compare
 	Force, Quiet    bool
+	StepsSet        bool // --steps given: refused where nothing is synthesised
 }
+
+// maxTSNEPoints bounds --tsne-points.
+const maxTSNEPoints = 10000
 
 func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 	var opts reportOptions
@@ -63,8 +68,9 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 	if err != nil {
 		return opts, err
 	}
-	if c.Int("tsne-points") < 0 {
-		return opts, usageError{fmt.Errorf("--tsne-points %d: want ≥ 0", c.Int("tsne-points"))}
+	// Exact t-SNE holds three n×n matrices of float64: 10 000 points take 2.4 GB.
+	if n := c.Int("tsne-points"); n < 0 || (n > 0 && n < 5) || n > maxTSNEPoints {
+		return opts, usageError{fmt.Errorf("--tsne-points %d: want 5 to %d (or --no-tsne)", n, maxTSNEPoints)}
 	}
 	if c.Int("steps") < 1 {
 		return opts, usageError{fmt.Errorf("--steps %d: want ≥ 1", c.Int("steps"))}
@@ -74,7 +80,7 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 		return opts, usageError{fmt.Errorf("--clusters %q: want cluster indices like 3,5,9", c.String("clusters"))}
 	}
 	opts = reportOptions{Run: args[0], CompareRun: c.String("compare-run"), Out: c.String("out"), Device: c.String("device"),
-		Data: data, Force: c.Bool("force"), Quiet: c.Bool("quiet"),
+		Data: data, Force: c.Bool("force"), Quiet: c.Bool("quiet"), StepsSet: c.IsSet("steps"),
 		Report: report.Options{Out: c.String("out"), TSNEPoints: c.Int("tsne-points"), Seed: c.Uint64("seed"),
 			ActMax: report.ActMaxConfig{Steps: c.Int("steps")}, Clusters: clusters}}
 	if opts.Out == "" {
@@ -107,9 +113,30 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 	if err := report.CheckPlane(m.Net.Spec, opts.Report.Clusters, opts.CompareRun != ""); err != nil {
 		return usageError{err}
 	}
+	if opts.StepsSet && m.Net.Spec.Arch == "mlp" {
+		return usageError{fmt.Errorf("--steps sets the activation maximisation of image networks; %s's network takes vectors", runDir)}
+	}
+	// The compared run is checked before any work: a mismatch found after the
+	// figures would leave a folder that blocks the rerun.
+	var other *report.Run
+	if opts.CompareRun != "" {
+		cm, cmp, err := openReportRun(opts.CompareRun, dev)
+		if err != nil {
+			return fmt.Errorf("--compare-run: %w", err)
+		}
+		defer cm.Close()
+		if err := report.CheckCompare(run, cmp); err != nil {
+			return usageError{err}
+		}
+		other = cmp
+	}
 	cfg, err := opts.Data.configFor(runDir, m.Cfg)
 	if err != nil {
 		return err
+	}
+	// Figures written among the images would join the data set the next time it is read.
+	if dataDir := imageDir(*cfg); dataDir != "" && within(realPath(out), realPath(dataDir)) {
+		return usageError{fmt.Errorf("--out %s is inside the data's folder %s; name a folder outside the data", out, dataDir)}
 	}
 	src, err := train.OpenSource(cfg, dev)
 	if err != nil {
@@ -125,17 +152,7 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 	if opts.Quiet {
 		opt.Log = io.Discard
 	}
-	if other := opts.CompareRun; other != "" {
-		cm, cmp, err := openReportRun(other, dev)
-		if err != nil {
-			return fmt.Errorf("--compare-run: %w", err)
-		}
-		defer cm.Close()
-		if err := cm.CheckInput(other, src, run.Cfg); err != nil {
-			return fmt.Errorf("--compare-run: %w", err)
-		}
-		opt.Compare = cmp
-	}
+	opt.Compare = other
 	index, err := report.Write(run, src, opt)
 	if err != nil {
 		return err
@@ -160,20 +177,51 @@ func openReportRun(dir string, dev torch.Device) (*train.Model, *report.Run, err
 }
 
 // checkReportDir refuses, unless --force, an --out that holds a report already or
-// other files: its figures would replace files of the same names. (A report stopped
-// before index.html, its last file, leaves figures that are refused alike: they
-// cannot be told from a user's.)
+// figures: the report would replace files of the same names. (A report stopped before
+// index.html, its last file, leaves figures that are refused alike: they cannot be
+// told from a user's.) Even with --force it refuses an index.html that is no
+// report's and files other than figures, which a report never writes.
 func checkReportDir(out string, force bool) error {
 	entries, err := os.ReadDir(out)
-	if err != nil || len(entries) == 0 || force {
+	if err != nil || len(entries) == 0 {
 		return nil // a new folder, or an empty one (what is not a folder fails when written)
 	}
-	if _, err := os.Stat(filepath.Join(out, "index.html")); err == nil {
+	var foreign, figures []string
+	hasReport := false
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case name == "index.html" && e.Type().IsRegular():
+			if !isReportPage(filepath.Join(out, name)) {
+				return usageError{fmt.Errorf("--out %s holds an index.html that no emclust report wrote; name another folder", out)}
+			}
+			hasReport = true
+		case e.Type().IsRegular() && (strings.HasSuffix(name, ".png") || strings.HasSuffix(name, ".svg")):
+			figures = append(figures, name)
+		default:
+			foreign = append(foreign, name)
+		}
+	}
+	switch {
+	case len(foreign) > 0:
+		return usageError{fmt.Errorf("--out %s holds files a report does not write (%s); name a new or empty folder", out, someNames(foreign))}
+	case force:
+		return nil
+	case hasReport:
 		return usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
 	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
+	return usageError{fmt.Errorf("--out %s holds figures but no finished report (%s); name a new or empty folder, or pass --force to write the report over them (a report stopped before its end leaves only its figures)", out, someNames(figures))}
+}
+
+// isReportPage says whether the file at path is a report's index.html: its title,
+// near the top, is the one report.Write gives.
+func isReportPage(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
 	}
-	return usageError{fmt.Errorf("--out %s holds files but no finished report (%s); name a new or empty folder, or pass --force to write the report beside them (a report stopped before its end leaves only its figures)", out, someNames(names))}
+	defer f.Close()
+	head := make([]byte, 4096)
+	n, _ := io.ReadFull(f, head)
+	return strings.Contains(string(head[:n]), "<title>emclust report: ")
 }

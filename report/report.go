@@ -16,6 +16,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -74,10 +75,51 @@ func CheckPlane(spec model.Spec, clusters []int, compare bool) error {
 		}
 		return nil
 	}
-	for _, j := range clusters {
+	for i, j := range clusters {
 		if j < 0 || j >= spec.K {
 			return fmt.Errorf("--clusters: cluster %d: the run has clusters 0..%d", j, spec.K-1)
 		}
+		if slices.Contains(clusters[:i], j) {
+			return fmt.Errorf("--clusters: cluster %d is named twice", j)
+		}
+	}
+	return nil
+}
+
+// CheckCompare refuses, before any work, a compared run whose distributions could not
+// stand beside run's: another K, input other than 2-d points, or other input
+// scaling, which would predict it on features it was not trained on and draw it in
+// other coordinates.
+func CheckCompare(run, other *Run) error {
+	if err := checkCompareSpec(run, other); err != nil {
+		return err
+	}
+	ca, cb := run.Cfg, other.Cfg
+	if ca.Standardize != cb.Standardize || !slices.Equal(ca.InputMean, cb.InputMean) || !slices.Equal(ca.InputStd, cb.InputStd) {
+		scaled := func(c *train.Config) string {
+			if c.Standardize {
+				return "standardized features"
+			}
+			return "raw features"
+		}
+		what := scaled(cb) + ", " + run.Dir + " " + scaled(ca)
+		if ca.Standardize == cb.Standardize {
+			what = "features standardized by other statistics than " + run.Dir + "'s"
+		}
+		return fmt.Errorf("--compare-run %s was trained on %s: its clusters would be drawn on input it never saw; compare runs trained on the same features", other.Dir, what)
+	}
+	return nil
+}
+
+// checkCompareSpec refuses a compared network that does not take 2-d points or has
+// another K than run's.
+func checkCompareSpec(run, other *Run) error {
+	a, b := run.Net.Spec, other.Net.Spec
+	switch {
+	case b.Arch != "mlp" || b.In != 2:
+		return fmt.Errorf("--compare-run %s takes %d features, not 2-d points", other.Dir, b.In)
+	case b.K != a.K:
+		return fmt.Errorf("--compare-run %s has K = %d, %s has %d", other.Dir, b.K, run.Dir, a.K)
 	}
 	return nil
 }
@@ -658,11 +700,8 @@ func (b *builder) plane() error {
 	runs := []*Run{b.run}
 	preds := []*train.Prediction{b.pred}
 	if c := b.opt.Compare; c != nil {
-		if c.Net.Spec.Arch != "mlp" || c.Net.Spec.In != 2 {
-			return fmt.Errorf("compare run %s takes %d features, not 2-d points", c.Dir, c.Net.Spec.In)
-		}
-		if c.Net.Spec.K != k {
-			return fmt.Errorf("compare run %s has K = %d, this run %d", c.Dir, c.Net.Spec.K, k)
+		if err := checkCompareSpec(b.run, c); err != nil {
+			return err
 		}
 		cp, err := train.Predict(c.Net, b.src, c.Net.Device, c.Prior)
 		if err != nil {

@@ -204,6 +204,30 @@ func TestReportPlaneCompare(t *testing.T) {
 		}
 	}
 
+	// Another K, or another scaling of the features, is refused before any work:
+	// the compared run was predicted on this run's features and drawn in its axes.
+	k4 := *other
+	c4 := *other.Cfg
+	k4.Cfg = &c4
+	k4.Net, err = model.New(model.Spec{Arch: "mlp", In: 2, Hidden: []int{8}, K: 4, Norm: true}, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k4.Net.Close()
+	if err := CheckCompare(run, &k4); err == nil || !strings.Contains(err.Error(), "K = 4") {
+		t.Errorf("compare run of K 4: %v, want an error naming K", err)
+	}
+	scaled := *other
+	sc := *other.Cfg
+	sc.Standardize, sc.InputMean, sc.InputStd = true, []float64{0.5, -1}, []float64{2, 3}
+	scaled.Cfg = &sc
+	if err := CheckCompare(run, &scaled); err == nil || !strings.Contains(err.Error(), "standardized features") {
+		t.Errorf("compare run on standardized features: %v, want an error", err)
+	}
+	if err := CheckCompare(run, other); err != nil {
+		t.Errorf("compare run on the same features: %v", err)
+	}
+
 	// A compare run needs 2-d data.
 	v, _ := data.Digits()
 	dsrc, err := train.NewVectorSource(v, testDevice)
@@ -412,5 +436,31 @@ func TestActMaxIncreases(t *testing.T) {
 	}
 	if _, err := MaximizeRelevance(net, 1, 28, 28, []int{3}, cfg); err == nil {
 		t.Error("cluster 3 of 3 accepted")
+	}
+}
+
+// CheckPlane refuses what the 2-d distributions would not draw, before any work.
+func TestCheckPlane(t *testing.T) {
+	plane := model.Spec{Arch: "mlp", In: 2, Hidden: []int{8}, K: 4}
+	wide := model.Spec{Arch: "mlp", In: 4, Hidden: []int{8}, K: 4}
+	for _, tc := range []struct {
+		name     string
+		spec     model.Spec
+		clusters []int
+		compare  bool
+		want     string // "" for none
+	}{
+		{"all clusters", plane, nil, false, ""},
+		{"some clusters", plane, []int{0, 3}, true, ""},
+		{"cluster past K", plane, []int{4}, false, "cluster 4: the run has clusters 0..3"},
+		{"cluster twice", plane, []int{1, 2, 1}, false, "cluster 1 is named twice"},
+		{"clusters of 4 features", wide, []int{1}, false, "--clusters picks"},
+		{"compare of 4 features", wide, nil, true, "--compare-run draws"},
+		{"4 features alone", wide, nil, false, ""},
+	} {
+		err := CheckPlane(tc.spec, tc.clusters, tc.compare)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
 	}
 }
