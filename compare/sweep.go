@@ -149,7 +149,8 @@ type KSummary struct {
 	SizeEntropy   Stat    `json:"size_entropy"`
 	Empty         float64 `json:"empty_clusters"` // mean over seeds
 	// Agreement is the adjusted Rand index between the clusterings of every two
-	// seeds: how reproducible the clustering at this K is. It needs two seeds (nil
+	// seeds: how reproducible the clustering at this K is. Its values are each
+	// seed's mean index with the others (seedAgreement). It needs two seeds (nil
 	// with one).
 	Agreement *Stat   `json:"agreement,omitempty"`
 	NMI       *Stat   `json:"nmi,omitempty"`
@@ -191,15 +192,9 @@ func NewSweepReport(data string, n int, opt SweepOptions, device string, runs []
 		if len(ll) == 0 {
 			continue
 		}
-		var agree []float64
-		for i := range clusterings {
-			for j := i + 1; j < len(clusterings); j++ {
-				ari, err := eval.ARI(clusterings[i], clusterings[j])
-				if err != nil {
-					return nil, fmt.Errorf("compare: agreement at K = %d: %w", k, err)
-				}
-				agree = append(agree, ari)
-			}
+		agree, err := seedAgreement(clusterings)
+		if err != nil {
+			return nil, fmt.Errorf("compare: agreement at K = %d: %w", k, err)
 		}
 		s := KSummary{K: k, Runs: len(ll), LogLikelihood: NewStat(ll), MaxPosterior: NewStat(mp), SizeEntropy: NewStat(se)}
 		if len(agree) > 0 {
@@ -215,6 +210,36 @@ func NewSweepReport(data string, n int, opt SweepOptions, device string, runs []
 		rep.Ks = append(rep.Ks, s)
 	}
 	return rep, nil
+}
+
+// seedAgreement is, for each seed's clustering, its mean adjusted Rand index with the
+// other seeds': one value per seed, so that the interval over them has as many
+// degrees of freedom as seeds, less one. (The S(S−1)/2 pairs share seeds; taken as
+// independent they made the interval 0.58 times as wide at 5 seeds.) Two seeds give
+// their one pair's index alone, nil fewer.
+func seedAgreement(clusterings [][]int) ([]float64, error) {
+	n := len(clusterings)
+	if n < 2 {
+		return nil, nil
+	}
+	sums := make([]float64, n)
+	for i := range clusterings {
+		for j := i + 1; j < n; j++ {
+			ari, err := eval.ARI(clusterings[i], clusterings[j])
+			if err != nil {
+				return nil, err
+			}
+			sums[i] += ari
+			sums[j] += ari
+		}
+	}
+	if n == 2 {
+		return sums[:1], nil
+	}
+	for i := range sums {
+		sums[i] /= float64(n - 1)
+	}
+	return sums, nil
 }
 
 // Markdown renders the sweep as a header, a row per K, and what the columns can and
@@ -251,8 +276,9 @@ func (r *SweepReport) Markdown() string {
 		rows = append(rows, append(row, formatSeconds(s.Seconds)))
 	}
 	writeTable(&b, rows)
-	b.WriteString("\nagreement: adjusted Rand index between the clusterings of every two seeds (1: the same partition);\n" +
-		"the K that seeds agree on most (bold) is the best supported, and on the embedded tables it was the\n" +
+	b.WriteString("\nagreement: adjusted Rand index between the clusterings of every two seeds (1: the same partition),\n" +
+		"its margin over each seed's mean index with the others; the K that seeds agree on most (bold) is\n" +
+		"the best supported, and on the embedded tables it was the\n" +
 		"number of classes. size balance: entropy of the cluster sizes over log K (1: equal sizes). The\n" +
 		"relevance normalisation keeps clusters near equal in size, so balance and the log-likelihood move\n" +
 		"little with K, and the max posterior falls as K grows: read them for a run that went wrong, not to\n" +

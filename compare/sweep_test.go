@@ -61,6 +61,33 @@ func TestSweepAgreement(t *testing.T) {
 	}
 }
 
+// With three seeds or more, each seed contributes one value, its mean index with the
+// others, so the interval has S−1 degrees of freedom. Three seeds where two agree
+// fully and the third agrees with neither (ARI −1/2 with both, as above): the seeds'
+// means are (1 − 1/2)/2, the same, and −1/2.
+func TestSeedAgreement(t *testing.T) {
+	a, b := []int{0, 0, 1, 1}, []int{0, 1, 0, 1}
+	got, err := seedAgreement([][]int{a, a, b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{0.25, 0.25, -0.5}
+	if len(got) != len(want) {
+		t.Fatalf("%v, want %v", got, want)
+	}
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-12 {
+			t.Errorf("seed %d: %v, want %v", i, got[i], want[i])
+		}
+	}
+	if st := NewStat(got); st.N != 3 {
+		t.Errorf("agreement over %d values, want one per seed", st.N)
+	}
+	if got, _ := seedAgreement([][]int{a}); got != nil {
+		t.Errorf("one seed: %v, want none", got)
+	}
+}
+
 // A sweep on three separated blobs: a run per K and seed in K-major order, criteria
 // in their ranges, NMI from the labels, and a report that marshals to JSON with one
 // seed too (where no agreement can be computed).
