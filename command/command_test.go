@@ -352,6 +352,9 @@ func TestErrors(t *testing.T) {
 		{name: "nproc -1", args: append(ten, "--nproc", "-1"), code: 2, want: []string{"--nproc -1", "1 to 1024"}},
 		{name: "nproc 0", args: append(ten, "--nproc", "0"), code: 2, want: []string{"--nproc 0", "1 to 1024"}},
 		{name: "suite with data", args: []string{"compare", "--suite", "--data", "ten.csv"}, code: 2, want: []string{"--data with --suite"}},
+		{name: "suite with header", args: []string{"compare", "--suite", "--header", "no"}, code: 2, want: []string{"--header with --suite"}},
+		// Found after every run, with no table printed.
+		{name: "compare out a file", args: []string{"compare", "--data", "ten.csv", "--methods", "kmeans", "--out", "ten.csv"}, code: 2, want: []string{"--out ten.csv is a file"}},
 		{name: "tables without suite", args: []string{"compare", "--tables", "ten.csv", "--label-col", "label"}, code: 2, want: []string{"--tables without --suite"}},
 		{name: "tables without labels", args: []string{"compare", "--suite", "--tables", "ten.csv"}, code: 2, want: []string{"--tables needs --label-col"}},
 		{name: "tables missing", args: []string{"compare", "--suite", "--tables", "ten.csv,gone.csv", "--label-col", "label"}, code: 2, want: []string{"--tables", "gone.csv"}},

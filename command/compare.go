@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -97,8 +98,8 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 		}
 	}
 	if opts.Suite {
-		for _, f := range []string{"data", "dataset", "data-dir", "label-col", "out"} {
-			if c.IsSet(f) && !(f == "label-col" && opts.Tables != nil) {
+		for _, f := range []string{"data", "dataset", "data-dir", "label-col", "header", "out"} {
+			if c.IsSet(f) && !((f == "label-col" || f == "header") && opts.Tables != nil) {
 				return opts, usageError{fmt.Errorf("--%s with --suite: the suite runs on the embedded tables (or --tables) and keeps no run folders", f)}
 			}
 		}
@@ -408,6 +409,12 @@ func unwritten(opts compareOptions) string {
 func checkCompareOutputs(opts compareOptions) error {
 	var taken, runDirs []string
 	if dir := opts.Out; dir != "" {
+		// Found only when the results are written, a file here cost every run.
+		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+			return usageError{fmt.Errorf("--out %s is a file; name a folder", dir)}
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return usageError{fmt.Errorf("--out %s: %w", dir, err)}
+		}
 		taken = append(taken, filepath.Join(dir, "compare.json"))
 		for _, m := range opts.Methods {
 			if !compare.Neural(m) {
