@@ -2568,6 +2568,33 @@ func TestInterruptBaselines(t *testing.T) {
 	}
 	noCrash(t, result{stderr: strings.Join(all, "\n")})
 
+	// The suite names the table it stopped on; it printed "context canceled" alone.
+	suite := exec.Command(bin, "compare", "--suite", "--tables", "big.csv", "--label-col", "label", "--k", "40", "--methods", "kmeans", "--seeds", "2", "--device", "cpu")
+	suite.Dir = dir
+	pr, pw = io.Pipe()
+	suite.Stderr = pw
+	if err := suite.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { suite.Wait(); pw.Close() }()
+	t.Cleanup(func() { suite.Process.Kill() })
+	lines = bufio.NewScanner(pr)
+	all = nil
+	for lines.Scan() {
+		all = append(all, lines.Text())
+		if strings.Contains(lines.Text(), "kmeans × 2 seeds") {
+			if err := suite.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(all) > 0 {
+		last = all[len(all)-1]
+	}
+	if code := suite.ProcessState.ExitCode(); code != 130 || !strings.Contains(last, "interrupted on big, after 0 of 1 tables") {
+		t.Errorf("compare --suite, SIGINT in the first k-means: exit %d, last line %q; want 130 and the table named", code, last)
+	}
+
 	var stderr bytes.Buffer
 	train := exec.Command(bin, append([]string{"train", "--epochs", "1", "--restarts", "1", "--out", "run"}, data...)...)
 	train.Dir = dir

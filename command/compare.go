@@ -180,13 +180,20 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 	}
 	if opts.Suite {
 		var reps []*compare.Report
-		for _, cfg := range suiteConfigs(opts) {
+		cfgs := suiteConfigs(opts)
+		for _, cfg := range cfgs {
 			rep, err := compareOn(ctx, opts, cfg, dev, log)
 			if err == nil {
 				err = baselinesOnOtherFeatures(ctx, opts, cfg, rep, dev, log)
 			}
+			var ie interruptedError
+			if errors.As(err, &ie) {
+				// Nothing is printed: the suite's table would be partial.
+				return interruptedError{fmt.Errorf("interrupted on %s, after %d of %d tables; the suite prints its table whole or not at all, and wrote nothing",
+					train.DataName(cfg), len(reps), len(cfgs))}
+			}
 			if err != nil {
-				return err // an interrupted suite prints nothing: its table would be partial
+				return fmt.Errorf("%s: %w", train.DataName(cfg), err)
 			}
 			reps = append(reps, rep)
 		}
@@ -396,7 +403,8 @@ func printCompare(rep interface{ Markdown() string }, asJSON bool, stdout io.Wri
 // unwritten says what an interrupted comparison did not write: its tables. The
 // folders of the neural runs it finished (and of the one it stopped) stay in --out.
 func unwritten(opts compareOptions) string {
-	if opts.Out == "" || !slices.ContainsFunc(opts.Methods, compare.Neural) {
+	// With restarts, a run's folder is made once its restarts are chosen.
+	if _, err := os.Stat(opts.Out); err != nil || !slices.ContainsFunc(opts.Methods, compare.Neural) {
 		return "no table was written"
 	}
 	return fmt.Sprintf("no table was written; %s keeps the folders of the neural runs begun", opts.Out)
