@@ -124,6 +124,34 @@ func TestRelevanceNormalisation(t *testing.T) {
 	}
 }
 
+// Eval mode normalises by the running statistics, which a training forward moves by
+// the momentum toward the batch's (mean, and unbiased variance): checked on the
+// linear map, whose raw scores no hidden BatchNorm changes between the forwards. A
+// forward that ignored train=false would give the batch's own normalisation.
+func TestRelevanceRunningStatistics(t *testing.T) {
+	n := build(t, Spec{Arch: "mlp", In: 5, K: 4, Norm: true})
+	s := torch.NewScope()
+	defer s.Close()
+	x := s.Add(s.MulScalar(s.Randn([]int{32, 5}, torch.Float32, testDevice), 3), s.Full([]int{1, 5}, 2, torch.Float32, testDevice))
+	raw := s.Float32s(n.Relevance(s, x, false))
+	mean := s.Float32s(s.Mean(n.Relevance(s, x, false), false, 0))
+	biased := s.Float32s(s.Var(n.Relevance(s, x, false), false, 0))
+	n.Forward(s, x, true) // running mean 0.9·0 + 0.1·mean, variance 0.9·1 + 0.1·unbiased
+	got := s.Float32s(n.Forward(s, x, false))
+	const k = 4
+	for i, a := range raw {
+		j := i % k
+		rm, rv := 0.1*float64(mean[j]), 0.9+0.1*float64(biased[j])*32/31
+		want := (float64(a) - rm) / math.Sqrt(rv+1e-5)
+		if math.Abs(float64(got[i])-want) > 1e-4*(1+math.Abs(want)) {
+			t.Fatalf("row %d cluster %d: eval score %v, want %v (running mean %v, variance %v)", i/k, j, got[i], want, rm, rv)
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestCheckpointLoadChecksShapes(t *testing.T) {
 	sp := Spec{Arch: "mlp", In: 3, Hidden: []int{8}, K: 4, Norm: true}
 	a := build(t, sp)
