@@ -635,7 +635,10 @@ func (r *Run) step(s *torch.Scope, idx *torch.Tensor) (l, kl, hMean *torch.Tenso
 	}
 
 	// EM (or IIC) step with optimiser A, in a scope of its own: its activations are
-	// freed before the KL step builds the next graph.
+	// freed before the KL step builds the next graph. Every forward here is in
+	// training mode, the transformed batches' too, so the running statistics that
+	// evaluation uses are as much T(x)'s as x's, as they are for the same step
+	// written with PyTorch modules (scripts/bench's peer).
 	var logPrior *torch.Tensor
 	if r.prior != nil {
 		logPrior = s.Log(r.prior)
