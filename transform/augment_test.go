@@ -275,3 +275,61 @@ func TestInverse3(t *testing.T) {
 		}
 	}
 }
+
+// A crop keeps a square window of side r ≥ √Crop inside the image: on a gradient,
+// every output line rises through the window and stops short of the border, where
+// the border padding would make it flat. A window let past the image (a centre
+// bound of 1 − r² instead of 1 − r, say) flattens several pixels at one end.
+func TestAugmentCropStaysInside(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	const n, side = 256, 32
+	if err := torch.ManualSeed(3); err != nil {
+		t.Fatal(err)
+	}
+	// Pixel (row, col) holds (col + 0.5)/side: the value at a position is where it is.
+	cols := s.DivScalar(s.AddScalar(s.Arange(side, torch.Float32, testDevice), 0.5), side)
+	across := s.Contiguous(s.Expand(s.Reshape(cols, 1, 1, 1, side), n, 1, side, side))
+	down := s.Contiguous(s.Transpose(across, 2, 3))
+	cfg := AugmentConfig{Crop: 0.3}
+	for _, tc := range []struct {
+		name string
+		x    *torch.Tensor
+		at   func(img, line, k int) int // index of the k-th value along a line
+	}{
+		{"across", across, func(img, line, k int) int { return (img*side+line)*side + k }},
+		{"down", down, func(img, line, k int) int { return (img*side+k)*side + line }},
+	} {
+		out := s.Float32s(Augment(s, tc.x, cfg))
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		minSpan, maxSpan := math.Inf(1), 0.0
+		for img := range n {
+			for line := range side {
+				flat := 0
+				for k := 0; k+1 < side; k++ {
+					d := float64(out[tc.at(img, line, k+1)] - out[tc.at(img, line, k)])
+					if d < -1e-6 {
+						t.Fatalf("%s: image %d line %d falls at %d", tc.name, img, line, k)
+					}
+					if d < 1e-6 {
+						flat++
+					}
+				}
+				// Only the outermost half pixel of the window may reach the border.
+				if flat > 2 {
+					t.Fatalf("%s: image %d line %d is flat at %d steps: the window left the image", tc.name, img, line, flat)
+				}
+				span := float64(out[tc.at(img, line, side-1)] - out[tc.at(img, line, 0)])
+				minSpan, maxSpan = math.Min(minSpan, span), math.Max(maxSpan, span)
+			}
+		}
+		// The window's side is r·(side−1)/side pixels' worth of values, r from √0.3 to 1,
+		// less up to half a pixel at each end.
+		full := float64(side-1) / side
+		if minSpan < math.Sqrt(0.3)*full-1.0/side-1e-4 || maxSpan > full+1e-4 || minSpan > 0.8*full {
+			t.Errorf("%s: window spans %.4f to %.4f of the values, want %.4f to %.4f and some well below the whole", tc.name, minSpan, maxSpan, math.Sqrt(0.3)*full, full)
+		}
+	}
+}
