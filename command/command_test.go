@@ -1646,6 +1646,70 @@ func TestTrainTrials(t *testing.T) {
 	}
 }
 
+// A run killed among its trials (kill -9: nothing of it runs) goes on with --resume
+// from the trial it was in, and keeps the trial an unkilled run keeps; a run that
+// finished its trials leaves no trials folder. Before, the trials lived in memory
+// and a kill lost them all: hours of a CPU's work at the image defaults.
+func TestTrainTrialsKilled(t *testing.T) {
+	dir := t.TempDir()
+	writeIDXSet(t, dir, 480, 32) // epochs of a few tenths of a second: the kill lands among the trials
+	args := []string{"train", "--quiet", "--dataset", "mnist", "--data-dir", dir, "--device", "cpu", "--objective", "em",
+		"--epochs", "3", "--batch-size", "32", "--restarts", "3", "--trial-epochs", "2"}
+	straight := run(t, dir, append(args, "--out", "straight")...)
+	if straight.code != 0 {
+		t.Fatalf("exit %d: %s", straight.code, straight.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "straight", "trials")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a finished run left its trials folder: %v", err)
+	}
+
+	cmd := exec.Command(bin, append(args, "--out", "killed")...)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	waitFor(t, filepath.Join(dir, "killed", "trials", "seed-1", "checkpoint.safetensors"), time.Minute, done)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+
+	// The folder is the stopped run's: a new run is sent to --resume.
+	wantError(t, run(t, dir, append(args, "--out", "killed")...), 2, "holds the trials of a run", "--resume")
+	r := run(t, dir, "train", "--resume", "killed", "--device", "cpu")
+	noCrash(t, r)
+	if r.code != 0 || !strings.Contains(r.stderr, "resuming 3 trials of 2 epochs") {
+		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
+	}
+	type trial struct {
+		Seed        uint64 `json:"seed"`
+		ChosenEpoch int    `json:"chosen_epoch"`
+	}
+	var want, got struct {
+		Epochs   int     `json:"epochs"`
+		Restarts []trial `json:"restarts"`
+	}
+	readJSON(t, filepath.Join(dir, "straight", "summary.json"), &want)
+	readJSON(t, filepath.Join(dir, "killed", "summary.json"), &got)
+	if got.Epochs != 3 || fmt.Sprint(got.Restarts) != fmt.Sprint(want.Restarts) {
+		t.Errorf("resumed: %d epochs, trials %v; unkilled: %d, %v", got.Epochs, got.Restarts, want.Epochs, want.Restarts)
+	}
+	var ws, gs struct {
+		Seed uint64 `json:"seed"`
+	}
+	readJSON(t, filepath.Join(dir, "straight", "config.json"), &ws)
+	readJSON(t, filepath.Join(dir, "killed", "config.json"), &gs)
+	if ws.Seed != gs.Seed {
+		t.Errorf("resumed run kept seed %d, the unkilled one seed %d", gs.Seed, ws.Seed)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "killed", "trials")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the resumed run left its trials folder: %v", err)
+	}
+}
+
 // scripts/gloo-config.sh writes Gloo's config.h as CMake would, with PyTorch's switches
 // (Dockerfile.cuda), and refuses a config.h.in with an entry it does not know, rather
 // than leave it unset.

@@ -168,12 +168,8 @@ func openResumed(dir string, o resumeOverrides) (*torch.SafeFile, train.Config, 
 		// the last file a run writes, and says which epoch.
 		return nil, train.Config{}, usageError{fmt.Errorf("resume: %s already finished %d of %d epochs; pass --epochs N with N > %d to train longer", dir, done, saved.Epochs, done)}
 	}
-	// The data may move, not change kind: a file stays a file, an image set a folder.
-	switch {
-	case o.DataFile != nil && saved.DataFile == "":
-		return nil, train.Config{}, usageError{fmt.Errorf("--data with --resume: %s was trained on %s, not on a file", dir, train.DataName(*saved))}
-	case o.DataDir != nil && (saved.DataFile != "" || !train.IsImageSet(saved.Dataset)):
-		return nil, train.Config{}, usageError{fmt.Errorf("--data-dir with --resume: %s was trained on %s, which is not an image set; --data names a moved file", dir, train.DataName(*saved))}
+	if err := checkMovedData(dir, o, saved); err != nil {
+		return nil, train.Config{}, err
 	}
 	cfg := *saved
 	// Recompute the standardisation from the same training data: bit-for-bit the
@@ -181,6 +177,50 @@ func openResumed(dir string, o resumeOverrides) (*torch.SafeFile, train.Config, 
 	cfg.InputMean, cfg.InputStd = nil, nil
 	o.apply(&cfg)
 	return f, cfg, nil
+}
+
+// checkMovedData refuses a resume's --data or --data-dir that would change the kind
+// of the data: they may move, a file stays a file, an image set a folder.
+func checkMovedData(dir string, o resumeOverrides, saved *train.Config) error {
+	switch {
+	case o.DataFile != nil && saved.DataFile == "":
+		return usageError{fmt.Errorf("--data with --resume: %s was trained on %s, not on a file", dir, train.DataName(*saved))}
+	case o.DataDir != nil && (saved.DataFile != "" || !train.IsImageSet(saved.Dataset)):
+		return usageError{fmt.Errorf("--data-dir with --resume: %s was trained on %s, which is not an image set; --data names a moved file", dir, train.DataName(*saved))}
+	}
+	return nil
+}
+
+// hasTrials says whether dir is a run stopped among its trials: their folder, and no
+// checkpoint of the run yet.
+func hasTrials(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); err == nil {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(dir, train.TrialsDir))
+	return err == nil && st.IsDir()
+}
+
+// openResumedTrials reads the config of a run stopped among its trials, with the
+// overrides applied, and locks its folder.
+func openResumedTrials(dir string, o resumeOverrides) (train.Config, *runFolder, error) {
+	saved, err := train.ReadConfig(dir)
+	if err != nil {
+		return train.Config{}, nil, fmt.Errorf("resume: %s holds trials but no run config: %w", dir, err)
+	}
+	if saved.Restarts < 2 || saved.TrialEpochs < 2 {
+		return train.Config{}, nil, fmt.Errorf("resume: %s holds a trials folder, but its config.json trains no trials", dir)
+	}
+	if err := checkMovedData(dir, o, saved); err != nil {
+		return train.Config{}, nil, err
+	}
+	cfg := *saved
+	o.apply(&cfg)
+	lock, err := train.LockDir(dir)
+	if err != nil {
+		return train.Config{}, nil, err
+	}
+	return cfg, &runFolder{dir: dir, lock: lock}, nil
 }
 
 func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) error {
@@ -224,7 +264,15 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	speaks := role == nil || role.Rank == 0 // writes the run folder and the summary
 	var ckpt *torch.SafeFile
 	var newFolder *runFolder // a new run's, locked until the run takes it
-	if opts.Resume != "" {
+	resumeTrials := opts.Resume != "" && hasTrials(opts.Resume)
+	if resumeTrials {
+		var err error
+		if cfg, newFolder, err = openResumedTrials(opts.Resume, opts.Resumed); err != nil {
+			return err
+		}
+		defer newFolder.release()
+		runDir = opts.Resume
+	} else if opts.Resume != "" {
 		var err error
 		if ckpt, cfg, err = openResumed(opts.Resume, opts.Resumed); err != nil {
 			return err
@@ -267,7 +315,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		return err
 	}
 	defer src.Close()
-	if ckpt == nil {
+	if ckpt == nil && !resumeTrials {
 		opts.New.resolve(&cfg, dev, src)
 	} else if err := checkResumedData(ckpt, began, beganLabels, cfg, src, runDir); err != nil {
 		return err
@@ -288,11 +336,11 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	}
 	// A new run's only: a resumed one does not record whether --precision was given,
 	// and its precision was chosen, and heard of, when it started.
-	if hint := precisionHint(cfg, dev, opts.New.PrecisionSet, cpu.X86.HasAMXBF16); hint != "" && speaks && ckpt == nil {
+	if hint := precisionHint(cfg, dev, opts.New.PrecisionSet, cpu.X86.HasAMXBF16); hint != "" && speaks && ckpt == nil && !resumeTrials {
 		fmt.Fprintln(log, hint)
 	}
 	if ckpt == nil && cfg.Restarts > 1 && cfg.TrialEpochs > 0 {
-		return trainTrials(ctx, cfg, src, dev, newFolder, opts.Quiet, opts.JSON, stdout, log, stderr)
+		return trainTrials(ctx, cfg, src, dev, newFolder, resumeTrials, opts.Quiet, opts.JSON, stdout, log, stderr)
 	}
 	if ckpt == nil && cfg.Restarts > 1 {
 		return trainRestarts(ctx, cfg, src, dev, newFolder, opts.JSON, stdout, log, stderr)
@@ -439,28 +487,50 @@ func keepChoice(run *train.Run, err error, folder *runFolder, what string) (inte
 // trainTrials trains cfg.Restarts trials of cfg.TrialEpochs epochs, keeps the one
 // whose clustering settled most (train.TrainTrials) in the run folder, trains it on to
 // cfg's epochs, and finishes it like a single run.
-func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, folder *runFolder, quiet, asJSON bool, stdout, log, warn io.Writer) error {
+//
+// Each trial trains in RUN/trials/seed-S and saves every epoch, beside the run's
+// config.json: a run stopped among them (Ctrl-C, a killed job) goes on with
+// --resume (resumed), from the trial it was in; the trials' folders go once the
+// trial kept is saved as the run.
+func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, folder *runFolder, resumed, quiet, asJSON bool, stdout, log, warn io.Writer) error {
 	start := time.Now()
 	runDir := folder.dir
 	n := max(cfg.Restarts, 1)
-	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %d trials of %s (seeds %d–%d), then the one whose clustering agreed most with its own earlier evaluations goes on to %s\n",
-		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), n, plural(cfg.TrialEpochs, "epoch"),
-		cfg.Seed, cfg.Seed+uint64(n)-1, plural(cfg.EpochsFor(src.Len()), "epoch"))
+	how := fmt.Sprintf("%d trials of %s (seeds %d–%d)", n, plural(cfg.TrialEpochs, "epoch"), cfg.Seed, cfg.Seed+uint64(n)-1)
+	if resumed {
+		how = "resuming " + how
+	}
+	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %s, then the one whose clustering agreed most with its own earlier evaluations goes on to %s\n",
+		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), how, plural(cfg.EpochsFor(src.Len()), "epoch"))
+	if err := train.WriteConfig(runDir, cfg); err != nil {
+		return err
+	}
+	var trialsDone int
 	hooks := newRestartsProgress(log, log == io.Discard, n, "trials").hooks(func(i int, r train.Restart) {
+		trialsDone = i + 1
 		fmt.Fprintf(log, "emclust: trial %d/%d, seed %d: agreement %.4f at epoch %d, max posterior %.4f\n",
 			i+1, n, r.Seed, *r.SelfAgreement, r.ChosenEpoch, r.Criteria.MaxPosterior)
 	})
-	run, trials, err := train.TrainTrials(ctx, cfg, src, dev, hooks)
+	run, _, err := train.TrainTrialsIn(ctx, cfg, src, dev, runDir, hooks)
 	if run != nil {
 		defer run.Close()
 	}
-	interrupted, err := keepChoice(run, err, folder, "trial")
+	if errors.Is(err, context.Canceled) {
+		// Each trial's folder holds its last epoch: the resume goes on from there.
+		return interruptedError{fmt.Errorf("interrupted in trial %d of %d; emclust train --resume %s goes on with the trials",
+			min(trialsDone+1, n), n, runDir)}
+	}
 	if err != nil {
 		return err
 	}
-	if interrupted {
-		return interruptedError{fmt.Errorf("interrupted after %d of %d trials; kept seed %d of those in %s: emclust train --resume %s trains it on to %s",
-			len(trials), n, run.Cfg.Seed, runDir, runDir, plural(run.Cfg.Epochs, "epoch"))}
+	if err := run.AttachLocked(runDir, folder.take()); err != nil {
+		return err
+	}
+	if err := run.Save(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(runDir, train.TrialsDir)); err != nil {
+		return fmt.Errorf("remove the trials' folders: %w", err)
 	}
 	chosen := run.Chosen()
 	fmt.Fprintf(log, "emclust: kept seed %d (agreement %.4f at epoch %d): %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, on to %s → %s\n",
@@ -840,6 +910,8 @@ func checkNewRunDir(dir string) error {
 	for _, e := range entries {
 		name := e.Name()
 		switch {
+		case name == train.TrialsDir && e.IsDir() && isRunConfig(filepath.Join(dir, "config.json")):
+			return usageError{fmt.Errorf("%s holds the trials of a run that stopped among them; continue it with --resume %s or pick another --out", dir, dir)}
 		case name == train.LockName && train.IsRunLock(filepath.Join(dir, name)), isPartialRunFile(name):
 		case slices.Contains(train.RunFiles, name):
 			named = append(named, name)
@@ -1019,6 +1091,9 @@ func checkResumedData(ckpt *torch.SafeFile, began, beganLabels string, cfg train
 	}
 	if beganLabels != "" && cfg.LabelsDigest != beganLabels {
 		return usageError{fmt.Errorf("resume: the labels of %s are not those the run in %s was scored against (their SHA-256 digest differs from config.json's labels_digest); a resumed run needs the same labels, or a new run", name, runDir)}
+	}
+	if ckpt == nil {
+		return nil // trials resumed: their checkpoints are checked as each is opened
 	}
 	if shape, ok := ckpt.Shape("recent.0"); ok && len(shape) == 1 && shape[0] != src.Len() {
 		return usageError{fmt.Errorf("resume: the run in %s trained on %d rows, and %s hold %d; a resumed run needs the data it trained on", runDir, shape[0], name, src.Len())}

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"runtime"
 
 	"emclust/atomicfile"
@@ -234,4 +236,24 @@ func writeJSON(path string, v any) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return atomicfile.WriteBytes(path, append(b, '\n'))
+}
+
+// WriteConfig writes cfg as dir/config.json, as a run does: what a run folder holds
+// before its first checkpoint (its trials', say) says what run it is.
+func WriteConfig(dir string, cfg Config) error {
+	return writeJSON(filepath.Join(dir, "config.json"), cfg)
+}
+
+// ReadConfig reads dir/config.json.
+func ReadConfig(dir string) (*Config, error) {
+	path := filepath.Join(dir, "config.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cfg Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &cfg, nil
 }

@@ -3,6 +3,8 @@ package train
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 
 	"emclust/torch"
@@ -27,6 +29,21 @@ import (
 // Attach and Save keep them. Cancelling ctx stops the trial in training; the best
 // of those that finished comes back with ctx's error, and Train would continue it.
 func TrainTrials(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks) (*Run, []Restart, error) {
+	return TrainTrialsIn(ctx, cfg, src, dev, "", hooks)
+}
+
+// TrialsDir is the folder of a run folder in which TrainTrialsIn trains the trials,
+// one folder each, named for its seed.
+const TrialsDir = "trials"
+
+// TrainTrialsIn is TrainTrials with each trial trained as a run of its own in
+// dir/trials/seed-S, saved every epoch, where dir is not "": trials of several
+// epochs each on a CPU take hours, and a job killed among them would lose them all.
+// Called again on the same dir, it takes the trials that finished from their
+// checkpoints, goes on with the one that was stopped, and trains the rest: the run it
+// keeps is the one an uninterrupted call keeps. The caller removes the trials'
+// folders once it has saved the run kept.
+func TrainTrialsIn(ctx context.Context, cfg Config, src Source, dev torch.Device, dir string, hooks RestartHooks) (*Run, []Restart, error) {
 	if cfg.TrialEpochs < 2 {
 		return nil, nil, fmt.Errorf("--trial-epochs %d: want at least 2", cfg.TrialEpochs)
 	}
@@ -53,7 +70,11 @@ func TrainTrials(ctx context.Context, cfg Config, src Source, dev torch.Device, 
 		c.Seed = cfg.Seed + uint64(i)
 		c.SetEpochs(cfg.TrialEpochs)
 		c.EvalEvery, c.Restarts, c.TrialEpochs = 1, 1, 0
-		r, err := trainTrial(ctx, c, src, dev, steps, i)
+		trialDir := ""
+		if dir != "" {
+			trialDir = filepath.Join(dir, TrialsDir, fmt.Sprintf("seed-%d", c.Seed))
+		}
+		r, err := trainTrial(ctx, c, src, dev, steps, i, trialDir)
 		if err != nil {
 			if best != nil && ctx.Err() != nil {
 				goOn(best, cfg, full, records)
@@ -79,11 +100,22 @@ func TrainTrials(ctx context.Context, cfg Config, src Source, dev torch.Device, 
 	return best, records, nil
 }
 
+// detach lets go of the run's folder (a trial's), so that the run can be attached
+// to another and go on there; what the folder holds stays.
+func (r *Run) detach() {
+	if r.lock != nil {
+		r.lock.Close()
+		r.lock = nil
+	}
+	r.Dir = ""
+}
+
 // goOn sets the kept trial r to go on to full epochs under cfg, kept from records.
 // It trains on as its seed's run would have: its own shuffles and augmentations
 // (epochSeed), every other hyper-parameter cfg's. (Its chosen epoch may differ from
 // that run's where cfg evaluates less often than every epoch, as trials do.)
 func goOn(r *Run, cfg Config, full int, records []Restart) {
+	r.detach()
 	r.Progress = nil // the trials' counter
 	r.Restarts = records
 	trained := len(records)
@@ -91,19 +123,36 @@ func goOn(r *Run, cfg Config, full int, records []Restart) {
 	r.Cfg.EvalEvery, r.Cfg.Restarts, r.Cfg.TrialEpochs = cfg.EvalEvery, trained, cfg.TrialEpochs
 }
 
-// trainTrial trains one trial of cfg, its progress counted as trial i in steps.
-func trainTrial(ctx context.Context, cfg Config, src Source, dev torch.Device, steps *stepCounter, i int) (*Run, error) {
-	r, err := New(cfg, src, dev, "")
+// trainTrial trains one trial of cfg, its progress counted as trial i in steps, in
+// dir when not "": from its checkpoint there, if it has one.
+func trainTrial(ctx context.Context, cfg Config, src Source, dev torch.Device, steps *stepCounter, i int, dir string) (*Run, error) {
+	var ckpt *torch.SafeFile
+	if dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, checkpointName)); err == nil {
+			if ckpt, _, _, err = ReadCheckpoint(dir); err != nil {
+				return nil, fmt.Errorf("trial %d (seed %d): %w", i+1, cfg.Seed, err)
+			}
+		}
+	}
+	r, err := New(cfg, src, dev, dir)
 	if err != nil {
 		return nil, fmt.Errorf("trial %d (seed %d): %w", i+1, cfg.Seed, err)
 	}
 	r.keepChosen = true
+	if ckpt != nil {
+		if err := r.Restore(ckpt); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("trial %d (seed %d): %w", i+1, cfg.Seed, err)
+		}
+	}
 	if steps != nil {
 		r.Progress = &restartSteps{c: steps, j: i}
 	}
-	if err := r.Train(ctx); err != nil {
-		r.Close()
-		return nil, fmt.Errorf("trial %d (seed %d): %w", i+1, cfg.Seed, err)
+	if r.EpochsDone() < r.Cfg.Epochs {
+		if err := r.Train(ctx); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("trial %d (seed %d): %w", i+1, cfg.Seed, err)
+		}
 	}
 	if r.chosen == nil || r.chosen.Agreement == nil {
 		r.Close()

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -163,4 +164,67 @@ func TestTrainTrialsInterrupted(t *testing.T) {
 		t.Errorf("kept seed %d after %d epochs, to %d, of %d trials; want seed %d after 2, to 5, of 1",
 			kept.Cfg.Seed, kept.EpochsDone(), kept.Cfg.Epochs, kept.Cfg.Restarts, cfg.Seed)
 	}
+}
+
+// Trials in a folder survive an interrupt: called again, TrainTrialsIn takes the
+// trial that finished from its checkpoint, goes on with the one stopped, trains the
+// last, and keeps what one uninterrupted call keeps, to the bit.
+func TestTrainTrialsResumed(t *testing.T) {
+	im := mnistSet(t, 64)
+	src := imageSource(t, im)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := torch.SetNumThreads(runtime.NumCPU()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := imageConfig("em", 5, 32)
+	cfg.Restarts, cfg.TrialEpochs = 3, 2 // 2 steps an epoch, 4 a trial
+
+	straight, want, err := TrainTrials(context.Background(), cfg, src, testDevice, RestartHooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer straight.Close()
+
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := RestartHooks{Progress: func(done, _ int) {
+		if done >= 6 { // the second trial's first epoch
+			cancel()
+		}
+	}}
+	first, _, err := TrainTrialsIn(ctx, cfg, src, testDevice, dir, stop)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want the context's", err)
+	}
+	first.closeIfAny()
+	for _, seed := range []int{1, 2} {
+		if _, err := os.Stat(filepath.Join(dir, TrialsDir, fmt.Sprintf("seed-%d", seed), checkpointName)); err != nil {
+			t.Fatalf("trial of seed %d left no checkpoint: %v", seed, err)
+		}
+	}
+
+	resumed, got, err := TrainTrialsIn(context.Background(), cfg, src, testDevice, dir, RestartHooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close()
+	if len(got) != len(want) {
+		t.Fatalf("%d trials resumed, %d straight", len(got), len(want))
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if w.Seed != g.Seed || w.ChosenEpoch != g.ChosenEpoch || *w.SelfAgreement != *g.SelfAgreement {
+			t.Errorf("trial %d: %+v resumed, %+v straight", i+1, g, w)
+		}
+	}
+	if resumed.Cfg.Seed != straight.Cfg.Seed || resumed.Dir != "" || resumed.EpochsDone() != 2 || resumed.Cfg.Epochs != 5 {
+		t.Fatalf("kept seed %d in %q after %d epochs, to %d; want seed %d without a folder, after 2, to 5",
+			resumed.Cfg.Seed, resumed.Dir, resumed.EpochsDone(), resumed.Cfg.Epochs, straight.Cfg.Seed)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	sameBits(t, s, "parameter", "resumed", straight.Net.Params(), resumed.Net.Params())
+	sameBits(t, s, "buffer", "resumed", straight.Net.Buffers(), resumed.Net.Buffers())
 }
