@@ -121,6 +121,14 @@ func standardize(cfg *Config, v *data.Vectors) error {
 		return nil
 	}
 	if cfg.InputMean != nil {
+		// Said here as CheckInput says it, which runs after this.
+		if d := len(cfg.InputMean); d != v.D {
+			msg := fmt.Sprintf("%s has %d feature columns, but the model takes %d-feature input", v.Source, v.D, d)
+			if v.D == d+1 && cfg.LabelCol == "" {
+				msg += " (if one column holds labels, name it with --label-col)"
+			}
+			return errors.New(msg)
+		}
 		return v.ApplyStandardize(cfg.InputMean, cfg.InputStd)
 	}
 	cfg.InputMean, cfg.InputStd = v.Standardize()

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"emclust/data"
 	"emclust/torch"
 )
 
@@ -19,5 +20,26 @@ func TestExplainOOM(t *testing.T) {
 	other := &torch.Error{Op: "matmul", Msg: "shapes cannot be multiplied (2x3 and 4x5)"}
 	if err := ExplainOOM(other, "lower --batch-size"); err != error(other) {
 		t.Errorf("a shape error was changed to %v", err)
+	}
+}
+
+// New data of another width than a standardised model's training data are named as
+// CheckInput names them, with the hint for a label column read as a feature; the
+// statistics' own check ran first and said only "standardisation has 4 columns".
+func TestStandardizeOtherWidth(t *testing.T) {
+	cfg := Config{Standardize: true, InputMean: []float64{0, 0, 0, 0}, InputStd: []float64{1, 1, 1, 1}}
+	for _, tc := range []struct {
+		d        int
+		labelCol string
+		hint     bool
+	}{{5, "", true}, {5, "class", false}, {3, "", false}} {
+		v := &data.Vectors{N: 1, D: tc.d, X: make([]float32, tc.d), Source: "new.csv"}
+		c := cfg
+		c.LabelCol = tc.labelCol
+		err := standardize(&c, v)
+		want := fmt.Sprintf("new.csv has %d feature columns, but the model takes 4-feature input", tc.d)
+		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "--label-col") != tc.hint {
+			t.Errorf("%d columns, label column %q: %v, want %q, hint %v", tc.d, tc.labelCol, err, want, tc.hint)
+		}
 	}
 }
