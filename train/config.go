@@ -36,6 +36,10 @@ type Config struct {
 	DataDigest string `json:"data_digest,omitempty"`
 	// LabelsDigest is data.LabelsDigest of the labels read with them, if any.
 	LabelsDigest string `json:"labels_digest,omitempty"`
+	// Features are the names of the training data's feature columns, where the data
+	// named them (a CSV's header): new data with other names, or the same in another
+	// order, are refused rather than clustered column by column.
+	Features []string `json:"features,omitempty"`
 	// InputMean and InputStd are the training data's column statistics when
 	// Standardize is set; predict applies them to new data.
 	InputMean  []float64 `json:"input_mean,omitempty"`

@@ -76,6 +76,9 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 			return nil, err
 		}
 		cfg.DataDigest, cfg.LabelsDigest = v.Digest(), data.LabelsDigest(v.Labels, v.Classes)
+		if err := matchFeatures(cfg, v); err != nil {
+			return nil, err
+		}
 		if err := standardize(cfg, v); err != nil {
 			return nil, err
 		}
@@ -109,6 +112,33 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 		return nil, ExplainOOM(err, fmt.Sprintf("the %d images take %.0f MiB on %v; keep them in host memory with --data-on-host", im.N, mib, dev))
 	}
 	return src, nil
+}
+
+// matchFeatures records the names of v's columns in cfg, or, where cfg has the names
+// of the data a model trained on, refuses v's when they differ: a model takes its
+// columns by position, and columns in another order were clustered without a word.
+// Data without names, or of another width (said by the checks after), pass.
+func matchFeatures(cfg *Config, v *data.Vectors) error {
+	if v.Features == nil {
+		return nil
+	}
+	if cfg.Features == nil {
+		cfg.Features = v.Features
+		return nil
+	}
+	if len(cfg.Features) != len(v.Features) || slices.Equal(cfg.Features, v.Features) {
+		return nil
+	}
+	i := 0
+	for cfg.Features[i] == v.Features[i] {
+		i++
+	}
+	if a, b := slices.Sorted(slices.Values(cfg.Features)), slices.Sorted(slices.Values(v.Features)); slices.Equal(a, b) {
+		return fmt.Errorf("%s has the model's columns in another order: column %d is %q, where the model took %q; write the columns in the training data's order",
+			v.Source, i, v.Features[i], cfg.Features[i])
+	}
+	return fmt.Errorf("%s's columns are not those the model was trained on: column %d is %q, where the model took %q",
+		v.Source, i, v.Features[i], cfg.Features[i])
 }
 
 func standardize(cfg *Config, v *data.Vectors) error {

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,6 +41,36 @@ func TestStandardizeOtherWidth(t *testing.T) {
 		want := fmt.Sprintf("new.csv has %d feature columns, but the model takes 4-feature input", tc.d)
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "--label-col") != tc.hint {
 			t.Errorf("%d columns, label column %q: %v, want %q, hint %v", tc.d, tc.labelCol, err, want, tc.hint)
+		}
+	}
+}
+
+// A model's columns are taken by position: new data whose header names them in
+// another order, or names others, are refused; data without names pass, and a
+// training run records its data's names.
+func TestMatchFeatures(t *testing.T) {
+	trained := []string{"Na", "RI", "Mg"}
+	for _, tc := range []struct {
+		name  string
+		saved []string
+		got   []string
+		want  string // error prefix, "" for none
+	}{
+		{"same", trained, []string{"Na", "RI", "Mg"}, ""},
+		{"no header", trained, nil, ""},
+		{"other width", trained, []string{"Na", "RI"}, ""},
+		{"swapped", trained, []string{"RI", "Na", "Mg"}, `new.csv has the model's columns in another order: column 0 is "RI", where the model took "Na"`},
+		{"renamed", trained, []string{"Na", "RI", "K"}, `new.csv's columns are not those the model was trained on: column 2 is "K", where the model took "Mg"`},
+		{"trained without names", nil, []string{"a", "b", "c"}, ""},
+	} {
+		cfg := Config{Features: tc.saved}
+		v := &data.Vectors{Features: tc.got, Source: "new.csv"}
+		err := matchFeatures(&cfg, v)
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.HasPrefix(err.Error(), tc.want)) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+		if tc.saved == nil && !slices.Equal(cfg.Features, tc.got) {
+			t.Errorf("%s: recorded %v, want %v", tc.name, cfg.Features, tc.got)
 		}
 	}
 }
