@@ -261,6 +261,12 @@ func TestResumeAcrossWorldSizes(t *testing.T) {
 	// One process trains ten restarts of vectors unless told; ranks train one.
 	wantScoreLine(t, runProc(t, dir, append(base, "--epochs", "3", "--restarts", "1", "--out", "straight")...))
 	straight := checkpointState(t, filepath.Join(dir, "straight"))
+	// and say so, where the restarts were the default's.
+	said := runProc(t, dir, append([]string{"train", "--kmeans=false", "--epochs", "1", "--nproc", "2", "--out", "said"}, distDevice()...)...)
+	wantScoreLine(t, said)
+	if !strings.Contains(said.stderr, "one seed of one network, without the restarts") {
+		t.Errorf("two ranks of the default restarts did not say they train one:\n%s", said.stderr)
+	}
 	for _, tc := range []struct {
 		name, first, then string
 		args              []string

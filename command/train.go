@@ -294,9 +294,11 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		torch.SetNumThreads(cfg.Threads)
 	}
 	var group *torch.Group
+	oneRestart := false // the default restarts dropped for ranks: said with the ranks
 	if role != nil {
-		if ckpt == nil && !opts.New.RestartsSet && !opts.New.TrialEpochsSet {
+		if ckpt == nil && !opts.New.RestartsSet && !opts.New.TrialEpochsSet && (cfg.Restarts > 1 || cfg.TrialEpochs > 0) {
 			cfg.Restarts, cfg.TrialEpochs = 1, 0 // data-parallel runs are for data too large to train ten times
+			oneRestart = true
 		}
 		if cfg.Restarts > 1 && ckpt == nil {
 			return usageError{fmt.Errorf("--restarts or --trial-epochs with %d processes: train restarts in one process, or one restart at a time", role.World)}
@@ -389,6 +391,9 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		stats := "global batch statistics"
 		if cfg.LocalStats {
 			stats = "each process's own batch statistics"
+		}
+		if oneRestart {
+			stats += "; one seed of one network, without the restarts one process trains (on a table that fits one process, that is faster and scores better)"
 		}
 		fmt.Fprintf(log, "emclust: %s (%s, %s), %d rows each per batch, %s\n",
 			plural(role.World, "rank"), role.Launcher, group.Backend(), run.Cfg.BatchSize/role.World, stats)
