@@ -297,6 +297,19 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
+// labelHint names --label-col for a column of words when no label column was given:
+// class names left among the features are the likeliest cause.
+func (p *csvParser) labelHint(j int) string {
+	if p.labelCol >= 0 {
+		return ""
+	}
+	arg := strconv.Itoa(j)
+	if p.names != nil && p.names[j] != "" && !strings.ContainsAny(p.names[j], " \t\"'") {
+		arg = p.names[j]
+	}
+	return fmt.Sprintf(" (if %s holds class labels, pass --label-col %s)", p.col(j), arg)
+}
+
 // col describes column j for error messages.
 func (p *csvParser) col(j int) string {
 	if p.names != nil {
@@ -344,8 +357,12 @@ func (p *csvParser) headerOrData(rec []string, line int) (bool, error) {
 		if s := strings.TrimSpace(rec[other]); s != "" {
 			what = "not (" + quoteClip(s) + ")"
 		}
-		return false, fmt.Errorf("%s:%d: %s is a number and %s is %s: is line %d a header? say --header yes or --header no",
-			p.name, line, p.col(number), p.col(other), what, line)
+		hint := ""
+		if what != "empty" && p.labelCol < 0 {
+			hint = fmt.Sprintf("; or, if column %d holds class labels, --label-col %d", other, other)
+		}
+		return false, fmt.Errorf("%s:%d: %s is a number and %s is %s: is line %d a header? say --header yes or --header no%s",
+			p.name, line, p.col(number), p.col(other), what, line, hint)
 	}
 	return number < 0 && named, nil // a line of empty cells is data, and fails as such
 }
@@ -404,7 +421,7 @@ func (p *csvParser) row(rec []string, line int) error {
 		case s == "":
 			return fmt.Errorf("%s:%d: %s: empty cell", p.name, line, p.col(j))
 		case err != nil && !errors.Is(err, strconv.ErrRange):
-			return fmt.Errorf("%s:%d: %s: %s is not a number", p.name, line, p.col(j), quoteClip(s))
+			return fmt.Errorf("%s:%d: %s: %s is not a number%s", p.name, line, p.col(j), quoteClip(s), p.labelHint(j))
 		case math.IsNaN(f):
 			return fmt.Errorf("%s:%d: NaN in %s", p.name, line, p.col(j))
 		case math.IsInf(f, 0) && err == nil:

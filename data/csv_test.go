@@ -390,7 +390,24 @@ func TestReadCSVErrors(t *testing.T) {
 		{
 			name:    "string labels without a label column, after numbers",
 			content: "1,2,3\n1,2,cat\n",
-			want:    []string{`x.csv:2: column 2: "cat" is not a number`},
+			want:    []string{`x.csv:2: column 2: "cat" is not a number (if column 2 holds class labels, pass --label-col 2)`},
+		},
+		{
+			// iris with a header and no --label-col: the likeliest cause is named.
+			name:    "class names under a header",
+			content: "sepal,petal,label\n5.1,1.4,setosa\n",
+			want:    []string{`x.csv:2: column 2 ("label"): "setosa" is not a number (if column 2 ("label") holds class labels, pass --label-col label)`},
+		},
+		{
+			name:    "class names in line 1",
+			content: "5.1,1.4,setosa\n",
+			want:    []string{`is line 1 a header? say --header yes or --header no; or, if column 2 holds class labels, --label-col 2`},
+		},
+		{
+			name:    "a word with a label column given",
+			content: "5.1,x,setosa\n4,5,b\n",
+			opt:     CSVOptions{Header: "no", LabelCol: "2"},
+			want:    []string{`x.csv:1: column 1: "x" is not a number`},
 		},
 	}
 	for _, tt := range tests {
