@@ -2448,7 +2448,13 @@ func TestPrintSummaryWarns(t *testing.T) {
 		want []string
 	}{
 		{"all used", summary{K: 3, Sizes: []int{60, 60, 60}, Scores: sc}, nil},
-		{"two empty", summary{K: 3, Sizes: []int{180, 0, 0}, Scores: sc}, []string{"uses 1 of its 3 clusters"}},
+		{"two empty", summary{K: 3, Sizes: []int{180, 0, 0}, Scores: sc, emptyHint: emptyClustersHint(train.VectorDefaults())},
+			[]string{"uses 1 of its 3 clusters; fewer may fit these data, or another --seed, a lower --lr or the other choice of --standardize may help"}},
+		// Images refuse --standardize, and --no-norm collapses by design.
+		{"two empty of images", summary{K: 3, Sizes: []int{180, 0, 0}, emptyHint: emptyClustersHint(func() train.Config { c := train.ImageDefaults(); c.Dataset = "fashion-mnist"; return c }())},
+			[]string{"uses 1 of its 3 clusters; fewer may fit these data, or another --seed or a lower --lr may help"}},
+		{"two empty without norm", summary{K: 3, Sizes: []int{180, 0, 0}, emptyHint: emptyClustersHint(train.Config{Norm: false})},
+			[]string{"uses 1 of its 3 clusters; as the relevance normalisation is off (--no-norm)"}},
 		{"baseline left out", summary{K: 2, Sizes: []int{1, 1}, BaselinesSkipped: []string{"k-means baseline: overflow"}},
 			[]string{"k-means baseline: overflow; left out"}},
 	} {

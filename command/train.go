@@ -712,6 +712,7 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 	if err := writeJSONFile(filepath.Join(run.Dir, "summary.json"), sum); err != nil {
 		return err
 	}
+	sum.emptyHint = emptyClustersHint(run.Cfg)
 	if err := printSummary(sum, asJSON, stdout, log, warn); err != nil {
 		return err
 	}
@@ -750,6 +751,23 @@ type summary struct {
 	// evaluation (train.HeadMetrics); Heads is how many it has.
 	Head  *train.HeadMetrics `json:"head,omitempty"`
 	Heads int                `json:"heads,omitempty"`
+	// emptyHint is what may help a run that left clusters empty (emptyClustersHint).
+	emptyHint string
+}
+
+// emptyClustersHint is what may help a run of cfg that left clusters empty: not
+// --standardize on images, which refuse it, and nothing after --no-norm, whose
+// collapse is what it shows.
+func emptyClustersHint(cfg train.Config) string {
+	switch {
+	case !cfg.Norm:
+		return "as the relevance normalisation is off (--no-norm)"
+	case cfg.Objective == "supervised":
+		return ""
+	case train.IsImageSet(cfg.Dataset) && cfg.DataFile == "":
+		return "fewer may fit these data, or another --seed or a lower --lr may help"
+	}
+	return "fewer may fit these data, or another --seed, a lower --lr or the other choice of --standardize may help"
 }
 
 // chosenEpoch is the epoch a run keeps beside its last (train.Chosen), where its
@@ -772,7 +790,11 @@ func printSummary(s summary, asJSON bool, stdout, log, warn io.Writer) error {
 		}
 	}
 	if used < s.K {
-		fmt.Fprintf(warn, "emclust: warning: the clustering uses %d of its %d clusters; fewer may fit these data, or another --seed, a lower --lr or the other choice of --standardize may help\n", used, s.K)
+		hint := ""
+		if s.emptyHint != "" {
+			hint = "; " + s.emptyHint
+		}
+		fmt.Fprintf(warn, "emclust: warning: the clustering uses %d of its %d clusters%s\n", used, s.K, hint)
 	}
 	if asJSON {
 		b, _ := json.Marshal(s)
