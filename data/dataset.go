@@ -37,7 +37,7 @@ func LoadImages(name, dir string) (*Images, error) {
 	if dir == "" {
 		dir = DefaultImageDir(name)
 		if dir == "" {
-			return nil, fmt.Errorf("%s: no data directory given, and %s has no default one", name, name)
+			return nil, fmt.Errorf("%s: no data directory given, and %s has no default one: give --data-dir D, after `emclust data fetch %s --dir D` where the machine can download", name, name, name)
 		}
 	}
 	var im *Images

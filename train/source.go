@@ -190,6 +190,9 @@ func (is *ImageSource) Spec(cfg *Config) (model.Spec, error) {
 	if arch == "" {
 		a, err := model.ArchFor(is.im.H, is.im.W)
 		if err != nil {
+			if cfg.Dataset == "folder" {
+				err = fmt.Errorf("%w: --image-size 28, 32 or 96 resizes them as they load", err)
+			}
 			return model.Spec{}, err
 		}
 		arch = a

@@ -121,3 +121,22 @@ func TestOpenSourceLeavesNoHostRows(t *testing.T) {
 		t.Errorf("%d rows, want %d", src.Len(), n)
 	}
 }
+
+// Folder images of a size no network takes name the flag that resizes them.
+func TestSpecOfOddImages(t *testing.T) {
+	im := &data.Images{N: 2, C: 1, H: 40, W: 40, Pix: make([]uint8, 2*40*40)}
+	src, err := NewImageSource(im, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for _, tc := range []struct {
+		dataset string
+		hint    bool
+	}{{"folder", true}, {"mnist", false}} {
+		_, err := src.Spec(&Config{Dataset: tc.dataset, K: 2, Norm: true})
+		if err == nil || !strings.Contains(err.Error(), "40x40") || strings.Contains(err.Error(), "--image-size") != tc.hint {
+			t.Errorf("%s: %v, want the size named, and --image-size %v", tc.dataset, err, tc.hint)
+		}
+	}
+}
