@@ -237,6 +237,10 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		return err
 	}
 	if role == nil && opts.Dist.NProc > 1 {
+		// Said once, before any rank starts, as each rank would say it (runRank).
+		if opts.Resume == "" && opts.New.Config.Restarts > 1 && (opts.New.RestartsSet || opts.New.TrialEpochsSet) {
+			return usageError{fmt.Errorf("--restarts or --trial-epochs with %d processes: train restarts in one process, or one restart at a time", opts.Dist.NProc)}
+		}
 		return spawnRanks(ctx, opts.Dist, stdout, stderr)
 	}
 	if role != nil {
@@ -594,8 +598,8 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	if interrupted {
 		// The choice among the restarts that finished is a whole run; a resume
 		// writes the assignments and summary this exit leaves out.
-		return interruptedError{fmt.Errorf("interrupted after %d of %d restarts; kept seed %d of those in %s: emclust train --resume %s writes its assignments and scores",
-			len(restarts), total, run.Cfg.Seed, runDir, runDir)}
+		return interruptedError{fmt.Errorf("interrupted after %d of %d restarts; kept seed %d of those in %s: emclust train --resume %s writes its assignments and scores, and trains none of the other %d (a new run trains them all)",
+			len(restarts), total, run.Cfg.Seed, runDir, runDir, total-len(restarts))}
 	}
 	agree := ""
 	var kept, other *train.Restart // each network's kept restart, when two trained
