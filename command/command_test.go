@@ -784,11 +784,12 @@ func TestPredictEvalCSV(t *testing.T) {
 		t.Errorf("eval --json: exit %d, %v: %q", r.code, err, r.stdout)
 	}
 
-	// Unlabelled: no scores, every posterior with --all-posteriors.
+	// Unlabelled: no scores, but the sizes line train prints; every posterior with
+	// --all-posteriors.
 	r = run(t, dir, "predict", "--model", model, "--data", filepath.Join(fixtures, "four-unlabelled.csv"),
 		"--all-posteriors", "--out", "b.csv")
 	noCrash(t, r)
-	if r.code != 0 || r.stdout != "" {
+	if r.code != 0 || !regexp.MustCompile(`^clusters 2 sizes \d+ \d+\n$`).MatchString(r.stdout) {
 		t.Fatalf("predict unlabelled: exit %d, stdout %q, stderr %s", r.code, r.stdout, r.stderr)
 	}
 	rows = readLines(t, filepath.Join(dir, "b.csv"))

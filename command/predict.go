@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -72,6 +73,9 @@ func runPredict(_ context.Context, opts predictOptions, stdout, stderr io.Writer
 			return err
 		}
 		fmt.Fprintln(stdout, sc.String())
+		return nil
 	}
+	// The line train prints for a script without labels.
+	fmt.Fprintf(stdout, "clusters %d sizes %s\n", pred.K, strings.Trim(fmt.Sprint(eval.ClusterSizes(pred.Cluster, pred.K)), "[]"))
 	return nil
 }
