@@ -278,11 +278,11 @@ func (r *SweepReport) Markdown() string {
 	writeTable(&b, rows)
 	b.WriteString("\nagreement: adjusted Rand index between the clusterings of every two seeds (1: the same partition),\n" +
 		"its margin over each seed's mean index with the others; the K that seeds agree on most (bold) is\n" +
-		"the best supported, and on the embedded tables it was the\n" +
-		"number of classes. size balance: entropy of the cluster sizes over log K (1: equal sizes). The\n" +
-		"relevance normalisation keeps clusters near equal in size, so balance and the log-likelihood move\n" +
-		"little with K, and the max posterior falls as K grows: read them for a run that went wrong, not to\n" +
-		"pick K. README's \"Choosing K\" says what was measured.\n")
+		"the best supported, and on the embedded tables it was the number of classes. size balance:\n" +
+		"entropy of the cluster sizes over log K (1: equal sizes). The relevance normalisation keeps\n" +
+		"clusters near equal in size, so balance and the log-likelihood move little with K, and the max\n" +
+		"posterior falls as K grows: read them for a run that went wrong, not to pick K. README's\n" +
+		"\"Choosing K\" says what was measured.\n")
 	if len(r.Seeds) < 2 {
 		b.WriteString("One seed: no agreement to compare; give --seeds 5 or more.\n")
 	}
