@@ -36,14 +36,16 @@ def normalise(a):
     return (a - a.mean(0)) / torch.sqrt(a.var(0, unbiased=False) + 1e-5)
 
 
-def train(z, k, seed, steps=1000, gamma=5.0, start=None, start_steps=300):
+def train(z, k, seed, steps=1000, gamma=5.0, start=None, start_steps=300,
+          optimiser=lambda params: torch.optim.Adam(params, 1e-3)):
     """One run of the linear map with a learned prior on the rows z; start, if given,
-    are labels the map is first fitted to. Returns the clustering of every row."""
+    are labels the map is first fitted to; optimiser makes the optimiser of the
+    parameters. Returns the clustering of every row."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     x = torch.tensor(z, dtype=torch.float32)
     net = torch.nn.Linear(x.shape[1], k)
-    opt = torch.optim.Adam(net.parameters(), 1e-3)
+    opt = optimiser(net.parameters())
     prior = torch.full((1, k), 1.0 / k)
     if start is not None:
         labels = torch.tensor(start)

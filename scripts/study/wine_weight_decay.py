@@ -2,10 +2,11 @@
 
 Section 30 found that the linear map with a learned prior settles on wine at 7 rows
 wrong (0.9607), a row behind k-means, whatever the seed, γ or length. Weight decay
-is the one regulariser it did not try. This trains that network as wine_objective.py
-does (from DESIGN.md's equations, seeds 1-10), with Adam's L2 penalty and with
-AdamW's decoupled decay at each WD, for 1000 and 3000 steps, and prints the mean,
-min and max ACC (Hungarian matching, scipy; the training sees no labels).
+is the one regulariser it did not try. This trains that network with
+wine_objective.py's train() (DESIGN.md's equations, seeds 1-10), with Adam's L2
+penalty and with AdamW's decoupled decay at each WD, for 1000 and 3000 steps, and
+prints the mean, min and max ACC (Hungarian matching, scipy; the training sees no
+labels).
 Needs numpy, scipy and torch (Debian's python3-numpy, -scipy, -torch); run it from
 scripts/study."""
 import os
@@ -13,11 +14,10 @@ import sys
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from scipy.optimize import linear_sum_assignment
 
 from keep_by import EMBEDDED, table
-from wine_objective import normalise
+from wine_objective import train
 
 
 def acc(ids, truth, k):
@@ -26,26 +26,6 @@ def acc(ids, truth, k):
         m[a, b] += 1
     r, c = linear_sum_assignment(-m)
     return m[r, c].sum() / len(truth)
-
-
-def train(z, k, seed, steps, wd, decoupled, gamma=5.0):
-    torch.manual_seed(seed)
-    g = torch.Generator().manual_seed(seed)
-    x = torch.tensor(z, dtype=torch.float32)
-    net = torch.nn.Linear(x.shape[1], k)
-    opt = (torch.optim.AdamW if decoupled else torch.optim.Adam)(net.parameters(), 1e-3, weight_decay=wd)
-    prior = torch.full((1, k), 1.0 / k)
-    for _ in range(steps):
-        rows = torch.randperm(len(x), generator=g)[:128]
-        a = normalise(net(x[rows]))
-        p = torch.softmax(a + prior.log(), 1).detach()
-        loss = -(p * F.logsigmoid(a / gamma)).sum(1).mean()
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        prior = 0.99 * prior + 0.01 * p.mean(0, keepdim=True)
-    with torch.no_grad():
-        return (normalise(net(x)) + prior.log()).argmax(1).numpy()
 
 
 def main():
@@ -57,7 +37,9 @@ def main():
     for steps in (1000, 3000):
         for wd in [float(a) for a in sys.argv[1:]] or [0, 0.01, 0.1, 1]:
             for decoupled in (True, False):
-                accs = [acc(train(z, k, s, steps, wd, decoupled), truth, k) for s in range(1, 11)]
+                make = torch.optim.AdamW if decoupled else torch.optim.Adam
+                opt = lambda params: make(params, 1e-3, weight_decay=wd)  # noqa: E731
+                accs = [acc(train(z, k, s, steps, optimiser=opt), truth, k) for s in range(1, 11)]
                 print(f"{steps} steps, {'AdamW' if decoupled else 'Adam L2'} {wd:g}: "
                       f"{np.mean(accs):.4f} ({min(accs):.4f}-{max(accs):.4f})", flush=True)
 
