@@ -39,8 +39,8 @@ func CheckData(cfg *Config) error {
 	return nil
 }
 
-// DataName names a run's data for its default folder: the file's base name or the
-// data set.
+// DataName names a run's data for its default folder and for titles: the file's
+// base name, an image folder's name, or the data set.
 func DataName(cfg Config) string {
 	if cfg.DataFile != "" {
 		base := filepath.Base(cfg.DataFile)
@@ -48,6 +48,14 @@ func DataName(cfg Config) string {
 	}
 	if cfg.Dataset == "" {
 		return "digits"
+	}
+	if cfg.Dataset == "folder" && cfg.DataDir != "" {
+		// The folder's own name, which says more than "folder" in a title or run name.
+		if abs, err := filepath.Abs(cfg.DataDir); err == nil {
+			if base := filepath.Base(abs); base != "/" && base != "." {
+				return base
+			}
+		}
 	}
 	return cfg.Dataset
 }

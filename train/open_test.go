@@ -74,3 +74,21 @@ func TestMatchFeatures(t *testing.T) {
 		}
 	}
 }
+
+func TestDataName(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "digits"},
+		{Config{DataFile: "/x/points.csv.gz"}, "points.csv"},
+		{Config{Dataset: "wine"}, "wine"},
+		{Config{Dataset: "folder", DataDir: "/data/photos/"}, "photos"},
+		{Config{Dataset: "folder", DataDir: "/"}, "folder"},
+		{Config{Dataset: "fashion-mnist", DataDir: "/data/fm"}, "fashion-mnist"},
+	} {
+		if got := DataName(tc.cfg); got != tc.want {
+			t.Errorf("DataName(%+v) = %q, want %q", tc.cfg, got, tc.want)
+		}
+	}
+}
