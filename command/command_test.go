@@ -1626,6 +1626,7 @@ func TestTrainTrials(t *testing.T) {
 	if n := len(readLines(t, filepath.Join(dir, "run", "metrics.jsonl"))); n != 3 {
 		t.Errorf("metrics.jsonl has %d epochs, want 3: the kept trial's 2 and 1 more", n)
 	}
+	chosenModelExists(t, dir, "run")
 	// compare trains trials as train does, and says so.
 	c := run(t, dir, "compare", "--dataset", "mnist", "--data-dir", dir, "--device", "cpu", "--methods", "em", "--seeds", "1",
 		"--epochs", "3", "--batch-size", "32", "--restarts", "2", "--trial-epochs", "2", "--out", "cmp")
@@ -1680,8 +1681,28 @@ func TestTrainTrialsKilled(t *testing.T) {
 	}
 	<-done
 
-	// The folder is the stopped run's: a new run is sent to --resume.
+	// The folder is the stopped run's: a new run, and predict, are sent to --resume.
 	wantError(t, run(t, dir, append(args, "--out", "killed")...), 2, "holds the trials of a run", "--resume")
+	wantError(t, run(t, dir, "predict", "--model", "killed", "--out", "p.csv"), 1, "stopped among its trials", "--resume killed")
+	// Refused resumes change nothing: the trials' plan stays as it was.
+	plan, err := os.ReadFile(filepath.Join(dir, "killed", "trials", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, run(t, dir, "train", "--resume", "killed", "--device", "cpu", "--epochs", "1"), 2, "--epochs 1 with --resume", "2 epochs each")
+	wantError(t, run(t, dir, "train", "--resume", "killed", "--device", "cpu", "--nproc", "2"), 2, "stopped among its trials", "in one")
+	if now, _ := os.ReadFile(filepath.Join(dir, "killed", "trials", "config.json")); !bytes.Equal(now, plan) {
+		t.Errorf("a refused resume rewrote the trials' config.json")
+	}
+	// A kill after the kept trial's config.json, before its checkpoint, leaves the
+	// kept seed in RUN/config.json: the trials' own config still says which they are.
+	cfgJSON, err := os.ReadFile(filepath.Join(dir, "straight", "config.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "killed", "config.json"), cfgJSON, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := run(t, dir, "train", "--resume", "killed", "--device", "cpu")
 	noCrash(t, r)
 	if r.code != 0 || !strings.Contains(r.stderr, "resuming 3 trials of 2 epochs") {
@@ -1710,6 +1731,43 @@ func TestTrainTrialsKilled(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "killed", "trials")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the resumed run left its trials folder: %v", err)
+	}
+	chosenModelExists(t, dir, "straight")
+	chosenModelExists(t, dir, "killed")
+
+	// A kill after the run's first checkpoint, before the trials' folder went, left
+	// it: the next resume removes it.
+	if err := os.MkdirAll(filepath.Join(dir, "killed", "trials", "seed-1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "killed", "--device", "cpu", "--epochs", "4"))
+	if _, err := os.Stat(filepath.Join(dir, "killed", "trials")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a resume from the run's checkpoint left the trials folder: %v", err)
+	}
+}
+
+// chosenModelExists checks that the chosen epoch's model that summary.json names, if
+// any, is there: after trials it was written in the kept trial's folder only, which
+// the run then removed.
+func chosenModelExists(t *testing.T, cwd, run string) {
+	t.Helper()
+	runDir := filepath.Join(cwd, run)
+	var sum struct {
+		Chosen *struct {
+			Epoch int    `json:"epoch"`
+			Model string `json:"model"`
+		} `json:"chosen"`
+	}
+	readJSON(t, filepath.Join(runDir, "summary.json"), &sum)
+	if sum.Chosen == nil {
+		return
+	}
+	model := sum.Chosen.Model
+	if !filepath.IsAbs(model) {
+		model = filepath.Join(cwd, model)
+	}
+	if _, err := os.Stat(model); err != nil {
+		t.Errorf("summary.json names epoch %d's model %s: %v", sum.Chosen.Epoch, sum.Chosen.Model, err)
 	}
 }
 

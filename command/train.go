@@ -201,12 +201,17 @@ func hasTrials(dir string) bool {
 	return err == nil && st.IsDir()
 }
 
+// trialsInRanks refuses to resume a run stopped among its trials in world processes.
+func trialsInRanks(dir string, world int) error {
+	return usageError{fmt.Errorf("--resume %s with %d processes: the run stopped among its trials, which train in one process; resume it in one", dir, world)}
+}
+
 // openResumedTrials reads the config of a run stopped among its trials, with the
 // overrides applied, and locks its folder.
 func openResumedTrials(dir string, o resumeOverrides) (train.Config, *runFolder, error) {
-	saved, err := train.ReadConfig(dir)
+	saved, err := train.ReadConfig(filepath.Join(dir, train.TrialsDir))
 	if err != nil {
-		return train.Config{}, nil, fmt.Errorf("resume: %s holds trials but no run config: %w", dir, err)
+		return train.Config{}, nil, fmt.Errorf("resume: %s holds trials but not their config: %w", dir, err)
 	}
 	if saved.Restarts < 2 || saved.TrialEpochs < 2 {
 		return train.Config{}, nil, fmt.Errorf("resume: %s holds a trials folder, but its config.json trains no trials", dir)
@@ -241,6 +246,9 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		if opts.Resume == "" && opts.New.Config.Restarts > 1 && (opts.New.RestartsSet || opts.New.TrialEpochsSet) {
 			return usageError{fmt.Errorf("--restarts or --trial-epochs with %d processes: train restarts in one process, or one restart at a time", opts.Dist.NProc)}
 		}
+		if opts.Resume != "" && hasTrials(opts.Resume) {
+			return trialsInRanks(opts.Resume, opts.Dist.NProc)
+		}
 		return spawnRanks(ctx, opts.Dist, stdout, stderr)
 	}
 	if role != nil {
@@ -269,6 +277,9 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	var ckpt *torch.SafeFile
 	var newFolder *runFolder // a new run's, locked until the run takes it
 	resumeTrials := opts.Resume != "" && hasTrials(opts.Resume)
+	if resumeTrials && role != nil {
+		return trialsInRanks(opts.Resume, role.World)
+	}
 	if resumeTrials {
 		var err error
 		if cfg, newFolder, err = openResumedTrials(opts.Resume, opts.Resumed); err != nil {
@@ -387,6 +398,13 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 			}
 			return fmt.Errorf("resume: %w", err)
 		}
+		// A run killed after its kept trial's first save, before the trials' folder
+		// went, left it: the run holds what it needs of them.
+		if speaks {
+			if err := os.RemoveAll(filepath.Join(runDir, train.TrialsDir)); err != nil {
+				return fmt.Errorf("remove the trials' folders: %w", err)
+			}
+		}
 	}
 	if group != nil {
 		if err := run.Join(group); err != nil {
@@ -497,21 +515,38 @@ func keepChoice(run *train.Run, err error, folder *runFolder, what string) (inte
 // whose clustering settled most (train.TrainTrials) in the run folder, trains it on to
 // cfg's epochs, and finishes it like a single run.
 //
-// Each trial trains in RUN/trials/seed-S and saves every epoch, beside the run's
-// config.json: a run stopped among them (Ctrl-C, a killed job) goes on with
-// --resume (resumed), from the trial it was in; the trials' folders go once the
-// trial kept is saved as the run.
+// Each trial trains in RUN/trials/seed-S and saves every epoch, beside the trials'
+// config.json (RUN/trials/config.json, which the kept run's own does not replace): a
+// run stopped among them (Ctrl-C, a killed job) goes on with --resume (resumed), from
+// the trial it was in; the trials' folder goes once the trial kept is saved as the run.
 func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, folder *runFolder, resumed, quiet, asJSON bool, stdout, log, warn io.Writer) error {
 	start := time.Now()
 	runDir := folder.dir
 	n := max(cfg.Restarts, 1)
+	// Checked before anything is written: a refused resume leaves the plan as it was.
+	if full := cfg.EpochsFor(src.Len()); cfg.TrialEpochs > full {
+		if resumed {
+			return usageError{fmt.Errorf("--epochs %d with --resume: the trials of %s train %d epochs each; the run needs more", full, runDir, cfg.TrialEpochs)}
+		}
+		return usageError{fmt.Errorf("--trial-epochs %d: more than the %d epochs the run trains on %d rows", cfg.TrialEpochs, full, src.Len())}
+	}
+	if ctx.Err() != nil {
+		if resumed {
+			return interruptedError{fmt.Errorf("interrupted before the trials went on; emclust train --resume %s goes on with them", runDir)}
+		}
+		return interruptedError{errors.New("interrupted before the first trial began; nothing was saved: start the run again")}
+	}
 	how := fmt.Sprintf("%d trials of %s (seeds %d–%d)", n, plural(cfg.TrialEpochs, "epoch"), cfg.Seed, cfg.Seed+uint64(n)-1)
 	if resumed {
 		how = "resuming " + how
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %s, then the one whose clustering agreed most with its own earlier evaluations goes on to %s\n",
 		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), how, plural(cfg.EpochsFor(src.Len()), "epoch"))
-	if err := train.WriteConfig(runDir, cfg); err != nil {
+	trialsDir := filepath.Join(runDir, train.TrialsDir)
+	if err := os.MkdirAll(trialsDir, 0o755); err != nil {
+		return fmt.Errorf("run folder: %w", err)
+	}
+	if err := train.WriteConfig(trialsDir, cfg); err != nil {
 		return err
 	}
 	var trialsDone int
@@ -538,7 +573,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	if err := run.Save(); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(filepath.Join(runDir, train.TrialsDir)); err != nil {
+	if err := os.RemoveAll(trialsDir); err != nil {
 		return fmt.Errorf("remove the trials' folders: %w", err)
 	}
 	chosen := run.Chosen()
@@ -941,7 +976,7 @@ func checkNewRunDir(dir string) error {
 	for _, e := range entries {
 		name := e.Name()
 		switch {
-		case name == train.TrialsDir && e.IsDir() && isRunConfig(filepath.Join(dir, "config.json")):
+		case name == train.TrialsDir && e.IsDir() && isRunConfig(filepath.Join(dir, name, "config.json")):
 			return usageError{fmt.Errorf("%s holds the trials of a run that stopped among them; continue it with --resume %s or pick another --out", dir, dir)}
 		case name == train.LockName && train.IsRunLock(filepath.Join(dir, name)), isPartialRunFile(name):
 		case slices.Contains(train.RunFiles, name):

@@ -108,6 +108,7 @@ func (r *Run) detach() {
 		r.lock = nil
 	}
 	r.Dir = ""
+	r.chosenFile = 0 // written in the trial's folder: the next one must write its own
 }
 
 // goOn sets the kept trial r to go on to full epochs under cfg, kept from records.

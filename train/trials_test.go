@@ -228,3 +228,14 @@ func TestTrainTrialsResumed(t *testing.T) {
 	sameBits(t, s, "parameter", "resumed", straight.Net.Params(), resumed.Net.Params())
 	sameBits(t, s, "buffer", "resumed", straight.Net.Buffers(), resumed.Net.Buffers())
 }
+
+// A run detached from its trial's folder has written no chosen model where it goes
+// next: the kept trial's chosen.safetensors was in its own folder, which the run
+// removes, and a save in the run folder skipped it as written.
+func TestDetachForgetsChosenFile(t *testing.T) {
+	r := &Run{Dir: "trials/seed-1", chosenFile: 3}
+	r.detach()
+	if r.Dir != "" || r.chosenFile != 0 {
+		t.Errorf("detached run: folder %q, chosen file of epoch %d; want none and none", r.Dir, r.chosenFile)
+	}
+}
