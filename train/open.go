@@ -3,7 +3,9 @@ package train
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -145,7 +147,7 @@ func matchFeatures(cfg *Config, v *data.Vectors) error {
 		return fmt.Errorf("%s has the model's columns in another order: column %d is %q, where the model took %q; write the columns in the training data's order",
 			v.Source, i, v.Features[i], cfg.Features[i])
 	}
-	return fmt.Errorf("%s's columns are not those the model was trained on: column %d is %q, where the model took %q",
+	return fmt.Errorf("%s's columns are not those the model was trained on: column %d is %q, where the model took %q (the same columns under other names? name them as the training data did, or delete the header line: columns without names are taken by position)",
 		v.Source, i, v.Features[i], cfg.Features[i])
 }
 
@@ -202,6 +204,11 @@ func (m *Model) Unfinished() bool { return !m.Chosen && m.Epoch < m.Cfg.Epochs }
 // in the arithmetic it trained with.
 func LoadModel(path string, dev torch.Device) (*Model, error) {
 	f, cfg, spec, err := ReadCheckpoint(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if st, serr := os.Stat(filepath.Join(path, TrialsDir)); serr == nil && st.IsDir() {
+			return nil, fmt.Errorf("%s stopped among its trials, before it had a model: emclust train --resume %s goes on with them", path, path)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
