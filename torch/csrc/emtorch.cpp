@@ -1164,14 +1164,18 @@ at::Tensor sync_batch_norm(et_group g, const at::Tensor &x, const at::Tensor &w,
   const int64_t n = x.numel() / c;
   const double count = double(n) * g->world;
   TORCH_CHECK(count > 1, "sync_batch_norm: ", count, " values per channel over all ranks");
-  at::Tensor local_mean = xf.mean(dims);
-  at::Tensor local_m2 = (xf - local_mean.view(shape)).square().sum(dims);
+  // The sums accumulate in double, as libtorch's own CPU batch norm does (its acc_type):
+  // in float the ranks drifted four times as far from one process under libtorch 2.6.
+  const auto ft = xf.scalar_type();
+  at::Tensor local_mean = xf.sum(dims, false, at::kDouble) / double(n);
+  at::Tensor local_m2 = (xf - local_mean.to(ft).view(shape)).square().sum(dims, false, at::kDouble);
   at::Tensor row = at::cat({local_mean, local_m2}).unsqueeze(0);
   at::Tensor rows = at::constant_pad_nd(row, {0, 0, g->rank, g->world - 1 - g->rank});
   at::Tensor all = AllReduceSum::apply(rows, reinterpret_cast<int64_t>(g));
   at::Tensor means = all.narrow(1, 0, c), m2s = all.narrow(1, c, c);
-  at::Tensor mean = means.mean(0);
-  at::Tensor var = (m2s.sum(0) + (means - mean).square().sum(0) * double(n)) / count;
+  at::Tensor mean_d = means.mean(0);
+  at::Tensor var_d = (m2s.sum(0) + (means - mean_d).square().sum(0) * double(n)) / count;
+  at::Tensor mean = mean_d.to(ft), var = var_d.to(ft);
   // y = x·scale + shift per channel, in one elementwise pass that saves only x and
   // scale for backward, as libtorch's CPU batch norm folds it.
   at::Tensor scale = (var + eps).rsqrt();
