@@ -191,16 +191,6 @@ func checkMovedData(dir string, o resumeOverrides, saved *train.Config) error {
 	return nil
 }
 
-// hasTrials says whether dir is a run stopped among its trials: their folder, and no
-// checkpoint of the run yet.
-func hasTrials(dir string) bool {
-	if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); err == nil {
-		return false
-	}
-	st, err := os.Stat(filepath.Join(dir, train.TrialsDir))
-	return err == nil && st.IsDir()
-}
-
 // trialsInRanks refuses to resume a run stopped among its trials in world processes.
 func trialsInRanks(dir string, world int) error {
 	return usageError{fmt.Errorf("--resume %s with %d processes: the run stopped among its trials, which train in one process; resume it in one", dir, world)}
@@ -246,7 +236,7 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		if opts.Resume == "" && opts.New.Config.Restarts > 1 && (opts.New.RestartsSet || opts.New.TrialEpochsSet) {
 			return usageError{fmt.Errorf("--restarts or --trial-epochs with %d processes: train restarts in one process, or one restart at a time", opts.Dist.NProc)}
 		}
-		if opts.Resume != "" && hasTrials(opts.Resume) {
+		if opts.Resume != "" && train.StoppedInTrials(opts.Resume) {
 			return trialsInRanks(opts.Resume, opts.Dist.NProc)
 		}
 		return spawnRanks(ctx, opts.Dist, stdout, stderr)
@@ -276,7 +266,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	speaks := role == nil || role.Rank == 0 // writes the run folder and the summary
 	var ckpt *torch.SafeFile
 	var newFolder *runFolder // a new run's, locked until the run takes it
-	resumeTrials := opts.Resume != "" && hasTrials(opts.Resume)
+	resumeTrials := opts.Resume != "" && train.StoppedInTrials(opts.Resume)
 	if resumeTrials && role != nil {
 		return trialsInRanks(opts.Resume, role.World)
 	}
@@ -493,17 +483,17 @@ func trainRun(ctx context.Context, run *train.Run, runDir string, group *torch.G
 // oomAdvice is what train suggests when the device runs out of memory.
 const oomAdvice = "lower --batch-size, try --precision bf16, or a smaller --image-size"
 
-// keepChoice saves run, the choice among restarts or trials (what names one) that
-// came back with err, in folder, which it then owns, even on error. interrupted
-// reports that ctx stopped the choice before all were done: run is then the choice
-// among those that finished, whole, for --resume.
-func keepChoice(run *train.Run, err error, folder *runFolder, what string) (interrupted bool, _ error) {
+// keepChoice saves run, the choice among restarts that came back with err, in folder,
+// which it then owns, even on error. interrupted reports that ctx stopped the choice
+// before all were done: run is then the choice among those that finished, whole, for
+// --resume.
+func keepChoice(run *train.Run, err error, folder *runFolder) (interrupted bool, _ error) {
 	interrupted = errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
 		return false, train.ExplainOOM(err, oomAdvice)
 	}
 	if run == nil {
-		return false, interruptedError{fmt.Errorf("interrupted before any %s finished; no run was kept: start the run again", what)}
+		return false, interruptedError{errors.New("interrupted before any restart finished; no run was kept: start the run again")}
 	}
 	if err := run.AttachLocked(folder.dir, folder.take()); err != nil {
 		return false, err
@@ -565,7 +555,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 			min(trialsDone+1, n), n, runDir)}
 	}
 	if err != nil {
-		return err
+		return train.ExplainOOM(err, oomAdvice)
 	}
 	if err := run.AttachLocked(runDir, folder.take()); err != nil {
 		return err
@@ -626,7 +616,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	if run != nil {
 		defer run.Close()
 	}
-	interrupted, err := keepChoice(run, err, folder, "restart")
+	interrupted, err := keepChoice(run, err, folder)
 	if err != nil {
 		return err
 	}

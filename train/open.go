@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -204,10 +203,8 @@ func (m *Model) Unfinished() bool { return !m.Chosen && m.Epoch < m.Cfg.Epochs }
 // in the arithmetic it trained with.
 func LoadModel(path string, dev torch.Device) (*Model, error) {
 	f, cfg, spec, err := ReadCheckpoint(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		if st, serr := os.Stat(filepath.Join(path, TrialsDir)); serr == nil && st.IsDir() {
-			return nil, fmt.Errorf("%s stopped among its trials, before it had a model: emclust train --resume %s goes on with them", path, path)
-		}
+	if errors.Is(err, fs.ErrNotExist) && StoppedInTrials(path) {
+		return nil, fmt.Errorf("%s stopped among its trials, before it had a model: emclust train --resume %s goes on with them", path, path)
 	}
 	if err != nil {
 		return nil, err

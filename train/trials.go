@@ -100,6 +100,16 @@ func TrainTrialsIn(ctx context.Context, cfg Config, src Source, dev torch.Device
 	return best, records, nil
 }
 
+// StoppedInTrials says whether dir is a run stopped among its trials: their folder,
+// and no checkpoint of the run yet.
+func StoppedInTrials(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, checkpointName)); err == nil {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(dir, TrialsDir))
+	return err == nil && st.IsDir()
+}
+
 // detach lets go of the run's folder (a trial's), so that the run can be attached
 // to another and go on there; what the folder holds stays.
 func (r *Run) detach() {
