@@ -29,6 +29,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/urfave/cli/v2"
+
 	"emclust/data"
 	"emclust/data/datatest"
 	"emclust/eval"
@@ -1743,6 +1745,27 @@ func TestTrainTrialsKilled(t *testing.T) {
 	wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "killed", "--device", "cpu", "--epochs", "4"))
 	if _, err := os.Stat(filepath.Join(dir, "killed", "trials")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a resume from the run's checkpoint left the trials folder: %v", err)
+	}
+}
+
+// Ctrl-C before the first trial begins (here, before the command starts): nothing to
+// resume, the message says so, and the folder the command made is gone again.
+func TestTrainTrialsInterruptedBeforeFirst(t *testing.T) {
+	dir := t.TempDir()
+	writeIDXSet(t, dir, 48, 16)
+	t.Chdir(dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr bytes.Buffer
+	app := &cli.App{Commands: []*cli.Command{trainCommand()}, Writer: &stdout, ErrWriter: &stderr, ExitErrHandler: func(*cli.Context, error) {}}
+	err := app.RunContext(ctx, []string{"emclust", "train", "--dataset", "mnist", "--data-dir", dir,
+		"--device", "cpu", "--epochs", "3", "--restarts", "2", "--trial-epochs", "2", "--out", filepath.Join("runs", "run")})
+	var ie interruptedError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "before the first trial began") || strings.Contains(err.Error(), "--resume") {
+		t.Fatalf("train under a cancelled context: %v; want the interruption before the first trial, without --resume", err)
+	}
+	if _, err := os.Stat("runs"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the folders the command made are still there (stat runs: %v)", err)
 	}
 }
 
