@@ -326,7 +326,11 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	opts.Run.resolve(&cfg, dev, src)
 
 	deviceName := deviceLabel(dev)
-	fmt.Fprintf(log, "emclust: %s on %s; %s × %s\n", src.Describe(), deviceName, strings.Join(methods, ","), plural(len(seeds), "seed"))
+	features := "" // vectors: which features, since the baselines may run on both
+	if !train.IsImageSet(cfg.Dataset) {
+		features = map[bool]string{true: " (standardized)", false: " (raw)"}[cfg.Standardize]
+	}
+	fmt.Fprintf(log, "emclust: %s%s on %s; %s × %s\n", src.Describe(), features, deviceName, strings.Join(methods, ","), plural(len(seeds), "seed"))
 	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: opts.Out, Replace: opts.Force,
 		Done: func(r compare.Result, done, total int) {
 			fmt.Fprintf(log, "emclust: [%*d/%d] %-8s seed %-3d ACC %.4f NMI %.4f ARI %.4f  %.1fs\n",
