@@ -31,6 +31,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"emclust/compare"
 	"emclust/data"
 	"emclust/data/datatest"
 	"emclust/eval"
@@ -1745,6 +1746,88 @@ func TestTrainTrialsKilled(t *testing.T) {
 	wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "killed", "--device", "cpu", "--epochs", "4"))
 	if _, err := os.Stat(filepath.Join(dir, "killed", "trials")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a resume from the run's checkpoint left the trials folder: %v", err)
+	}
+}
+
+// A comparison killed among an image seed's trials goes on with --resume: seeds
+// that finished are taken from their folders, the stopped one goes on with its
+// trials, and the table equals an unkilled comparison's. A finished run whose result
+// was not yet kept is scored from its checkpoint; another command line, or --resume
+// where no comparison began, is refused.
+func TestCompareResume(t *testing.T) {
+	dir := t.TempDir()
+	writeIDXSet(t, dir, 480, 32)
+	args := []string{"compare", "--quiet", "--json", "--dataset", "mnist", "--data-dir", dir, "--device", "cpu", "--methods", "em",
+		"--seeds", "2", "--epochs", "3", "--batch-size", "32", "--restarts", "2", "--trial-epochs", "2"}
+	type runs struct {
+		Runs []struct {
+			Seed          uint64
+			ACC, NMI, ARI float64
+			Resumed       bool
+		}
+	}
+	var straight, resumed runs
+	r := run(t, dir, append(args, "--out", "straight")...)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &straight); err != nil || len(straight.Runs) != 2 {
+		t.Fatalf("compare --json: %v, %d runs: %s", err, len(straight.Runs), r.stdout)
+	}
+
+	// Seed 1 trains trials of seeds 2 and 3; the kill lands in the first.
+	cmd := exec.Command(bin, append(args, "--out", "killed")...)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	waitFor(t, filepath.Join(dir, "killed", "em-s1", "trials", "seed-2", "checkpoint.safetensors"), time.Minute, done)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+
+	wantError(t, run(t, dir, append(args, "--out", "killed")...), 2, "stopped among them", "--resume", "--force")
+	wantError(t, run(t, dir, append(args, "--out", "killed", "--resume", "--epochs", "4")...), 2, "differs in train.epochs", "compare-plan.json")
+	wantError(t, run(t, dir, append(args, "--out", "elsewhere", "--resume")...), 2, "holds no comparison")
+	r = run(t, dir, append(args, "--out", "killed", "--resume")...)
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &resumed); err != nil || len(resumed.Runs) != 2 {
+		t.Fatalf("resumed compare --json: %v: %s", err, r.stdout)
+	}
+	for i, got := range resumed.Runs {
+		want := straight.Runs[i]
+		if got.Seed != want.Seed || got.ACC != want.ACC || got.NMI != want.NMI || got.ARI != want.ARI {
+			t.Errorf("seed %d resumed: ACC %v NMI %v ARI %v; unkilled: seed %d, %v %v %v", got.Seed, got.ACC, got.NMI, got.ARI, want.Seed, want.ACC, want.NMI, want.ARI)
+		}
+	}
+	if !resumed.Runs[0].Resumed || resumed.Runs[1].Resumed {
+		t.Errorf("resumed flags %v, %v; want the first run only", resumed.Runs[0].Resumed, resumed.Runs[1].Resumed)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "killed", "em-s1", "trials")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the resumed comparison left seed 1's trials: %v", err)
+	}
+
+	// Killed after a run's last checkpoint, before its result: scored from the checkpoint.
+	if err := os.Remove(filepath.Join(dir, "straight", "em-s2", compare.ResultName)); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, dir, append(args, "--out", "straight", "--resume")...)
+	if r.code != 0 {
+		t.Fatalf("resume of a finished run: exit %d: %s", r.code, r.stderr)
+	}
+	resumed.Runs = nil
+	if err := json.Unmarshal([]byte(r.stdout), &resumed); err != nil || len(resumed.Runs) != 2 {
+		t.Fatalf("compare --json: %v: %s", err, r.stdout)
+	}
+	if got, want := resumed.Runs[1], straight.Runs[1]; got.ACC != want.ACC || got.ARI != want.ARI || !got.Resumed {
+		t.Errorf("seed 2 scored from its checkpoint: ACC %v ARI %v resumed %v; want %v %v true", got.ACC, got.ARI, got.Resumed, want.ACC, want.ARI)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -40,8 +41,9 @@ func compareCommand() *cli.Command {
 		&cli.StringFlag{Name: "seed-list", Usage: "run each method with these seeds instead, e.g. 3,7,9"},
 		&cli.StringFlag{Name: "markdown", Usage: "also write the table to this file (atomically)"},
 		&cli.BoolFlag{Name: "json", Usage: "print every run and the summaries as JSON instead of the table"},
-		&cli.StringFlag{Name: "out", Usage: "keep each neural run's folder as DIR/<method>-s<seed>, and the JSON report as DIR/compare.json", DefaultText: "keep nothing"},
+		&cli.StringFlag{Name: "out", Usage: "keep each neural run's folder as DIR/<method>-s<seed> (its score in result.json), what the comparison runs as DIR/compare-plan.json (for --resume), and the JSON report as DIR/compare.json", DefaultText: "keep nothing"},
 		&cli.BoolFlag{Name: "force", Usage: "replace an earlier comparison's files in --out and --markdown"},
+		&cli.BoolFlag{Name: "resume", Usage: "go on with the comparison stopped in --out (Ctrl-C, a killed job): give the command line it began with and --resume; runs that finished are not trained again, and a stopped one goes on from its checkpoint"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines on stderr"},
 		&cli.IntFlag{Name: "restarts", Usage: "neural methods: train R restarts per seed and keep the one --keep-by chooses, as train --restarts does (seed s trains seeds s·R … s·R+R−1)", DefaultText: fmt.Sprintf("%d for vectors; %d trials for images, 1 where --epochs is at most %d or --keep-by is given; 1 in a K sweep", train.DefaultVectorRestarts, train.DefaultImageTrials, train.DefaultImageTrials*train.DefaultTrialEpochs)},
 		&cli.IntFlag{Name: "trial-epochs", Usage: "with --restarts R on images: each restart trains this many epochs and the one whose clustering agreed most with its own earlier evaluations goes on, as train --trial-epochs does; 0: restarts train whole runs", DefaultText: fmt.Sprintf("%d on images with several restarts and more epochs than that; 0 with --keep-by, or where one seed trains", train.DefaultTrialEpochs)},
@@ -73,7 +75,7 @@ type compareOptions struct {
 	Methods       []string
 	Seeds         []uint64
 	Out, Markdown string
-	Force         bool
+	Force, Resume bool
 	JSON, Quiet   bool
 	Suite         bool     // every embedded table in turn, or every one of Tables
 	Tables        []string // CSV files the suite runs on instead of the embedded tables
@@ -83,9 +85,12 @@ type compareOptions struct {
 // compareOptionsFrom reads and checks everything the command line alone decides,
 // before any data are read.
 func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
-	opts := compareOptions{Out: c.String("out"), Markdown: c.String("markdown"), Force: c.Bool("force"),
+	opts := compareOptions{Out: c.String("out"), Markdown: c.String("markdown"), Force: c.Bool("force"), Resume: c.Bool("resume"),
 		JSON: c.Bool("json"), Quiet: c.Bool("quiet"), Suite: c.Bool("suite")}
 	var err error
+	if opts.Resume && (opts.Out == "" || opts.Force) {
+		return opts, usageError{errors.New("--resume goes on with the comparison in --out: give --out, and not --force, which starts it over")}
+	}
 	if c.IsSet("tables") {
 		if !opts.Suite {
 			return opts, usageError{errors.New("--tables without --suite: --data compares on one table")}
@@ -302,6 +307,7 @@ func baselinesOnOtherFeatures(ctx context.Context, opts compareOptions, cfg trai
 	}
 	cfg.StandardizeAuto, cfg.Standardize = false, !rep.Standardized
 	opts.Methods = baselines
+	opts.Out = "" // baselines keep no folders, and the plan is the comparison's
 	other, err := compareOn(ctx, opts, cfg, dev, log)
 	if err != nil {
 		return err
@@ -324,6 +330,11 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 		return nil, fmt.Errorf("%s has no labels, and compare scores every run against them (give --label-col for a CSV)", src.Describe())
 	}
 	opts.Run.resolve(&cfg, dev, src)
+	if opts.Out != "" {
+		if err := keepPlan(opts, cfg); err != nil {
+			return nil, err
+		}
+	}
 
 	deviceName := deviceLabel(dev)
 	features := "" // vectors: which features, since the baselines may run on both
@@ -331,10 +342,17 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 		features = map[bool]string{true: " (standardized)", false: " (raw)"}[cfg.Standardize]
 	}
 	fmt.Fprintf(log, "emclust: %s%s on %s; %s × %s\n", src.Describe(), features, deviceName, strings.Join(methods, ","), plural(len(seeds), "seed"))
-	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: opts.Out, Replace: opts.Force,
+	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: opts.Out, Replace: opts.Force, Resume: opts.Resume,
 		Done: func(r compare.Result, done, total int) {
-			fmt.Fprintf(log, "emclust: [%*d/%d] %-8s seed %-3d ACC %.4f NMI %.4f ARI %.4f  %.1fs\n",
-				len(strconv.Itoa(total)), done, total, r.Method, r.Seed, r.ACC, r.NMI, r.ARI, r.Seconds)
+			when := ""
+			switch {
+			case r.Earlier:
+				when = " (an earlier sitting's)"
+			case r.Resumed:
+				when = " (resumed)"
+			}
+			fmt.Fprintf(log, "emclust: [%*d/%d] %-8s seed %-3d ACC %.4f NMI %.4f ARI %.4f  %.1fs%s\n",
+				len(strconv.Itoa(total)), done, total, r.Method, r.Seed, r.ACC, r.NMI, r.ARI, r.Seconds, when)
 		}}
 	results, err := compare.Run(ctx, src, opt)
 	interrupted := errors.Is(err, context.Canceled)
@@ -411,7 +429,79 @@ func unwritten(opts compareOptions) string {
 	if _, err := os.Stat(opts.Out); err != nil || !slices.ContainsFunc(opts.Methods, compare.Neural) {
 		return "no table was written"
 	}
-	return fmt.Sprintf("no table was written; %s keeps the folders of the neural runs begun", opts.Out)
+	return fmt.Sprintf("no table was written; the same command with --resume goes on with the runs %s keeps", opts.Out)
+}
+
+// comparePlanName is the file in --out that records what a comparison runs, so that
+// --resume goes on only with the comparison begun there.
+const comparePlanName = "compare-plan.json"
+
+// comparePlan is what decides a comparison's runs: a resume must repeat it.
+type comparePlan struct {
+	Methods []string     `json:"methods"`
+	Seeds   []uint64     `json:"seeds"`
+	Train   train.Config `json:"train"` // resolved for the data, with their digests
+}
+
+// keepPlan writes the comparison's plan in --out, or, resuming, refuses a command
+// line or data that would not repeat the plan found there, naming what differs.
+func keepPlan(opts compareOptions, cfg train.Config) error {
+	path := filepath.Join(opts.Out, comparePlanName)
+	now, err := json.Marshal(comparePlan{Methods: opts.Methods, Seeds: opts.Seeds, Train: cfg})
+	if err != nil {
+		return fmt.Errorf("compare: %w", err)
+	}
+	if !opts.Resume {
+		if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+			return fmt.Errorf("compare: %w", err)
+		}
+		return atomicfile.WriteBytes(path, append(now, '\n'))
+	}
+	saved, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("--resume: %w", err)
+	}
+	if field := planDifference(saved, now); field != "" {
+		if strings.HasSuffix(field, "_digest") {
+			field = "the data (" + field + ")"
+		}
+		return usageError{fmt.Errorf("--resume: this command line differs in %s from the one %s was begun with; give that one (%s records it)",
+			field, opts.Out, filepath.Join(opts.Out, comparePlanName))}
+	}
+	return nil
+}
+
+// planDifference names the first field (in name order) in which two plans' JSON
+// differ, "" when they do not, or the file's name when the saved one is not a plan.
+func planDifference(saved, now []byte) string {
+	var a, b map[string]any
+	if json.Unmarshal(saved, &a) != nil || json.Unmarshal(now, &b) != nil {
+		return comparePlanName
+	}
+	at, _ := a["train"].(map[string]any)
+	bt, _ := b["train"].(map[string]any)
+	delete(a, "train")
+	delete(b, "train")
+	for _, pair := range []struct {
+		prefix string
+		a, b   map[string]any
+	}{{"", a, b}, {"train.", at, bt}} {
+		keys := slices.Sorted(maps.Keys(pair.a))
+		for k := range pair.b {
+			if _, ok := pair.a[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			x, _ := json.Marshal(pair.a[k])
+			y, _ := json.Marshal(pair.b[k])
+			if string(x) != string(y) {
+				return pair.prefix + k
+			}
+		}
+	}
+	return ""
 }
 
 // checkCompareOutputs refuses, unless --force, to write over an earlier comparison:
@@ -419,6 +509,11 @@ func unwritten(opts compareOptions) string {
 // retrain in place; and even with --force, a --markdown that is the data compared
 // or a run folder's own file.
 func checkCompareOutputs(opts compareOptions) error {
+	if opts.Resume {
+		if _, err := os.Stat(filepath.Join(opts.Out, comparePlanName)); err != nil {
+			return usageError{fmt.Errorf("--resume: %s holds no comparison begun by emclust compare --out (no %s)", opts.Out, comparePlanName)}
+		}
+	}
 	var taken, runDirs []string
 	if dir := opts.Out; dir != "" {
 		// Found only when the results are written, a file here cost every run.
@@ -440,14 +535,20 @@ func checkCompareOutputs(opts compareOptions) error {
 		}
 	}
 	for _, path := range taken {
-		if _, err := os.Stat(path); err == nil && !opts.Force {
-			return usageError{fmt.Errorf("%s exists from an earlier comparison; pass --force to replace it, or pick another --out", path)}
+		if _, err := os.Stat(path); err == nil && !opts.Force && !opts.Resume {
+			return usageError{fmt.Errorf("%s exists from an earlier comparison; pass --force to replace it, --resume to go on with it, or pick another --out", path)}
 		}
 	}
 	// Even with --force: a run folder of files no run wrote is the user's.
 	for _, run := range runDirs {
 		if _, err := os.Stat(filepath.Join(run, "checkpoint.safetensors")); err == nil {
 			continue
+		}
+		if train.StoppedInTrials(run) && isRunConfig(filepath.Join(run, train.TrialsDir, "config.json")) {
+			if opts.Resume || opts.Force {
+				continue
+			}
+			return usageError{fmt.Errorf("%s holds the trials of a comparison stopped among them; go on with the same command and --resume, or replace it with --force", run)}
 		}
 		if err := checkNewRunDir(run); err != nil {
 			return err
@@ -471,8 +572,8 @@ func checkCompareOutputs(opts compareOptions) error {
 	if out := opts.Out; out != "" {
 		outReal := realPath(out)
 		switch {
-		case real == filepath.Join(outReal, "compare.json"):
-			return usageError{fmt.Errorf("--markdown %s is the comparison's own compare.json; name another file", md)}
+		case real == filepath.Join(outReal, "compare.json") || real == filepath.Join(outReal, comparePlanName):
+			return usageError{fmt.Errorf("--markdown %s is the comparison's own %s; name another file", md, filepath.Base(md))}
 		case within(real, outReal) && filepath.Dir(real) != outReal:
 			return usageError{fmt.Errorf("--markdown %s is inside a run folder of --out %s; name a file outside them", md, out)}
 		}
@@ -481,7 +582,8 @@ func checkCompareOutputs(opts compareOptions) error {
 		}
 	}
 	inputs := append([]string{opts.Run.Config.DataFile}, opts.Tables...)
-	return checkOutputFlag("--markdown", md, opts.Force, inputs...)
+	// A resumed comparison writes the file its first sitting was to write.
+	return checkOutputFlag("--markdown", md, opts.Force || opts.Resume, inputs...)
 }
 
 // within says whether path lies in dir or below it (both absolute).

@@ -10,14 +10,18 @@ package compare
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"emclust/atomicfile"
 	"emclust/baseline"
 	"emclust/eval"
 	"emclust/torch"
@@ -143,6 +147,11 @@ type Options struct {
 	// Replace lets a neural run start over in a folder under Dir that an earlier
 	// comparison left; without it such a folder is an error.
 	Replace bool
+	// Resume goes on with a comparison stopped part-way in Dir: a run whose
+	// ResultName its folder holds is not trained again, one stopped in training goes
+	// on from its checkpoint or its trials, and the rest train anew. The caller
+	// checks that Dir was begun with these options.
+	Resume bool
 
 	// Done, when set, is called after each run with its result and how many runs
 	// are done of how many.
@@ -161,7 +170,16 @@ type Result struct {
 	// Network is the network a neural run kept when it chose one (train.NetworkName).
 	Network string  `json:"network,omitempty"`
 	Seconds float64 `json:"seconds"` // wall time of fitting and predicting, not scoring
+	// Resumed marks a neural run trained over more than one sitting (Options.Resume):
+	// Seconds counts the last.
+	Resumed bool `json:"resumed,omitempty"`
+	// Earlier marks a result read from the run's folder, made by an earlier sitting.
+	Earlier bool `json:"-"`
 }
+
+// ResultName is the file in which a neural run's folder keeps its Result once it is
+// scored, for a resumed comparison (Options.Resume).
+const ResultName = "result.json"
 
 // Run makes every (method, seed) run on src, methods in order and each over all
 // seeds, and returns their results. Everything that can be checked without training
@@ -229,7 +247,7 @@ func (opt *Options) check(src train.Source) error {
 		if err := cfg.Validate(); err != nil {
 			return fmt.Errorf("compare: %s: %w", m, err)
 		}
-		if opt.Dir == "" || opt.Replace {
+		if opt.Dir == "" || opt.Replace || opt.Resume {
 			continue
 		}
 		for _, seed := range opt.Seeds {
@@ -258,7 +276,8 @@ func RunDir(dir, method string, seed uint64) string {
 	return filepath.Join(dir, fmt.Sprintf("%s-s%d", method, seed))
 }
 
-// neural trains one network and scores its final eval-mode prediction.
+// neural trains one network and scores its final eval-mode prediction; resuming,
+// it takes the result its folder keeps, or goes on with the run stopped there.
 func (opt *Options) neural(ctx context.Context, src train.Source, method string, seed uint64) (Result, error) {
 	cfg := opt.Train
 	cfg.Objective = method
@@ -266,9 +285,18 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 	dir := ""
 	if opt.Dir != "" {
 		dir = RunDir(opt.Dir, method, seed)
+		resultFile := filepath.Join(dir, ResultName)
+		if opt.Resume {
+			if r, ok, err := readResult(resultFile, method, seed); ok || err != nil {
+				return r, err
+			}
+		} else if err := os.Remove(resultFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			// An earlier comparison's result would pass for this run's.
+			return Result{}, err
+		}
 	}
 	start := time.Now()
-	run, err := trainRun(ctx, cfg, src, opt.Device, dir)
+	run, resumed, err := trainRun(ctx, cfg, src, opt.Device, dir, opt.Resume)
 	if err != nil {
 		return Result{}, err
 	}
@@ -278,39 +306,90 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 		return Result{}, fmt.Errorf("predict: %w", err)
 	}
 	res, err := score(method, seed, src.Labels(), pred.Cluster, cfg.K, time.Since(start))
+	if err != nil {
+		return Result{}, err
+	}
 	res.Network = train.NetworkName(run.Cfg)
-	return res, err
+	res.Resumed = resumed
+	if dir != "" {
+		if err := writeResult(filepath.Join(dir, ResultName), res); err != nil {
+			return Result{}, err
+		}
+	}
+	return res, nil
+}
+
+// readResult reads a run's kept result; ok is false where there is none.
+func readResult(path, method string, seed uint64) (r Result, ok bool, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Result{}, false, nil
+	}
+	if err != nil {
+		return Result{}, false, err
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Result{}, false, fmt.Errorf("%s: %w", path, err)
+	}
+	if r.Method != method || r.Seed != seed {
+		return Result{}, false, fmt.Errorf("%s: the result of %s seed %d, where this folder is %s seed %d's", path, r.Method, r.Seed, method, seed)
+	}
+	in := func(v, lo, hi float64) bool { return v >= lo && v <= hi } // false for NaN
+	if !in(r.ACC, 0, 1) || !in(r.NMI, 0, 1) || !in(r.ARI, -1, 1) || !in(r.Seconds, 0, math.MaxFloat64) {
+		return Result{}, false, fmt.Errorf("%s: a score or time out of range", path)
+	}
+	r.Earlier = true
+	return r, true, nil
+}
+
+func writeResult(path string, r Result) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteBytes(path, append(b, '\n'))
 }
 
 // trainRun trains the run cfg describes, in dir when dir is set: one seed, or
 // cfg.Restarts of them from cfg.Seed·cfg.Restarts (disjoint for each seed, as
 // k-means' are; see KMeansRestarts) of which train.TrainRestarts keeps one (for
 // each network, with HiddenAuto, and then one of the networks), or, with
-// cfg.TrialEpochs, train.TrainTrials keeps one to train on. The caller closes the
-// run.
-func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string) (*train.Run, error) {
+// cfg.TrialEpochs, train.TrainTrials keeps one to train on (in dir's trials folder,
+// where a resume goes on with them). With resume, a run whose checkpoint dir holds
+// goes on from there; resumed says whether the run began in an earlier sitting.
+// The caller closes the run.
+func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string, resume bool) (run *train.Run, resumed bool, err error) {
+	if dir != "" && resume {
+		if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); err == nil {
+			run, err := resumeRun(ctx, src, dev, dir)
+			return run, true, err
+		}
+	}
 	if cfg.Restarts <= 1 {
 		run, err := train.New(cfg, src, dev, dir)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if err := run.Train(ctx); err != nil {
 			run.Close()
-			return nil, err
+			return nil, false, err
 		}
-		return run, nil
+		return run, false, nil
 	}
 	cfg.Seed *= uint64(cfg.Restarts)
+	if cfg.TrialEpochs > 0 && dir != "" {
+		return trainTrials(ctx, cfg, src, dev, dir, resume)
+	}
 	choose := train.TrainRestarts
 	if cfg.TrialEpochs > 0 {
 		choose = train.TrainTrials
 	}
-	run, _, err := choose(ctx, cfg, src, dev, train.RestartHooks{})
+	run, _, err = choose(ctx, cfg, src, dev, train.RestartHooks{})
 	if err != nil {
 		if run != nil {
 			run.Close() // the choice among the restarts an interrupt left
 		}
-		return nil, err
+		return nil, false, err
 	}
 	if dir != "" {
 		if err := run.Attach(dir); err == nil {
@@ -318,11 +397,80 @@ func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch
 		}
 		if err != nil {
 			run.Close()
-			return nil, err
+			return nil, false, err
 		}
 	}
 	// A kept trial trains on to cfg's epochs; restarts have trained theirs.
 	if err := run.Train(ctx); err != nil {
+		run.Close()
+		return nil, false, err
+	}
+	return run, false, nil
+}
+
+// trainTrials trains cfg's trials in dir/trials, as train does, so that a stopped
+// comparison goes on with them (resume; otherwise what an earlier one left there is
+// removed first), keeps one in dir, and trains it on.
+func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string, resume bool) (*train.Run, bool, error) {
+	trials := filepath.Join(dir, train.TrialsDir)
+	resumed := resume && train.StoppedInTrials(dir)
+	if !resumed {
+		if err := os.RemoveAll(trials); err != nil {
+			return nil, false, err
+		}
+	}
+	if err := os.MkdirAll(trials, 0o755); err != nil {
+		return nil, false, fmt.Errorf("run folder: %w", err)
+	}
+	// The plan, as train writes it: train --resume goes on with these trials too.
+	if err := train.WriteConfig(trials, cfg); err != nil {
+		return nil, false, err
+	}
+	run, _, err := train.TrainTrialsIn(ctx, cfg, src, dev, dir, train.RestartHooks{})
+	if err != nil {
+		if run != nil {
+			run.Close()
+		}
+		return nil, false, err
+	}
+	if err := run.Attach(dir); err == nil {
+		err = run.Save()
+	}
+	if err == nil {
+		err = os.RemoveAll(trials)
+	}
+	if err == nil {
+		err = run.Train(ctx)
+	}
+	if err != nil {
+		run.Close()
+		return nil, false, err
+	}
+	return run, resumed, nil
+}
+
+// resumeRun goes on with the run saved in dir to its epochs.
+func resumeRun(ctx context.Context, src train.Source, dev torch.Device, dir string) (*train.Run, error) {
+	f, cfg, _, err := train.ReadCheckpoint(dir)
+	if err != nil {
+		return nil, err
+	}
+	// As train --resume: the standardisation comes from the data, read again.
+	cfg.InputMean, cfg.InputStd = nil, nil
+	run, err := train.New(*cfg, src, dev, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := run.Restore(f); err == nil && run.EpochsDone() < run.Cfg.Epochs {
+		err = run.Train(ctx)
+	} else if err != nil {
+		err = fmt.Errorf("resume %s: %w", dir, err)
+	}
+	if err == nil {
+		// A run kept from trials and killed before their folder went.
+		err = os.RemoveAll(filepath.Join(dir, train.TrialsDir))
+	}
+	if err != nil {
 		run.Close()
 		return nil, err
 	}

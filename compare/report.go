@@ -175,10 +175,28 @@ func (r *Report) Markdown() string {
 	if r.OtherFeatures != nil {
 		notes = append(notes, otherFeaturesNote)
 	}
+	if n := r.resumedRuns(); n > 0 {
+		what := "1 run went on from an earlier sitting (compare --resume): its s/run counts"
+		if n > 1 {
+			what = fmt.Sprintf("%d runs went on from an earlier sitting (compare --resume): their s/run counts", n)
+		}
+		notes = append(notes, what+" the last sitting only.")
+	}
 	for _, n := range append(notes, r.regNotes()...) {
 		b.WriteString("\n" + n + "\n")
 	}
 	return b.String()
+}
+
+// resumedRuns counts the runs trained over more than one sitting.
+func (r *Report) resumedRuns() int {
+	n := 0
+	for _, run := range r.Runs {
+		if run.Resumed {
+			n++
+		}
+	}
+	return n
 }
 
 // otherFeaturesNote explains a baseline row marked with the features it ran on
