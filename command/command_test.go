@@ -1831,6 +1831,36 @@ func TestCompareResume(t *testing.T) {
 	}
 }
 
+// A resumed comparison whose run's checkpoint the network refuses fails, naming it,
+// and keeps no result for that run.
+func TestCompareResumeRefused(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.csv"), []byte(randomCSV(10, 4, 2, 1, true)), 0o644)
+	args := []string{"compare", "--quiet", "--data", "a.csv", "--label-col", "label", "--methods", "em", "--seeds", "1",
+		"--restarts", "1", "--epochs", "2", "--device", "cpu", "--out", "cmp"}
+	if r := run(t, dir, args...); r.code != 0 {
+		t.Fatalf("compare: exit %d: %s", r.code, r.stderr)
+	}
+	result := filepath.Join(dir, "cmp", "em-s1", compare.ResultName)
+	if err := os.Remove(result); err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(dir, "cmp", "em-s1", "checkpoint.safetensors")
+	b, err := os.ReadFile(ckpt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := []byte(`\"in\":4,\"hidden\":[32,32]`) // inside the header's JSON string
+	if bytes.Count(b, spec) != 1 {
+		t.Fatalf("want the spec %s once in the checkpoint's header", spec)
+	}
+	os.WriteFile(ckpt, bytes.Replace(b, spec, bytes.Replace(spec, []byte("[32,32]"), []byte("[32,31]"), 1), 1), 0o644)
+	wantError(t, run(t, dir, append(args, "--resume")...), 1, "checkpoint.safetensors", "does not match this run's")
+	if _, err := os.Stat(result); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused resume kept a result: %v", err)
+	}
+}
+
 // Ctrl-C before the first trial begins (here, before the command starts): nothing to
 // resume, the message says so, and the folder the command made is gone again.
 func TestTrainTrialsInterruptedBeforeFirst(t *testing.T) {

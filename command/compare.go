@@ -354,6 +354,18 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 			fmt.Fprintf(log, "emclust: [%*d/%d] %-8s seed %-3d ACC %.4f NMI %.4f ARI %.4f  %.1fs%s\n",
 				len(strconv.Itoa(total)), done, total, r.Method, r.Seed, r.ACC, r.NMI, r.ARI, r.Seconds, when)
 		}}
+	if isTerminal(log) {
+		// A neural run takes minutes to hours: a bar with its rate and ETA meanwhile.
+		opt.Progress = func(method string, seed uint64) (train.Progress, train.RestartHooks) {
+			name := fmt.Sprintf("%s seed %d", method, seed)
+			what := name + ": restarts"
+			if cfg.TrialEpochs > 0 {
+				what = name + ": trials"
+			}
+			restarts := newRestartsProgress(log, false, max(cfg.Restarts, 1), what)
+			return &runBar{w: log, name: name}, restarts.hooks(func(int, train.Restart) {})
+		}
+	}
 	results, err := compare.Run(ctx, src, opt)
 	interrupted := errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {

@@ -155,3 +155,35 @@ func (p *restartsProgress) hooks(done func(i int, r train.Restart)) train.Restar
 func (p *restartsProgress) describe() {
 	p.bar.Describe(fmt.Sprintf("%s %d/%d done", p.what, p.done, p.restarts))
 }
+
+// runBar draws one bar over all the steps of a run, for compare, whose lines are a
+// run's results, not its epochs: the rate and the ETA are the whole run's.
+type runBar struct {
+	w    io.Writer
+	name string // the run's, as "em seed 2"
+	bar  *progressbar.ProgressBar
+	// first is the first epoch this sitting trains (a resumed or kept trial's run
+	// starts later), base the steps of this sitting's epochs before the current one.
+	first, base, epoch, epochs int
+}
+
+func (p *runBar) Start(epoch, epochs, steps int) {
+	if p.bar == nil {
+		p.first = epoch
+		p.bar = newStepBar(p.w, (epochs-epoch+1)*steps)
+	}
+	p.base, p.epoch, p.epochs = (epoch-p.first)*steps, epoch, epochs
+	p.bar.Describe(fmt.Sprintf("%s: epoch %d/%d", p.name, epoch, epochs))
+}
+
+// ShowsLoss: the bar shows no loss, so the training loop need not wait for it.
+func (p *runBar) ShowsLoss() bool { return false }
+
+func (p *runBar) Step(done int, _ float64, _ bool) { p.bar.Set(p.base + done) }
+
+func (p *runBar) End(train.EpochMetrics) {
+	if p.epoch == p.epochs {
+		p.bar.Finish()
+		p.bar = nil
+	}
+}

@@ -48,3 +48,33 @@ func TestRestartsProgress(t *testing.T) {
 		t.Errorf("hooks of no bar told of %v, want [0 1]", ended)
 	}
 }
+
+// compare's bar for a run counts the steps of the epochs this sitting trains (here
+// from epoch 3 of 4, as a resumed run), says which run and epoch, shows no loss, and
+// finishes with the last epoch.
+func TestRunBar(t *testing.T) {
+	var out bytes.Buffer
+	p := &runBar{w: &out, name: "em seed 2"}
+	if p.ShowsLoss() {
+		t.Error("the bar asks for the loss, which makes the loop wait for the device")
+	}
+	p.Start(3, 4, 10)
+	p.Step(5, 0, false)
+	if st := p.bar.State(); st.Max != 20 || st.CurrentNum != 5 || st.Description != "em seed 2: epoch 3/4" {
+		t.Errorf("bar at %d of %d, %q; want 5 of 20, em seed 2: epoch 3/4", st.CurrentNum, st.Max, st.Description)
+	}
+	p.End(train.EpochMetrics{})
+	bar := p.bar
+	p.Start(4, 4, 10)
+	p.Step(10, 0, false)
+	if st := p.bar.State(); p.bar != bar || st.CurrentNum != 20 {
+		t.Errorf("epoch 4: bar at %d (same bar %v); want 20 on the same bar", st.CurrentNum, p.bar == bar)
+	}
+	p.End(train.EpochMetrics{})
+	if !bar.IsFinished() || p.bar != nil {
+		t.Error("bar not finished after the last epoch")
+	}
+	if out.Len() == 0 {
+		t.Error("bar drew nothing")
+	}
+}

@@ -156,6 +156,9 @@ type Options struct {
 	// Done, when set, is called after each run with its result and how many runs
 	// are done of how many.
 	Done func(r Result, done, total int)
+	// Progress, when set, gives each neural run what to report its training to: its
+	// epochs, and its restarts' or trials' steps.
+	Progress func(method string, seed uint64) (train.Progress, train.RestartHooks)
 }
 
 // Result is one run: a method with a seed, scored against the labels.
@@ -295,8 +298,12 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 			return Result{}, err
 		}
 	}
+	var prog progress
+	if opt.Progress != nil {
+		prog.epochs, prog.restarts = opt.Progress(method, seed)
+	}
 	start := time.Now()
-	run, resumed, err := trainRun(ctx, cfg, src, opt.Device, dir, opt.Resume)
+	run, resumed, err := trainRun(ctx, cfg, src, opt.Device, dir, opt.Resume, prog)
 	if err != nil {
 		return Result{}, err
 	}
@@ -358,10 +365,10 @@ func writeResult(path string, r Result) error {
 // where a resume goes on with them). With resume, a run whose checkpoint dir holds
 // goes on from there; resumed says whether the run began in an earlier sitting.
 // The caller closes the run.
-func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string, resume bool) (run *train.Run, resumed bool, err error) {
+func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string, resume bool, prog progress) (run *train.Run, resumed bool, err error) {
 	if dir != "" && resume {
 		if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); err == nil {
-			run, err := resumeRun(ctx, src, dev, dir)
+			run, err := resumeRun(ctx, src, dev, dir, prog)
 			return run, true, err
 		}
 	}
@@ -370,6 +377,7 @@ func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch
 		if err != nil {
 			return nil, false, err
 		}
+		run.Progress = prog.epochs
 		if err := run.Train(ctx); err != nil {
 			run.Close()
 			return nil, false, err
@@ -378,13 +386,13 @@ func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch
 	}
 	cfg.Seed *= uint64(cfg.Restarts)
 	if cfg.TrialEpochs > 0 && dir != "" {
-		return trainTrials(ctx, cfg, src, dev, dir, resume)
+		return trainTrials(ctx, cfg, src, dev, dir, resume, prog)
 	}
 	choose := train.TrainRestarts
 	if cfg.TrialEpochs > 0 {
 		choose = train.TrainTrials
 	}
-	run, _, err = choose(ctx, cfg, src, dev, train.RestartHooks{})
+	run, _, err = choose(ctx, cfg, src, dev, prog.restarts)
 	if err != nil {
 		if run != nil {
 			run.Close() // the choice among the restarts an interrupt left
@@ -401,6 +409,7 @@ func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch
 		}
 	}
 	// A kept trial trains on to cfg's epochs; restarts have trained theirs.
+	run.Progress = prog.epochs
 	if err := run.Train(ctx); err != nil {
 		run.Close()
 		return nil, false, err
@@ -408,10 +417,16 @@ func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch
 	return run, false, nil
 }
 
+// progress is what a neural run reports its training to (Options.Progress).
+type progress struct {
+	epochs   train.Progress
+	restarts train.RestartHooks
+}
+
 // trainTrials trains cfg's trials in dir/trials, as train does, so that a stopped
 // comparison goes on with them (resume; otherwise what an earlier one left there is
 // removed first), keeps one in dir, and trains it on.
-func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string, resume bool) (*train.Run, bool, error) {
+func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string, resume bool, prog progress) (*train.Run, bool, error) {
 	trials := filepath.Join(dir, train.TrialsDir)
 	resumed := resume && train.StoppedInTrials(dir)
 	if !resumed {
@@ -426,7 +441,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	if err := train.WriteConfig(trials, cfg); err != nil {
 		return nil, false, err
 	}
-	run, _, err := train.TrainTrialsIn(ctx, cfg, src, dev, dir, train.RestartHooks{})
+	run, _, err := train.TrainTrialsIn(ctx, cfg, src, dev, dir, prog.restarts)
 	if err != nil {
 		if run != nil {
 			run.Close()
@@ -440,6 +455,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 		err = os.RemoveAll(trials)
 	}
 	if err == nil {
+		run.Progress = prog.epochs
 		err = run.Train(ctx)
 	}
 	if err != nil {
@@ -450,7 +466,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 }
 
 // resumeRun goes on with the run saved in dir to its epochs.
-func resumeRun(ctx context.Context, src train.Source, dev torch.Device, dir string) (*train.Run, error) {
+func resumeRun(ctx context.Context, src train.Source, dev torch.Device, dir string, prog progress) (*train.Run, error) {
 	f, cfg, _, err := train.ReadCheckpoint(dir)
 	if err != nil {
 		return nil, err
@@ -461,10 +477,11 @@ func resumeRun(ctx context.Context, src train.Source, dev torch.Device, dir stri
 	if err != nil {
 		return nil, err
 	}
-	if err := run.Restore(f); err == nil && run.EpochsDone() < run.Cfg.Epochs {
-		err = run.Train(ctx)
-	} else if err != nil {
+	run.Progress = prog.epochs
+	if err = run.Restore(f); err != nil {
 		err = fmt.Errorf("resume %s: %w", dir, err)
+	} else if run.EpochsDone() < run.Cfg.Epochs {
+		err = run.Train(ctx)
 	}
 	if err == nil {
 		// A run kept from trials and killed before their folder went.
