@@ -77,10 +77,11 @@ func rankDevice(device string, role *launch.Role) (torch.Device, error) {
 		return dev, err
 	}
 	if device == "auto" || device == "cuda" || device == "" {
-		if role.LocalRank >= torch.CUDADeviceCount() {
-			return dev, fmt.Errorf("%s: local rank %d, but this machine has %d CUDA devices: start one process per GPU", role.Launcher, role.LocalRank, torch.CUDADeviceCount())
+		gpu, err := role.GPU(torch.CUDADeviceCount())
+		if err != nil {
+			return dev, err
 		}
-		return selectDevice(fmt.Sprintf("cuda:%d", role.LocalRank))
+		return selectDevice(fmt.Sprintf("cuda:%d", gpu))
 	}
 	return dev, nil
 }

@@ -320,7 +320,7 @@ func TestDistributedErrors(t *testing.T) {
 		{"batch does not split", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
 			[][]string{append(both, "--out", "d", "--batch-size", "127")}, "does not split over 2 ranks"},
 		{"bad variable", [][]string{append(os.Environ(), "RANK=x", "WORLD_SIZE=2")}, [][]string{append(train, "--out", "e")}, `RANK="x"`},
-		{"rank beyond world", [][]string{rankEnv(2, 2, port)}, [][]string{append(train, "--out", "f")}, "rank 2 of a world of 2"},
+		{"rank beyond world", [][]string{rankEnv(2, 2, port)}, [][]string{append(train, "--out", "f")}, "rank 2 (RANK) of a world of 2 (WORLD_SIZE)"},
 		{"restarts", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)}, [][]string{append(both, "--out", "g", "--restarts", "2")}, "--restarts or --trial-epochs with 2 processes"},
 		{"trials", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
 			[][]string{append(both, "--out", "h", "--dataset", "mnist", "--data-dir", images, "--trial-epochs", "2")}, "--restarts or --trial-epochs with 2 processes"},

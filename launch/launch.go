@@ -5,6 +5,7 @@ package launch
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 )
@@ -29,16 +30,24 @@ type Role struct {
 func (r Role) ServeStore() bool { return r.Rank == 0 && !r.AgentStore }
 
 // FromEnv reads the role from the environment through getenv (os.Getenv). It returns
-// nil when no launcher started the process. RANK and WORLD_SIZE (torchrun, Kubeflow,
-// --nproc) come before Slurm's variables, so that torchrun inside an allocation wins.
+// nil when no launcher started the process. RANK (torchrun, Kubeflow, --nproc) comes
+// before Slurm's variables, so that torchrun inside an allocation wins; a WORLD_SIZE
+// without RANK beside srun's variables is a script's export, and srun's count must
+// agree with it. A step of one Slurm task is a process alone: srun --pty bash sets
+// the variables for the shell, and what runs in it is no rank of anything.
 func FromEnv(getenv func(string) string) (*Role, error) {
-	if getenv("RANK") != "" || getenv("WORLD_SIZE") != "" {
-		return torchrunRole(getenv)
-	}
 	// SLURM_STEP_NUM_TASKS is set by srun for its tasks; a batch script run without
 	// srun has SLURM_NTASKS but is one process.
-	if getenv("SLURM_PROCID") != "" && getenv("SLURM_STEP_NUM_TASKS") != "" {
-		return slurmRole(getenv)
+	slurm := getenv("SLURM_PROCID") != "" && getenv("SLURM_STEP_NUM_TASKS") != ""
+	switch {
+	case getenv("RANK") != "" || (getenv("WORLD_SIZE") != "" && !slurm):
+		return torchrunRole(getenv)
+	case slurm:
+		r, err := slurmRole(getenv)
+		if err != nil || r.World == 1 {
+			return nil, err
+		}
+		return r, nil
 	}
 	return nil, nil
 }
@@ -75,7 +84,15 @@ func torchrunRole(getenv func(string) string) (*Role, error) {
 	r.Rank = rd.int("RANK", 0, -1)
 	// Kubeflow runs one process per pod and sets no LOCAL_* variables.
 	r.LocalRank = rd.int("LOCAL_RANK", 0, 0)
-	r.LocalWorld = rd.int("LOCAL_WORLD_SIZE", 1, 1)
+	// torch.distributed.launch --use_env and hand-made scripts set LOCAL_RANK alone:
+	// the ranks here are at least that many.
+	r.LocalWorld = rd.int("LOCAL_WORLD_SIZE", 1, r.LocalRank+1)
+	// A PyTorchJob with nprocPerNode N counts N processes a pod in WORLD_SIZE, and
+	// RANK is the pod's: the pod's command must start them (torchrun), or the ranks
+	// would wait for processes that never come.
+	if n := rd.int("PET_NPROC_PER_NODE", 1, 1); n > 1 && getenv("LOCAL_RANK") == "" && rd.err == nil {
+		rd.err = fmt.Errorf("PET_NPROC_PER_NODE=%d without LOCAL_RANK: WORLD_SIZE counts %d processes a pod, and this pod started one; run emclust under torchrun in the pod, or set nprocPerNode to 1", n, n)
+	}
 	r.MasterAddr = getenv("MASTER_ADDR")
 	r.MasterPort = rd.int("MASTER_PORT", 1, 29500) // torch.distributed's default
 	switch {
@@ -100,12 +117,19 @@ func slurmRole(getenv func(string) string) (*Role, error) {
 	r.LocalRank = rd.int("SLURM_LOCALID", 0, 0)
 	r.LocalWorld = 1
 	if s := getenv("SLURM_STEP_TASKS_PER_NODE"); s != "" {
-		// "2(x3),1": the first count is as good as any for sharing this node's CPUs.
-		n, err := strconv.Atoi(strings.FieldsFunc(s, func(c rune) bool { return c == '(' || c == ',' })[0])
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("Slurm: SLURM_STEP_TASKS_PER_NODE=%q: want a count such as 4 or 2(x3)", s)
+		counts, err := TasksPerNode(s)
+		if err != nil {
+			return nil, fmt.Errorf("Slurm: SLURM_STEP_TASKS_PER_NODE=%q: %w", s, err)
 		}
-		r.LocalWorld = n
+		node := rd.int("SLURM_NODEID", 0, 0)
+		if node >= len(counts) {
+			return nil, fmt.Errorf("Slurm: SLURM_NODEID=%d, but SLURM_STEP_TASKS_PER_NODE=%q lists %d nodes", node, s, len(counts))
+		}
+		r.LocalWorld = counts[node]
+	}
+	// A WORLD_SIZE a batch script exported must be srun's count.
+	if ws := getenv("WORLD_SIZE"); ws != "" && strings.TrimSpace(ws) != strconv.Itoa(r.World) && rd.err == nil {
+		return nil, fmt.Errorf("Slurm: WORLD_SIZE=%q, but srun started %d tasks (SLURM_STEP_NUM_TASKS); unset WORLD_SIZE or start as many", ws, r.World)
 	}
 	r.MasterAddr = getenv("MASTER_ADDR")
 	if r.MasterAddr == "" {
@@ -119,11 +143,13 @@ func slurmRole(getenv func(string) string) (*Role, error) {
 		}
 		r.MasterAddr = host
 	}
-	// A port of the job's own unless MASTER_PORT says: two jobs sharing a first node
-	// must not meet at one port.
+	// A port of the step's own unless MASTER_PORT says: two jobs sharing a first
+	// node, or two steps of one job at once, must not meet at one port.
 	port := 29500
-	if id, err := strconv.Atoi(getenv("SLURM_JOB_ID")); err == nil {
-		port = 20000 + id%10000
+	if id := getenv("SLURM_JOB_ID"); id != "" {
+		h := fnv.New32a()
+		h.Write([]byte(id + "." + getenv("SLURM_STEP_ID")))
+		port = 20000 + int(h.Sum32()%10000)
 	}
 	r.MasterPort = rd.int("MASTER_PORT", 1, port)
 	r.Prefix = "emclust/" + getenv("SLURM_JOB_ID") + "." + getenv("SLURM_STEP_ID")
@@ -134,11 +160,15 @@ func slurmRole(getenv func(string) string) (*Role, error) {
 }
 
 func (r *Role) check() error {
+	rank, world, local, localWorld := "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"
+	if r.Launcher == "Slurm" {
+		rank, world, local, localWorld = "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", "SLURM_STEP_TASKS_PER_NODE"
+	}
 	switch {
 	case r.Rank >= r.World:
-		return fmt.Errorf("%s: rank %d of a world of %d", r.Launcher, r.Rank, r.World)
+		return fmt.Errorf("%s: rank %d (%s) of a world of %d (%s)", r.Launcher, r.Rank, rank, r.World, world)
 	case r.LocalRank >= r.LocalWorld:
-		return fmt.Errorf("%s: local rank %d of %d on this machine", r.Launcher, r.LocalRank, r.LocalWorld)
+		return fmt.Errorf("%s: local rank %d (%s) of %d on this machine (%s)", r.Launcher, r.LocalRank, local, r.LocalWorld, localWorld)
 	case r.World > 1 && r.MasterAddr == "":
 		return fmt.Errorf("%s: MASTER_ADDR is not set", r.Launcher)
 	case r.MasterPort > 65535:
@@ -147,32 +177,95 @@ func (r *Role) check() error {
 	return nil
 }
 
-// FirstHost is the first host of a Slurm node list such as "gpu[01-04,07],cpu3".
+// GPU is the CUDA device this rank trains on among count visible ones: its local
+// rank's, or, where srun bound each task a GPU of its own (--gpus-per-task 1 makes
+// CUDA_VISIBLE_DEVICES one device a task), the one it sees.
+func (r Role) GPU(count int) (int, error) {
+	switch {
+	case r.Launcher == "Slurm" && count == 1:
+		return 0, nil
+	case r.LocalRank < count:
+		return r.LocalRank, nil
+	}
+	return 0, fmt.Errorf("%s: local rank %d, but this process sees %d CUDA devices: start one process per GPU", r.Launcher, r.LocalRank, count)
+}
+
+// TasksPerNode expands a Slurm task count list such as "2(x3),1" into one count per
+// node, in the node list's order.
+func TasksPerNode(s string) ([]int, error) {
+	var counts []int
+	for _, part := range strings.Split(s, ",") {
+		count, times := strings.TrimSpace(part), "1"
+		if i := strings.IndexByte(count, '('); i >= 0 {
+			rep, ok := strings.CutPrefix(count[i:], "(x")
+			if !ok || !strings.HasSuffix(rep, ")") {
+				return nil, fmt.Errorf("%q: want a count such as 4 or 2(x3)", part)
+			}
+			count, times = count[:i], strings.TrimSuffix(rep, ")")
+		}
+		n, err1 := strconv.Atoi(count)
+		k, err2 := strconv.Atoi(times)
+		if err1 != nil || err2 != nil || n < 1 || k < 1 || k > 1<<20 || len(counts)+k > 1<<20 {
+			return nil, fmt.Errorf("%q: want a count such as 4 or 2(x3)", part)
+		}
+		for range k {
+			counts = append(counts, n)
+		}
+	}
+	return counts, nil
+}
+
+// FirstHost is the first host of a Slurm node list such as "gpu[01-04,07],cpu3" or
+// "rack[1-2]-n[01-04]".
 func FirstHost(list string) (string, error) {
 	list = strings.TrimSpace(list)
 	if list == "" {
 		return "", fmt.Errorf("empty")
 	}
-	end := strings.IndexAny(list, ",[")
-	if end < 0 {
-		return list, nil
+	host, rest, err := firstHost(list)
+	if err != nil {
+		return "", err
 	}
-	if list[end] == ',' {
-		return list[:end], nil
-	}
-	prefix := list[:end]
-	close := strings.IndexByte(list[end:], ']')
-	if close < 0 {
-		return "", fmt.Errorf("%q: unclosed [", list)
-	}
-	first := strings.FieldsFunc(list[end+1:end+close], func(c rune) bool { return c == ',' || c == '-' })
-	if prefix == "" || len(first) == 0 || strings.Trim(first[0], "0123456789") != "" {
+	if host == "" || (rest != "" && rest[0] != ',') {
 		return "", fmt.Errorf("%q: not a node list", list)
 	}
-	// Anything after the bracket ("n[1-2]-ib") belongs to every host.
-	suffix := list[end+close+1:]
-	if i := strings.IndexByte(suffix, ','); i >= 0 {
-		suffix = suffix[:i]
+	return host, nil
+}
+
+// firstHost expands the first host of list, returning what follows it (from the
+// comma on). Each bracket contributes its first number.
+func firstHost(list string) (host, rest string, err error) {
+	var b strings.Builder
+	for list != "" && list[0] != ',' {
+		open := strings.IndexAny(list, ",[")
+		if open < 0 {
+			b.WriteString(list)
+			return b.String(), "", nil
+		}
+		if list[open] == ',' {
+			b.WriteString(list[:open])
+			return b.String(), list[open:], nil
+		}
+		b.WriteString(list[:open])
+		end := strings.IndexByte(list[open:], ']')
+		if end < 0 {
+			return "", "", fmt.Errorf("%q: unclosed [", list)
+		}
+		inner := list[open+1 : open+end]
+		first, _, _ := strings.Cut(inner, ",")
+		lo, hi, isRange := strings.Cut(first, "-")
+		if b.Len() == 0 || !digits(lo) || (isRange && (!digits(hi) || atoi(hi) < atoi(lo))) {
+			return "", "", fmt.Errorf("%q: not a node list", list)
+		}
+		b.WriteString(lo)
+		list = list[open+end+1:]
 	}
-	return prefix + first[0] + suffix, nil
+	return b.String(), list, nil
+}
+
+func digits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
+
+func atoi(s string) int {
+	n, _ := strconv.Atoi(s)
+	return n
 }
