@@ -40,9 +40,11 @@ type CSVOptions struct {
 	// default). ' ' asks for blank-separated fields explicitly.
 	Comma rune
 
-	// maxBytes bounds the values and labels read (0: half the machine's memory), so
-	// that a gzip bomb or a table larger than memory is an error naming its line
-	// rather than the end of the process.
+	// maxBytes bounds the values and labels read (0: a third of the machine's
+	// memory, since the rows are held twice while libtorch copies them, and a slice
+	// that grows holds its old and new arrays at once), so that a gzip bomb or a
+	// table larger than memory is an error naming its line rather than the end of
+	// the process.
 	maxBytes int
 }
 
@@ -142,7 +144,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 
 	p := csvParser{name: name, labelCol: -1, maxBytes: opt.maxBytes}
 	if p.maxBytes <= 0 {
-		p.maxBytes = memoryLimit() / 2
+		p.maxBytes = memoryLimit() / 3
 	}
 	rec, line, err := rd.next()
 	if err == io.EOF {
@@ -393,7 +395,7 @@ func (p *csvParser) row(rec []string, line int) error {
 		return fmt.Errorf("%s:%d: %d fields, want %d", p.name, line, len(rec), p.ncol)
 	}
 	if p.bytes(p.n+1) > p.maxBytes {
-		return fmt.Errorf("%s:%d: the %d rows so far take %d MiB, more than %d MiB (half the machine's memory): the table is too large to cluster here",
+		return fmt.Errorf("%s:%d: the %d rows so far take %d MiB, more than %d MiB (a third of the machine's memory, as the rows are copied once): the table is too large to cluster here",
 			p.name, line, p.n, p.bytes(p.n)>>20, p.maxBytes>>20)
 	}
 	for j, s := range rec {

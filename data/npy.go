@@ -115,6 +115,13 @@ func parseNPY(r io.Reader, name string, size int64) (*Vectors, error) {
 		return nil, fmt.Errorf("%s: empty array (shape %s)", name, fmtShape(h.shape))
 	}
 
+	// The values are held twice while libtorch copies them: more than half the
+	// memory would end the process instead of this line.
+	if limit := memoryLimit() / 2; count > limit/4 {
+		return nil, fmt.Errorf("%s: shape %s is %d MiB as float32, more than %d MiB (half the machine's memory, as the rows are copied once): the array is too large to cluster here",
+			name, fmtShape(h.shape), count>>18, limit>>20)
+	}
+
 	// Decode in chunks rather than allocating what the header claims up front,
 	// so a truncated or lying file fails on its data, not on memory; a file that
 	// holds the data claimed gets its rows in one allocation, not a growing slice
