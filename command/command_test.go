@@ -1861,6 +1861,38 @@ func TestCompareResumeRefused(t *testing.T) {
 	}
 }
 
+// Values far beyond the training data's range end predict and eval with a line that
+// names the data and the row: a standardized model's z-score that passes float32
+// (was a nil-pointer panic), and a raw model whose network overflows (was cluster 0
+// with a NaN posterior, exit 0).
+func TestPredictBeyondRange(t *testing.T) {
+	dir := t.TempDir()
+	// Columns of a spread well under 1, which z-scores scale up.
+	a := "f0,f1,f2,f3,label\n"
+	for i := range 30 {
+		a += fmt.Sprintf("%g,%g,%g,%g,%d\n", 0.01*float64(i%7), 0.02*float64(i%5), 0.01*float64(i%3), 0.03*float64(i%2), i%2)
+	}
+	os.WriteFile(filepath.Join(dir, "a.csv"), []byte(a), 0o644)
+	os.WriteFile(filepath.Join(dir, "big.csv"), []byte("f0,f1,f2,f3,label\n0.05,0.02,0.01,0.03,0\n3.4e38,3.4e38,3.4e38,3.4e38,1\n"), 0o644)
+	for _, tc := range []struct {
+		name, flag string
+		want       string
+	}{
+		{"standardized", "--standardize", "passes float32's range"},
+		{"raw", "--standardize=false", "not finite"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := run(t, dir, "train", "--quiet", "--data", "a.csv", "--label-col", "label", tc.flag, "--restarts", "1", "--epochs", "2",
+				"--kmeans=false", "--device", "cpu", "--out", tc.name); r.code != 0 {
+				t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+			}
+			wantError(t, run(t, dir, "predict", "--model", tc.name, "--data", "big.csv", "--label-col", "label", "--out", tc.name+".csv", "--device", "cpu"),
+				1, "big.csv", "row", tc.want)
+			wantError(t, run(t, dir, "eval", "--model", tc.name, "--data", "big.csv", "--label-col", "label", "--device", "cpu"), 1, "big.csv", "row", tc.want)
+		})
+	}
+}
+
 // Ctrl-C before the first trial begins (here, before the command starts): nothing to
 // resume, the message says so, and the folder the command made is gone again.
 func TestTrainTrialsInterruptedBeforeFirst(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"emclust/eval"
-	"emclust/train"
 )
 
 type evalOptions struct {
@@ -46,7 +45,7 @@ func runEval(_ context.Context, opts evalOptions, stdout, stderr io.Writer) erro
 	if labels == nil {
 		return usageError{fmt.Errorf("%s has no labels to score against (give --label-col for a CSV)", in.src.Describe())}
 	}
-	pred, err := train.Predict(in.Net, in.src, in.dev, in.Prior)
+	pred, err := in.predict()
 	if err != nil {
 		return err
 	}

@@ -147,6 +147,19 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 	return in, nil
 }
 
+// predict clusters the data; an error names them.
+func (in *inference) predict() (*train.Prediction, error) {
+	pred, err := train.Predict(in.Net, in.src, in.dev, in.Prior)
+	if err != nil {
+		name := in.Cfg.DataFile
+		if name == "" {
+			name = train.DataName(*in.Cfg)
+		}
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return pred, nil
+}
+
 // Close frees the model and the data.
 func (in *inference) Close() {
 	if in.src != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"emclust/eval"
-	"emclust/train"
 )
 
 type predictOptions struct {
@@ -53,7 +52,7 @@ func runPredict(_ context.Context, opts predictOptions, stdout, stderr io.Writer
 	if err := checkOutput(opts.Out, opts.Force, in.Cfg.DataFile); err != nil {
 		return err
 	}
-	pred, err := train.Predict(in.Net, in.src, in.dev, in.Prior)
+	pred, err := in.predict()
 	if err != nil {
 		return err
 	}

@@ -198,7 +198,7 @@ func (v *Vectors) Validate() error {
 // column saved 1 there, and get x − mean, as they did.)
 func (v *Vectors) ApplyStandardize(mean, std []float64) error {
 	if len(mean) != v.D || len(std) != v.D {
-		return fmt.Errorf("%s: standardisation has %d columns, the data %d", v.Source, len(mean), v.D)
+		return fmt.Errorf("%s: the standardisation has %d means and %d deviations, the data %d columns", v.Source, len(mean), len(std), v.D)
 	}
 	z := ZScore{mean: mean, std: std, inv: make([]float64, v.D), constant: make([]bool, v.D)}
 	for j, s := range std {
@@ -210,5 +210,10 @@ func (v *Vectors) ApplyStandardize(mean, std []float64) error {
 		}
 	}
 	z.Apply(v.X[:v.N*v.D])
+	for i, x := range v.X[:v.N*v.D] {
+		if math.IsInf(float64(x), 0) || math.IsNaN(float64(x)) {
+			return fmt.Errorf("%s: row %d, column %d (0-based): standardized by the training data's mean and deviation, the value passes float32's range; it lies far outside the spread the model was trained on", v.Source, i/v.D, i%v.D)
+		}
+	}
 	return nil
 }

@@ -99,7 +99,10 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 			// in the process for the whole run.
 			debug.FreeOSMemory()
 		}
-		return src, err
+		if err != nil {
+			return nil, err // not a nil *VectorSource in a non-nil Source
+		}
+		return src, nil
 	}
 	var im *data.Images
 	var err error
@@ -113,7 +116,11 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 	}
 	cfg.DataDigest, cfg.LabelsDigest = im.Digest(), data.LabelsDigest(im.Labels, im.Classes)
 	if cfg.DataOnHost {
-		return NewHostImageSource(im, dev)
+		src, err := NewHostImageSource(im, dev)
+		if err != nil {
+			return nil, err
+		}
+		return src, nil
 	}
 	src, err := NewImageSource(im, dev)
 	if err != nil {

@@ -836,6 +836,19 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 		if posteriors {
 			post = s.Float32s(p)
 		}
+		// An input far beyond the training data's range overflows the network: its
+		// argmax would be cluster 0, said nowhere.
+		if total := s.Float32s(s.Sum(p, false)); s.Err() == nil && (len(total) != 1 || !isFinite(total[0])) {
+			s.Close()
+			rows := fmt.Sprintf("rows %d to %d", from+lo, from+lo+m-1)
+			for r, v := range post {
+				if !isFinite(v) {
+					rows = fmt.Sprintf("row %d", from+lo+r/(k*heads))
+					break
+				}
+			}
+			return nil, fmt.Errorf("%s (0-based): %w; is a value far outside the range of the training data?", rows, errNotFinite)
+		}
 		if gamma > 0 {
 			logH := loss.LogLikelihood(s, aStar, gamma)
 			if logPrior == nil {
@@ -878,6 +891,8 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 	}
 	return out, nil
 }
+
+func isFinite(x float32) bool { return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) }
 
 // errNotFinite is the error for criteria that are not all finite, as the scores of a
 // network whose weights overflowed give: no clustering comes of them.
