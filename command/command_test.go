@@ -1791,7 +1791,11 @@ func TestCompareResume(t *testing.T) {
 	<-done
 
 	wantError(t, run(t, dir, append(args, "--out", "killed")...), 2, "stopped among them", "--resume", "--force")
-	wantError(t, run(t, dir, append(args, "--out", "killed", "--resume", "--epochs", "4")...), 2, "differs in train.epochs", "compare-plan.json")
+	wantError(t, run(t, dir, append(args, "--out", "killed", "--resume", "--epochs", "4")...), 2, "differs in --epochs", "compare-plan.json")
+	// What cannot change a result is not refused: the device as resolved, threads.
+	if err := keepPlanOf(t, dir, append(args, "--out", "killed", "--resume", "--device", "auto", "--threads", "1")); err != nil {
+		t.Errorf("resume with --device auto --threads 1 on a CPU machine: %v", err)
+	}
 	wantError(t, run(t, dir, append(args, "--out", "elsewhere", "--resume")...), 2, "holds no comparison")
 	r = run(t, dir, append(args, "--out", "killed", "--resume")...)
 	noCrash(t, r)
@@ -1829,6 +1833,56 @@ func TestCompareResume(t *testing.T) {
 	if got, want := resumed.Runs[1], straight.Runs[1]; got.ACC != want.ACC || got.ARI != want.ARI || !got.Resumed {
 		t.Errorf("seed 2 scored from its checkpoint: ACC %v ARI %v resumed %v; want %v %v true", got.ACC, got.ARI, got.Resumed, want.ACC, want.ARI)
 	}
+
+	// A run trained on by another command since is refused, not scored as this
+	// comparison's.
+	if r := run(t, dir, "train", "--quiet", "--resume", filepath.Join("straight", "em-s2"), "--epochs", "4", "--device", "cpu"); r.code != 0 {
+		t.Fatalf("train --resume of a compared run: exit %d: %s", r.code, r.stderr)
+	}
+	os.Remove(filepath.Join(dir, "straight", "em-s2", compare.ResultName))
+	wantError(t, run(t, dir, append(args, "--out", "straight", "--resume")...), 1, "em-s2", "trained with another number of epochs (4, where the comparison trains 3)", "--force")
+
+	// A comparison begun again clears the runs it plans at once: stopped before it
+	// reaches them, it leaves no earlier result or checkpoint to a resume.
+	if err := keepPlanOf(t, dir, append(args, "--out", "straight", "--force", "--epochs", "4")); err != nil {
+		t.Fatal(err)
+	}
+	for _, seed := range []string{"em-s1", "em-s2"} {
+		for _, f := range []string{compare.ResultName, "checkpoint.safetensors"} {
+			if _, err := os.Stat(filepath.Join(dir, "straight", seed, f)); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s/%s after a comparison began again: %v", seed, f, err)
+			}
+		}
+	}
+}
+
+// keepPlanOf parses a compare command line and writes or checks its plan in --out, as
+// a comparison does before its first run.
+func keepPlanOf(t *testing.T, dir string, args []string) error {
+	t.Helper()
+	t.Chdir(dir)
+	var plan error
+	cmd := compareCommand()
+	cmd.Action = func(c *cli.Context) error {
+		opts, err := compareOptionsFrom(c)
+		if err != nil {
+			return err
+		}
+		cfg := opts.Run.Config
+		src, err := train.OpenSource(&cfg, torch.CPU)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		opts.Run.resolve(&cfg, torch.CPU, src)
+		_, plan = keepPlan(opts, cfg, src.Len(), torch.CPU)
+		return nil
+	}
+	app := &cli.App{Commands: []*cli.Command{cmd}, Writer: io.Discard, ErrWriter: io.Discard, ExitErrHandler: func(*cli.Context, error) {}}
+	if err := app.Run(append([]string{"emclust"}, args...)); err != nil {
+		return err
+	}
+	return plan
 }
 
 // A resumed comparison whose run's checkpoint the network refuses fails, naming it,

@@ -2,6 +2,8 @@ package command
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -330,8 +332,9 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 		return nil, fmt.Errorf("%s has no labels, and compare scores every run against them (give --label-col for a CSV)", src.Describe())
 	}
 	opts.Run.resolve(&cfg, dev, src)
+	plan := ""
 	if opts.Out != "" {
-		if err := keepPlan(opts, cfg); err != nil {
+		if plan, err = keepPlan(opts, cfg, src.Len(), dev); err != nil {
 			return nil, err
 		}
 	}
@@ -342,7 +345,7 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 		features = map[bool]string{true: " (standardized)", false: " (raw)"}[cfg.Standardize]
 	}
 	fmt.Fprintf(log, "emclust: %s%s on %s; %s × %s\n", src.Describe(), features, deviceName, strings.Join(methods, ","), plural(len(seeds), "seed"))
-	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: opts.Out, Replace: opts.Force, Resume: opts.Resume,
+	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: opts.Out, Replace: opts.Force, Resume: opts.Resume, Plan: plan,
 		Done: func(r compare.Result, done, total int) {
 			when := ""
 			switch {
@@ -354,6 +357,8 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 			fmt.Fprintf(log, "emclust: [%*d/%d] %-8s seed %-3d ACC %.4f NMI %.4f ARI %.4f  %.1fs%s\n",
 				len(strconv.Itoa(total)), done, total, r.Method, r.Seed, r.ACC, r.NMI, r.ARI, r.Seconds, when)
 		}}
+	var bar *runBar
+	var restarts *restartsProgress
 	if isTerminal(log) {
 		// A neural run takes minutes to hours: a bar with its rate and ETA meanwhile.
 		opt.Progress = func(method string, seed uint64) (train.Progress, train.RestartHooks) {
@@ -362,11 +367,17 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 			if cfg.TrialEpochs > 0 {
 				what = name + ": trials"
 			}
-			restarts := newRestartsProgress(log, false, max(cfg.Restarts, 1), what)
-			return &runBar{w: log, name: name}, restarts.hooks(func(int, train.Restart) {})
+			restarts = newRestartsProgress(log, false, max(cfg.Restarts, 1), what)
+			bar = &runBar{w: log, name: name}
+			return bar, restarts.hooks(func(int, train.Restart) {})
 		}
 	}
 	results, err := compare.Run(ctx, src, opt)
+	if err != nil {
+		// A run stopped part-way leaves its bar drawn: the message starts a line.
+		bar.clear()
+		restarts.clear()
+	}
 	interrupted := errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
 		return nil, err
@@ -452,52 +463,89 @@ const comparePlanName = "compare-plan.json"
 type comparePlan struct {
 	Methods []string     `json:"methods"`
 	Seeds   []uint64     `json:"seeds"`
-	Train   train.Config `json:"train"` // resolved for the data, with their digests
+	Epochs  int          `json:"epochs"` // each neural run's, for these data
+	Train   train.Config `json:"train"`  // resolved for the data, with their digests
 }
 
 // keepPlan writes the comparison's plan in --out, or, resuming, refuses a command
-// line or data that would not repeat the plan found there, naming what differs.
-func keepPlan(opts compareOptions, cfg train.Config) error {
+// line or data that would not repeat the plan found there, naming what differs. It
+// returns the plan's digest, which each run's kept result carries. A comparison begun
+// anew first clears what an earlier one left in the run folders it plans: stopped
+// before it reached them, it must leave none of their results to a resume.
+func keepPlan(opts compareOptions, cfg train.Config, rows int, dev torch.Device) (string, error) {
 	path := filepath.Join(opts.Out, comparePlanName)
-	now, err := json.Marshal(comparePlan{Methods: opts.Methods, Seeds: opts.Seeds, Train: cfg})
+	cfg.Device = dev.String() // as resolved: auto and cpu are one on a machine without a GPU
+	now, err := json.Marshal(comparePlan{Methods: opts.Methods, Seeds: opts.Seeds, Train: cfg, Epochs: cfg.EpochsFor(rows)})
 	if err != nil {
-		return fmt.Errorf("compare: %w", err)
+		return "", fmt.Errorf("compare: %w", err)
 	}
+	now = append(now, '\n')
+	sum := sha256.Sum256(now)
+	digest := hex.EncodeToString(sum[:])
 	if !opts.Resume {
-		if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-			return fmt.Errorf("compare: %w", err)
+		for _, m := range opts.Methods {
+			for _, seed := range opts.Seeds {
+				if compare.Neural(m) {
+					if err := compare.ClearRun(compare.RunDir(opts.Out, m, seed)); err != nil {
+						return "", err
+					}
+				}
+			}
 		}
-		return atomicfile.WriteBytes(path, append(now, '\n'))
+		if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+			return "", fmt.Errorf("compare: %w", err)
+		}
+		return digest, atomicfile.WriteBytes(path, now)
 	}
 	saved, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("--resume: %w", err)
+		return "", fmt.Errorf("--resume: %w", err)
 	}
 	if field := planDifference(saved, now); field != "" {
-		if strings.HasSuffix(field, "_digest") {
-			field = "the data (" + field + ")"
+		if field == comparePlanName {
+			return "", fmt.Errorf("--resume: %s is not a comparison's plan (damaged?)", path)
 		}
-		return usageError{fmt.Errorf("--resume: this command line differs in %s from the one %s was begun with; give that one (%s records it)",
-			field, opts.Out, filepath.Join(opts.Out, comparePlanName))}
+		return "", usageError{fmt.Errorf("--resume: this command line differs in %s from the one %s was begun with; give that one (%s records it)",
+			field, opts.Out, path)}
 	}
-	return nil
+	sum = sha256.Sum256(saved)
+	return hex.EncodeToString(sum[:]), nil
 }
 
-// planDifference names the first field (in name order) in which two plans' JSON
-// differ, "" when they do not, or the file's name when the saved one is not a plan.
+// planDifference names the first setting (in name order) in which two plans differ,
+// as the flag that sets it where there is one; "" when they do not differ in what
+// decides a result; or the file's name when the saved one is not a plan.
 func planDifference(saved, now []byte) string {
 	var a, b map[string]any
 	if json.Unmarshal(saved, &a) != nil || json.Unmarshal(now, &b) != nil {
 		return comparePlanName
 	}
-	at, _ := a["train"].(map[string]any)
-	bt, _ := b["train"].(map[string]any)
+	at, ok1 := a["train"].(map[string]any)
+	bt, ok2 := b["train"].(map[string]any)
+	if !ok1 || !ok2 {
+		return comparePlanName
+	}
+	for _, m := range []map[string]any{at, bt} {
+		// What the data's digests, the resolved epochs (the plan's own "epochs") and
+		// the resolved device already say, or what changes no result.
+		for _, k := range []string{"dataset", "data_file", "data_dir", "header", "label_col", "features", "standardize_auto",
+			"feature_spread", "epochs", "min_steps", "max_steps", "threads", "log_every", "world_size", "deterministic", "gamma_value", "eval_every"} {
+			delete(m, k)
+		}
+		if g, ok := m["gamma"].(string); ok {
+			if v, err := strconv.ParseFloat(g, 64); err == nil {
+				m["gamma"] = v
+			}
+		}
+		if h, ok := m["heads"].(float64); ok && h <= 1 {
+			delete(m, "heads") // 0 is one head
+		}
+	}
 	delete(a, "train")
 	delete(b, "train")
-	for _, pair := range []struct {
-		prefix string
-		a, b   map[string]any
-	}{{"", a, b}, {"train.", at, bt}} {
+	flag := map[string]string{"data_digest": "the data", "labels_digest": "the labels", "input_mean": "the data", "input_std": "the data",
+		"hidden_auto": "--hidden", "arch": "--hidden", "norm": "--no-norm", "seeds": "--seeds or --seed-list", "device": "--device (as resolved)"}
+	for _, pair := range []struct{ a, b map[string]any }{{a, b}, {at, bt}} {
 		keys := slices.Sorted(maps.Keys(pair.a))
 		for k := range pair.b {
 			if _, ok := pair.a[k]; !ok {
@@ -509,7 +557,10 @@ func planDifference(saved, now []byte) string {
 			x, _ := json.Marshal(pair.a[k])
 			y, _ := json.Marshal(pair.b[k])
 			if string(x) != string(y) {
-				return pair.prefix + k
+				if f, ok := flag[k]; ok {
+					return f
+				}
+				return "--" + strings.ReplaceAll(k, "_", "-")
 			}
 		}
 	}
@@ -594,8 +645,7 @@ func checkCompareOutputs(opts compareOptions) error {
 		}
 	}
 	inputs := append([]string{opts.Run.Config.DataFile}, opts.Tables...)
-	// A resumed comparison writes the file its first sitting was to write.
-	return checkOutputFlag("--markdown", md, opts.Force || opts.Resume, inputs...)
+	return checkOutputFlag("--markdown", md, opts.Force, inputs...)
 }
 
 // within says whether path lies in dir or below it (both absolute).

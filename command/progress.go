@@ -187,3 +187,18 @@ func (p *runBar) End(train.EpochMetrics) {
 		p.bar = nil
 	}
 }
+
+// clear removes a bar left drawn by a run that stopped part-way; nil: nothing.
+func (p *runBar) clear() {
+	if p != nil && p.bar != nil {
+		p.bar.Clear()
+		p.bar = nil
+	}
+}
+
+// clear removes a bar left drawn by restarts that stopped part-way; nil: nothing.
+func (p *restartsProgress) clear() {
+	if p != nil && p.bar != nil && !p.bar.IsFinished() {
+		p.bar.Clear()
+	}
+}

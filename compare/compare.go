@@ -150,8 +150,12 @@ type Options struct {
 	// Resume goes on with a comparison stopped part-way in Dir: a run whose
 	// ResultName its folder holds is not trained again, one stopped in training goes
 	// on from its checkpoint or its trials, and the rest train anew. The caller
-	// checks that Dir was begun with these options.
+	// checks that Dir was begun with these options; a run whose checkpoint was
+	// trained with others since (train --resume --epochs N) is refused.
 	Resume bool
+	// Plan names the comparison (a digest of what it runs): each run's ResultName
+	// carries it, and a resumed comparison takes only results of its own plan.
+	Plan string
 
 	// Done, when set, is called after each run with its result and how many runs
 	// are done of how many.
@@ -290,11 +294,10 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 		dir = RunDir(opt.Dir, method, seed)
 		resultFile := filepath.Join(dir, ResultName)
 		if opt.Resume {
-			if r, ok, err := readResult(resultFile, method, seed); ok || err != nil {
+			if r, ok, err := readResult(resultFile, opt.Plan, method, seed); ok || err != nil {
 				return r, err
 			}
-		} else if err := os.Remove(resultFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			// An earlier comparison's result would pass for this run's.
+		} else if err := ClearRun(dir); err != nil {
 			return Result{}, err
 		}
 	}
@@ -319,15 +322,34 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 	res.Network = train.NetworkName(run.Cfg)
 	res.Resumed = resumed
 	if dir != "" {
-		if err := writeResult(filepath.Join(dir, ResultName), res); err != nil {
+		if err := writeResult(filepath.Join(dir, ResultName), opt.Plan, res); err != nil {
 			return Result{}, err
 		}
 	}
 	return res, nil
 }
 
+// ClearRun removes what an earlier comparison's run left in dir (its result,
+// checkpoint, trials and the other files of a run), so that a comparison started
+// over takes none of it for its own, even when it is stopped before the run's first
+// save.
+func ClearRun(dir string) error {
+	for _, name := range append([]string{ResultName, train.TrialsDir}, train.RunFiles...) {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("compare: %w", err)
+		}
+	}
+	return nil
+}
+
+// keptResult is a run's ResultName: its result, and the plan it was made under.
+type keptResult struct {
+	Plan   string `json:"plan"`
+	Result Result `json:"result"`
+}
+
 // readResult reads a run's kept result; ok is false where there is none.
-func readResult(path, method string, seed uint64) (r Result, ok bool, err error) {
+func readResult(path, plan, method string, seed uint64) (r Result, ok bool, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Result{}, false, nil
@@ -335,22 +357,25 @@ func readResult(path, method string, seed uint64) (r Result, ok bool, err error)
 	if err != nil {
 		return Result{}, false, err
 	}
-	if err := json.Unmarshal(b, &r); err != nil {
+	var kept keptResult
+	if err := json.Unmarshal(b, &kept); err != nil {
 		return Result{}, false, fmt.Errorf("%s: %w", path, err)
 	}
-	if r.Method != method || r.Seed != seed {
-		return Result{}, false, fmt.Errorf("%s: the result of %s seed %d, where this folder is %s seed %d's", path, r.Method, r.Seed, method, seed)
-	}
-	in := func(v, lo, hi float64) bool { return v >= lo && v <= hi } // false for NaN
-	if !in(r.ACC, 0, 1) || !in(r.NMI, 0, 1) || !in(r.ARI, -1, 1) || !in(r.Seconds, 0, math.MaxFloat64) {
-		return Result{}, false, fmt.Errorf("%s: a score or time out of range", path)
+	r = kept.Result
+	switch in := func(v, lo, hi float64) bool { return v >= lo && v <= hi }; { // false for NaN
+	case kept.Plan != plan:
+		return Result{}, false, fmt.Errorf("%s: the result of another comparison than the one in %s; remove the folder, or start over with --force", path, filepath.Dir(filepath.Dir(path)))
+	case r.Method != method || r.Seed != seed:
+		return Result{}, false, fmt.Errorf("%s: the result of %q seed %d, where this folder is %s seed %d's", path, r.Method, r.Seed, method, seed)
+	case !in(r.ACC, 0, 1) || !in(r.NMI, 0, 1) || !in(r.ARI, -1, 1) || !in(r.Seconds, 0, math.MaxFloat64) || r.Empty < 0:
+		return Result{}, false, fmt.Errorf("%s: a score, time or count out of range", path)
 	}
 	r.Earlier = true
 	return r, true, nil
 }
 
-func writeResult(path string, r Result) error {
-	b, err := json.Marshal(r)
+func writeResult(path, plan string, r Result) error {
+	b, err := json.Marshal(keptResult{Plan: plan, Result: r})
 	if err != nil {
 		return err
 	}
@@ -368,7 +393,7 @@ func writeResult(path string, r Result) error {
 func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string, resume bool, prog progress) (run *train.Run, resumed bool, err error) {
 	if dir != "" && resume {
 		if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); err == nil {
-			run, err := resumeRun(ctx, src, dev, dir, prog)
+			run, err := resumeRun(ctx, cfg, src, dev, dir, prog)
 			return run, true, err
 		}
 	}
@@ -466,10 +491,13 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 }
 
 // resumeRun goes on with the run saved in dir to its epochs.
-func resumeRun(ctx context.Context, src train.Source, dev torch.Device, dir string, prog progress) (*train.Run, error) {
+func resumeRun(ctx context.Context, planned train.Config, src train.Source, dev torch.Device, dir string, prog progress) (*train.Run, error) {
 	f, cfg, _, err := train.ReadCheckpoint(dir)
 	if err != nil {
 		return nil, err
+	}
+	if field := otherRun(planned, src.Len(), *cfg); field != "" {
+		return nil, fmt.Errorf("%s: its checkpoint was trained with another %s than this comparison's (by train --resume since?); remove the folder, or start over with --force", dir, field)
 	}
 	// As train --resume: the standardisation comes from the data, read again.
 	cfg.InputMean, cfg.InputStd = nil, nil
@@ -492,6 +520,26 @@ func resumeRun(ctx context.Context, src train.Source, dev torch.Device, dir stri
 		return nil, err
 	}
 	return run, nil
+}
+
+// otherRun names what in a run's saved config differs from the comparison's plan
+// for it, "" when nothing does: what train --resume may change and a result depends
+// on (the epochs, the precision and layout), and the method, K and data. The rest is
+// the plan's, which the comparison checked when it resumed.
+func otherRun(planned train.Config, rows int, saved train.Config) string {
+	switch {
+	case saved.EpochsFor(rows) != planned.EpochsFor(rows):
+		return fmt.Sprintf("number of epochs (%d, where the comparison trains %d)", saved.EpochsFor(rows), planned.EpochsFor(rows))
+	case saved.Objective != planned.Objective:
+		return "objective"
+	case saved.K != planned.K:
+		return "K"
+	case saved.DataDigest != planned.DataDigest || saved.LabelsDigest != planned.LabelsDigest:
+		return "data"
+	case saved.Precision != planned.Precision || saved.ChannelsLast != planned.ChannelsLast:
+		return "precision or layout"
+	}
+	return ""
 }
 
 // baseline clusters the features the train command's k-means baseline uses: the

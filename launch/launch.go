@@ -24,6 +24,9 @@ type Role struct {
 	Prefix string
 	// Launcher names what set the variables, for messages.
 	Launcher string
+	// GPUPerTask is set where srun gave each task GPUs of its own (--gpus-per-task),
+	// which it alone sees.
+	GPUPerTask bool
 }
 
 // ServeStore reports whether this process serves the store.
@@ -85,12 +88,17 @@ func torchrunRole(getenv func(string) string) (*Role, error) {
 	// Kubeflow runs one process per pod and sets no LOCAL_* variables.
 	r.LocalRank = rd.int("LOCAL_RANK", 0, 0)
 	// torch.distributed.launch --use_env and hand-made scripts set LOCAL_RANK alone:
-	// the ranks here are at least that many.
-	r.LocalWorld = rd.int("LOCAL_WORLD_SIZE", 1, r.LocalRank+1)
+	// take every rank to be here, as each rank then shares this machine's cores alike.
+	localWorld := 1
+	if getenv("LOCAL_RANK") != "" {
+		localWorld = max(r.World, 1)
+	}
+	r.LocalWorld = rd.int("LOCAL_WORLD_SIZE", 1, localWorld)
 	// A PyTorchJob with nprocPerNode N counts N processes a pod in WORLD_SIZE, and
 	// RANK is the pod's: the pod's command must start them (torchrun), or the ranks
 	// would wait for processes that never come.
-	if n := rd.int("PET_NPROC_PER_NODE", 1, 1); n > 1 && getenv("LOCAL_RANK") == "" && rd.err == nil {
+	// (auto, cpu and gpu are PyTorchJob's other values: torchrun's to resolve.)
+	if n, err := strconv.Atoi(strings.TrimSpace(getenv("PET_NPROC_PER_NODE"))); err == nil && n > 1 && getenv("LOCAL_RANK") == "" && rd.err == nil {
 		rd.err = fmt.Errorf("PET_NPROC_PER_NODE=%d without LOCAL_RANK: WORLD_SIZE counts %d processes a pod, and this pod started one; run emclust under torchrun in the pod, or set nprocPerNode to 1", n, n)
 	}
 	r.MasterAddr = getenv("MASTER_ADDR")
@@ -131,6 +139,7 @@ func slurmRole(getenv func(string) string) (*Role, error) {
 	if ws := getenv("WORLD_SIZE"); ws != "" && strings.TrimSpace(ws) != strconv.Itoa(r.World) && rd.err == nil {
 		return nil, fmt.Errorf("Slurm: WORLD_SIZE=%q, but srun started %d tasks (SLURM_STEP_NUM_TASKS); unset WORLD_SIZE or start as many", ws, r.World)
 	}
+	r.GPUPerTask = getenv("SLURM_GPUS_PER_TASK") != ""
 	r.MasterAddr = getenv("MASTER_ADDR")
 	if r.MasterAddr == "" {
 		nodes := getenv("SLURM_STEP_NODELIST")
@@ -179,10 +188,11 @@ func (r *Role) check() error {
 
 // GPU is the CUDA device this rank trains on among count visible ones: its local
 // rank's, or, where srun bound each task a GPU of its own (--gpus-per-task 1 makes
-// CUDA_VISIBLE_DEVICES one device a task), the one it sees.
+// CUDA_VISIBLE_DEVICES one device a task) or the task is alone on its node, the one
+// it sees.
 func (r Role) GPU(count int) (int, error) {
 	switch {
-	case r.Launcher == "Slurm" && count == 1:
+	case r.Launcher == "Slurm" && count == 1 && (r.LocalWorld == 1 || r.GPUPerTask):
 		return 0, nil
 	case r.LocalRank < count:
 		return r.LocalRank, nil
@@ -226,7 +236,7 @@ func FirstHost(list string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if host == "" || (rest != "" && rest[0] != ',') {
+	if host == "" || strings.ContainsAny(host, "[]") || (rest != "" && rest[0] != ',') {
 		return "", fmt.Errorf("%q: not a node list", list)
 	}
 	return host, nil
