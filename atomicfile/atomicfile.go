@@ -4,11 +4,13 @@ package atomicfile
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // Write calls fill with a buffered writer on a temporary file beside path, syncs it,
@@ -22,6 +24,10 @@ func Write(path string, fill func(w io.Writer) error) (err error) {
 	}
 	mode := os.FileMode(0o644)
 	if fi, err := os.Stat(path); err == nil {
+		if !fi.Mode().IsRegular() {
+			// A device or pipe a link leads to would be replaced by a plain file.
+			return fmt.Errorf("write %s: not a regular file (%v)", path, fi.Mode().Type())
+		}
 		mode = fi.Mode().Perm()
 	}
 	dir, base := filepath.Split(path)
@@ -113,4 +119,31 @@ func WriteBytes(path string, data []byte) error {
 		_, err := w.Write(data)
 		return err
 	})
+}
+
+// ReadFile reads the regular file at path, of at most max bytes. emclust's own files
+// are read whole; one that a link or a mistake made a device, a pipe or a file of any
+// size would otherwise be read without end, or hang the reader.
+func ReadFile(path string, max int64) ([]byte, error) {
+	// Non-blocking: opening a pipe would wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%v)", fi.Mode().Type())}
+	}
+	if fi.Size() > max {
+		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%d bytes, more than the %d such a file may hold", fi.Size(), max)}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err == nil && int64(len(b)) > max {
+		err = &os.PathError{Op: "read", Path: path, Err: errors.New("grew past its limit while read")}
+	}
+	return b, err
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -118,5 +119,54 @@ func TestRemoveStaleExact(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "exp1", ".config.json.tmp222")); err != nil {
 		t.Errorf("another folder's temporary file was removed: %v", err)
+	}
+}
+
+// A link to a pipe (or a device: /dev/zero became a plain file this way) is not
+// replaced: the write fails and the pipe stays one.
+func TestWriteRefusesNonRegularTarget(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "summary.json")
+	if err := os.Symlink(fifo, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, link} {
+		if err := WriteBytes(p, []byte("x")); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("write %s: %v, want not a regular file", p, err)
+		}
+	}
+	if fi, err := os.Stat(fifo); err != nil || fi.Mode().Type() != os.ModeNamedPipe {
+		t.Errorf("the pipe is now %v (%v)", fi.Mode().Type(), err)
+	}
+}
+
+// ReadFile reads a regular file within its bound, and refuses at once a pipe (which
+// os.ReadFile would wait on for a writer), a directory and a file past the bound.
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "config.json")
+	os.WriteFile(plain, []byte("{}\n"), 0o644)
+	fifo := filepath.Join(dir, "pipe")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(plain, 3); err != nil || string(b) != "{}\n" {
+		t.Errorf("ReadFile of 3 bytes within 3: %q, %v", b, err)
+	}
+	for _, tc := range []struct {
+		path string
+		max  int64
+		want string
+	}{{fifo, 10, "not a regular file"}, {dir, 10, "not a regular file"}, {plain, 2, "more than the 2"}} {
+		if _, err := ReadFile(tc.path, tc.max); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path) {
+			t.Errorf("ReadFile(%s, %d): %v, want an error naming it and %q", tc.path, tc.max, err, tc.want)
+		}
+	}
+	if _, err := ReadFile(filepath.Join(dir, "none"), 10); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a missing file: %v, want ErrNotExist", err)
 	}
 }

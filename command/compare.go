@@ -497,7 +497,7 @@ func keepPlan(opts compareOptions, cfg train.Config, rows int, dev torch.Device)
 		}
 		return digest, atomicfile.WriteBytes(path, now)
 	}
-	saved, err := os.ReadFile(path)
+	saved, err := atomicfile.ReadFile(path, train.MaxJSONBytes)
 	if err != nil {
 		return "", fmt.Errorf("--resume: %w", err)
 	}

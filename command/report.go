@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -216,7 +217,7 @@ func checkReportDir(out string, force bool) error {
 // isReportPage says whether the file at path is a report's index.html: its title,
 // near the top, is the one report.Write gives.
 func isReportPage(path string) bool {
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return false
 	}

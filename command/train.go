@@ -362,7 +362,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	restoreConfig := func() error { return nil }
 	if ckpt != nil && writeDir != "" {
 		path := filepath.Join(writeDir, "config.json")
-		switch saved, err := os.ReadFile(path); {
+		switch saved, err := atomicfile.ReadFile(path, train.MaxJSONBytes); {
 		case err == nil:
 			restoreConfig = func() error { return atomicfile.WriteBytes(path, saved) }
 		case errors.Is(err, fs.ErrNotExist):
@@ -931,7 +931,7 @@ func checkResumeFlags(c *cli.Context) error {
 // summaryEpochs is the epoch count of RUN/summary.json, or -1 when it is missing or
 // unreadable.
 func summaryEpochs(dir string) int {
-	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	b, err := atomicfile.ReadFile(filepath.Join(dir, "summary.json"), train.MaxJSONBytes)
 	if err != nil {
 		return -1
 	}
@@ -1001,7 +1001,7 @@ func isPartialRunFile(name string) bool {
 // isRunConfig says whether path is a run's config.json rather than a file of the
 // same name of the user's.
 func isRunConfig(path string) bool {
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFile(path, train.MaxJSONBytes)
 	if err != nil {
 		return false
 	}

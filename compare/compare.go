@@ -350,7 +350,7 @@ type keptResult struct {
 
 // readResult reads a run's kept result; ok is false where there is none.
 func readResult(path, plan, method string, seed uint64) (r Result, ok bool, err error) {
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFile(path, train.MaxJSONBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Result{}, false, nil
 	}

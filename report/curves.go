@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"image/color"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -16,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"emclust/atomicfile"
 	"emclust/train"
 )
 
@@ -24,7 +24,7 @@ import (
 // training or was stopped.
 func ReadMetrics(runDir string) ([]train.EpochMetrics, error) {
 	path := filepath.Join(runDir, "metrics.jsonl")
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFile(path, 1<<30)
 	if err != nil {
 		return nil, fmt.Errorf("read metrics: %w", err)
 	}
@@ -38,6 +38,9 @@ func ReadMetrics(runDir string) ([]train.EpochMetrics, error) {
 		var m train.EpochMetrics
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if m.Epoch < 1 || m.Epoch > 1<<24 || (len(out) > 0 && m.Epoch <= out[len(out)-1].Epoch) {
+			return nil, fmt.Errorf("%s:%d: epoch %d: want 1 to %d, after the line before's", path, line, m.Epoch, 1<<24)
 		}
 		out = append(out, m)
 	}
@@ -83,13 +86,22 @@ func lossPlot(hist []train.EpochMetrics, title, name string, get func(train.Epoc
 type preciseTicks struct{}
 
 func (preciseTicks) Ticks(lo, hi float64) []plot.Tick {
-	ticks := (plot.DefaultTicks{}).Ticks(lo, hi)
+	ticks := defaultTicks(lo, hi)
 	for i := range ticks {
 		if ticks[i].Label != "" {
 			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', 6, 64)
 		}
 	}
 	return ticks
+}
+
+// defaultTicks are gonum's default ticks, or one tick where the range is empty to
+// float64: gonum panics there ("illegal range"), as a constant loss of 1e20 makes it.
+func defaultTicks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) || math.IsInf(hi-lo, 0) || hi-lo <= math.Abs(lo)*1e-12 {
+		return []plot.Tick{{Value: lo, Label: strconv.FormatFloat(lo, 'g', 6, 64)}}
+	}
+	return (plot.DefaultTicks{}).Ticks(lo, hi)
 }
 
 // scorePlot charts ACC, NMI and ARI at the epochs that were evaluated; nil when none
@@ -222,7 +234,7 @@ func integerTicks(p *plot.Plot, hist []train.EpochMetrics) {
 	}
 	p.X.Tick.Marker = plot.TickerFunc(func(lo, hi float64) []plot.Tick {
 		var ticks []plot.Tick
-		for _, t := range (plot.DefaultTicks{}).Ticks(lo, hi) {
+		for _, t := range defaultTicks(lo, hi) {
 			if t.Label != "" && t.Value != float64(int(t.Value)) {
 				continue
 			}

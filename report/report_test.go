@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"image/png"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -461,6 +462,27 @@ func TestCheckPlane(t *testing.T) {
 		err := CheckPlane(tc.spec, tc.clusters, tc.compare)
 		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// A constant curve far from zero (a loss of 1e20 every epoch) gets one tick, not
+// gonum's "illegal range" panic; metrics.jsonl's epochs must rise from 1.
+func TestDegenerateCurves(t *testing.T) {
+	for _, r := range [][2]float64{{1e20, 1e20}, {1e20, 1e20 * (1 + 1e-15)}, {5, 5}, {math.Inf(-1), math.Inf(1)}} {
+		if ticks := defaultTicks(r[0], r[1]); len(ticks) == 0 {
+			t.Errorf("no ticks for [%g, %g]", r[0], r[1])
+		}
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct{ lines, want string }{
+		{`{"epoch":1,"loss":1}` + "\n" + `{"epoch":1,"loss":1}`, "metrics.jsonl:2: epoch 1"},
+		{`{"epoch":100000000000000000,"loss":1}`, "metrics.jsonl:1: epoch 100000000000000000"},
+		{`{"epoch":0,"loss":1}`, "metrics.jsonl:1: epoch 0"},
+	} {
+		os.WriteFile(filepath.Join(dir, "metrics.jsonl"), []byte(tc.lines+"\n"), 0o644)
+		if _, err := ReadMetrics(dir); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.lines, err, tc.want)
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"unsafe"
 
@@ -135,9 +134,13 @@ type SafeFile struct {
 	data    []byte
 }
 
+// maxSafetensorsBytes bounds a safetensors file read whole: far past any network
+// emclust trains, short of a device read without end.
+const maxSafetensorsBytes = 1 << 36
+
 // ReadSafetensors reads and validates a whole safetensors file.
 func ReadSafetensors(path string) (*SafeFile, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := atomicfile.ReadFile(path, maxSafetensorsBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}

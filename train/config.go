@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"runtime"
 
@@ -16,6 +15,10 @@ import (
 	"emclust/model"
 	"emclust/transform"
 )
+
+// MaxJSONBytes bounds a run's JSON files (config.json, summary.json) when read:
+// far past what a run writes.
+const MaxJSONBytes = 1 << 28
 
 // Config holds every choice a run makes. It is saved as RUN/config.json and inside
 // each checkpoint, and a resumed run takes it from there.
@@ -251,7 +254,7 @@ func WriteConfig(dir string, cfg Config) error {
 // ReadConfig reads dir/config.json.
 func ReadConfig(dir string) (*Config, error) {
 	path := filepath.Join(dir, "config.json")
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFile(path, MaxJSONBytes)
 	if err != nil {
 		return nil, err
 	}

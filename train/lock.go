@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"emclust/atomicfile"
 )
 
 // LockName is the file in a run folder that a writing run holds an advisory lock on.
@@ -30,10 +32,7 @@ func lockHolder(b []byte) (pid int, isLock bool) {
 // IsRunLock says whether path is a run's lock file rather than a file of the same
 // name of the user's, which taking the lock would overwrite.
 func IsRunLock(path string) bool {
-	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() || fi.Size() > 24 {
-		return false
-	}
-	b, err := os.ReadFile(path)
+	b, err := atomicfile.ReadFile(path, 24)
 	if err != nil {
 		return false
 	}
@@ -48,15 +47,23 @@ func IsRunLock(path string) bool {
 // process ends, however it ends, so a killed run leaves no stale lock behind.
 func lockRunDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, LockName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	// Not through a link: the pid written below would land in the link's target.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, fmt.Errorf("run folder %s: %s is a symbolic link, not a run's lock; remove it", dir, LockName)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("run folder: %w", err)
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("run folder %s: %s is not a regular file, not a run's lock; remove it", dir, LockName)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			holder := "another emclust process"
-			if b, err := os.ReadFile(path); err == nil {
+			if b, err := atomicfile.ReadFile(path, 24); err == nil {
 				if pid, ok := lockHolder(b); ok && pid > 0 {
 					holder = fmt.Sprintf("another emclust process (pid %d)", pid)
 				}

@@ -55,3 +55,31 @@ func TestIsRunLock(t *testing.T) {
 		t.Errorf("lockRunDir wrote %q, which IsRunLock does not take for a run lock", b)
 	}
 }
+
+// A .lock that is a link, or a pipe, is refused: the pid would be written into the
+// link's target, a user's file.
+func TestLockRefusesLinkAndPipe(t *testing.T) {
+	dir := t.TempDir()
+	notes := filepath.Join(dir, "notes.txt")
+	os.WriteFile(notes, []byte("mine\n"), 0o644)
+	run := filepath.Join(dir, "run")
+	os.Mkdir(run, 0o755)
+	if err := os.Symlink(notes, filepath.Join(run, LockName)); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := LockDir(run); err == nil {
+		f.Close()
+		t.Error("a .lock link to a file was taken as the lock")
+	}
+	if b, _ := os.ReadFile(notes); string(b) != "mine\n" {
+		t.Errorf("the link's target now holds %q", b)
+	}
+	os.Remove(filepath.Join(run, LockName))
+	if err := syscall.Mkfifo(filepath.Join(run, LockName), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := LockDir(run); err == nil {
+		f.Close()
+		t.Error("a .lock pipe was taken as the lock")
+	}
+}
