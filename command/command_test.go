@@ -1172,6 +1172,44 @@ func TestResumeRefusedByRestoreKeepsConfig(t *testing.T) {
 	}
 }
 
+// rewriteCheckpointHeader replaces old with new in a checkpoint's JSON header, with
+// the header's length updated (tensor offsets count from the header's end).
+func rewriteCheckpointHeader(t *testing.T, path, old, new string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(b[:8])
+	header := string(b[8 : 8+n])
+	if strings.Count(header, old) != 1 {
+		t.Fatalf("want %s once in %s's header", old, path)
+	}
+	header = strings.Replace(header, old, new, 1)
+	out := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
+	out = append(append(out, header...), b[8+n:]...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A first sitting's --threads beyond this machine's CPUs gives way on resume (it was
+// refused as a flag never given, and a huge count hung the process); a damaged
+// setting in the checkpoint's config is refused naming the checkpoint.
+func TestResumeSavedSettings(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"train", "--quiet", "--dataset", "iris", "--restarts", "1", "--epochs", "2", "--kmeans=false", "--device", "cpu"}
+	for _, out := range []string{"threads", "objective"} {
+		if r := run(t, dir, append(args, "--out", out)...); r.code != 0 {
+			t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+		}
+	}
+	rewriteCheckpointHeader(t, filepath.Join(dir, "threads", "checkpoint.safetensors"), `\"threads\":0`, `\"threads\":100000`)
+	wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "threads", "--epochs", "3"))
+	rewriteCheckpointHeader(t, filepath.Join(dir, "objective", "checkpoint.safetensors"), `\"objective\":\"em\"`, `\"objective\":\"bogus\"`)
+	wantError(t, run(t, dir, "train", "--quiet", "--resume", "objective", "--epochs", "3"), 1, "checkpoint.safetensors", "bogus")
+}
+
 // report replaces an earlier report only when told to.
 func TestReportGuardsOutput(t *testing.T) {
 	dir := t.TempDir()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -175,8 +176,21 @@ func openResumed(dir string, o resumeOverrides) (*torch.SafeFile, train.Config, 
 	// Recompute the standardisation from the same training data: bit-for-bit the
 	// inputs of the first sitting, which the saved float32 statistics are not.
 	cfg.InputMean, cfg.InputStd = nil, nil
+	resumedThreads(&cfg)
 	o.apply(&cfg)
+	if err := cfg.Validate(); err != nil {
+		return nil, train.Config{}, fmt.Errorf("resume: %s: %w", f.Path, err)
+	}
 	return f, cfg, nil
+}
+
+// resumedThreads drops a first sitting's --threads that this machine has too few
+// CPUs for: a resume on a smaller machine takes one thread per CPU, as --threads 0
+// would say, instead of being refused for a flag not given.
+func resumedThreads(cfg *train.Config) {
+	if cfg.Threads > runtime.NumCPU() {
+		cfg.Threads = 0
+	}
 }
 
 // checkMovedData refuses a resume's --data or --data-dir that would change the kind
@@ -210,7 +224,11 @@ func openResumedTrials(dir string, o resumeOverrides) (train.Config, *runFolder,
 		return train.Config{}, nil, err
 	}
 	cfg := *saved
+	resumedThreads(&cfg)
 	o.apply(&cfg)
+	if err := cfg.Validate(); err != nil {
+		return train.Config{}, nil, fmt.Errorf("resume: %s: %w", filepath.Join(dir, train.TrialsDir, "config.json"), err)
+	}
 	lock, err := train.LockDir(dir)
 	if err != nil {
 		return train.Config{}, nil, err
