@@ -1208,6 +1208,9 @@ func TestResumeSavedSettings(t *testing.T) {
 	wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "threads", "--epochs", "3"))
 	rewriteCheckpointHeader(t, filepath.Join(dir, "objective", "checkpoint.safetensors"), `\"objective\":\"em\"`, `\"objective\":\"bogus\"`)
 	wantError(t, run(t, dir, "train", "--quiet", "--resume", "objective", "--epochs", "3"), 1, "checkpoint.safetensors", "bogus")
+	// A checksum whose key was damaged is missed, not skipped.
+	rewriteCheckpointHeader(t, filepath.Join(dir, "threads", "checkpoint.safetensors"), `"emclust.data_sha256"`, `"emclust.data_sha257"`)
+	wantError(t, run(t, dir, "predict", "--model", "threads", "--out", "p.csv"), 1, "checkpoint.safetensors", "no checksum")
 }
 
 // report replaces an earlier report only when told to.
@@ -1983,6 +1986,43 @@ func TestPredictBeyondRange(t *testing.T) {
 			wantError(t, run(t, dir, "eval", "--model", tc.name, "--data", "big.csv", "--label-col", "label", "--device", "cpu"), 1, "big.csv", "row", tc.want)
 		})
 	}
+}
+
+// predict without --data clusters the training file as it is now, and says so where
+// it changed since training.
+func TestPredictChangedTrainingData(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a.csv")
+	os.WriteFile(path, []byte(randomCSV(30, 4, 2, 1, true)), 0o644)
+	if r := run(t, dir, "train", "--quiet", "--data", "a.csv", "--label-col", "label", "--restarts", "1", "--epochs", "2", "--kmeans=false", "--device", "cpu", "--out", "run"); r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	if r := run(t, dir, "predict", "--model", "run", "--out", "same.csv"); r.code != 0 || strings.Contains(r.stderr, "changed") {
+		t.Fatalf("predict on the unchanged file: exit %d: %s", r.code, r.stderr)
+	}
+	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("9,9,9,9,1\n")
+	f.Close()
+	r := run(t, dir, "predict", "--model", "run", "--out", "changed.csv")
+	if r.code != 0 || !strings.Contains(r.stderr, "a.csv changed since run trained on it") {
+		t.Errorf("predict on the changed file: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// compare --out takes only a new or empty folder, or one of comparisons: a run's
+// folder, or /, got compare.json and run folders among their files. An empty --out
+// of predict is refused before any work.
+func TestOutputFoldersRefused(t *testing.T) {
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "mine"), 0o755)
+	os.WriteFile(filepath.Join(dir, "mine", "notes.txt"), []byte("x"), 0o644)
+	for _, out := range []string{filepath.Join(fixtures, "r4"), "mine"} {
+		wantError(t, run(t, dir, "compare", "--dataset", "iris", "--methods", "kmeans", "--seeds", "1", "--device", "cpu", "--out", out), 2, "holds files no comparison wrote")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "mine", "compare.json")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("compare wrote into a folder of the user's: %v", err)
+	}
+	wantError(t, run(t, dir, "predict", "--model", filepath.Join(fixtures, "r4"), "--out", ""), 2, `--out ""`)
 }
 
 // Ctrl-C before the first trial begins (here, before the command starts): nothing to

@@ -455,6 +455,25 @@ func unwritten(opts compareOptions) string {
 	return fmt.Sprintf("no table was written; the same command with --resume goes on with the runs %s keeps", opts.Out)
 }
 
+// holdsComparison says whether dir holds what compare --out writes: its plan, or the
+// report of a comparison made before plans were kept.
+func holdsComparison(dir string) bool {
+	for _, f := range []string{comparePlanName, "compare.json"} {
+		if fi, err := os.Lstat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
+}
+
+func entryNames(entries []fs.DirEntry) []string {
+	names := make([]string, len(entries))
+	for i, e := range entries {
+		names[i] = e.Name()
+	}
+	return names
+}
+
 // comparePlanName is the file in --out that records what a comparison runs, so that
 // --resume goes on only with the comparison begun there.
 const comparePlanName = "compare-plan.json"
@@ -584,6 +603,10 @@ func checkCompareOutputs(opts compareOptions) error {
 			return usageError{fmt.Errorf("--out %s is a file; name a folder", dir)}
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return usageError{fmt.Errorf("--out %s: %w", dir, err)}
+		}
+		// A folder of anything but comparisons (a run folder, /) is the user's, or a run's.
+		if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 && !holdsComparison(dir) {
+			return usageError{fmt.Errorf("--out %s holds files no comparison wrote (%s); name a new or empty folder", dir, someNames(entryNames(entries)))}
 		}
 		taken = append(taken, filepath.Join(dir, "compare.json"))
 		for _, m := range opts.Methods {

@@ -25,6 +25,9 @@ func checkOutput(out string, force bool, inputs ...string) error {
 
 // checkOutputFlag is checkOutput for the file flag names (--out, --markdown).
 func checkOutputFlag(flag, out string, force bool, inputs ...string) error {
+	if strings.TrimSpace(out) == "" {
+		return usageError{fmt.Errorf("%s %q: name a file", flag, out)}
+	}
 	// Whether or not the file exists yet: a run still training writes it later.
 	dir, base := filepath.Split(out)
 	for _, owned := range append(train.RunFiles, train.LockName) {

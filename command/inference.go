@@ -135,6 +135,7 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 		return nil, err
 	}
 	in := &inference{Model: m, dev: dev}
+	trainedOn := m.Cfg.DataDigest
 	in.src, err = train.OpenSource(cfg, dev)
 	if err == nil {
 		err = m.CheckInput(opts.Model, in.src, cfg)
@@ -142,6 +143,13 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 	if err != nil {
 		in.Close()
 		return nil, err
+	}
+	if !opts.Data.Given && trainedOn != "" && cfg.DataDigest != trainedOn {
+		name := cfg.DataFile
+		if name == "" {
+			name = train.DataName(*cfg)
+		}
+		fmt.Fprintf(log, "emclust: warning: %s changed since %s trained on it (its values' digest differs): the clusters are of the rows it holds now\n", name, opts.Model)
 	}
 	in.Cfg = cfg
 	return in, nil

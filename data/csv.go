@@ -120,6 +120,11 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 	if bom, _ := br.Peek(3); len(bom) == 3 && bom[0] == 0xef && bom[1] == 0xbb && bom[2] == 0xbf {
 		br.Discard(3)
 	}
+	// Excel's "Unicode text" and PowerShell write UTF-16: every other byte is 0, which
+	// the messages below would quote as names.
+	if head, _ := br.Peek(min(br.Size(), 4096)); isUTF16(head) {
+		return nil, fmt.Errorf("%s: UTF-16 text; save it as UTF-8 (CSV UTF-8 in a spreadsheet, or iconv -f UTF-16 -t UTF-8)", name)
+	}
 	comma := opt.Comma
 	if comma == 0 {
 		// A short or failed peek still holds what could be read; read errors
@@ -346,7 +351,7 @@ func (p *csvParser) headerOrData(rec []string, line int) (bool, error) {
 		}
 		s = strings.TrimSpace(s)
 		named = named || s != ""
-		if _, err := strconv.ParseFloat(s, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		if _, err := parseNumber(s); err == nil || errors.Is(err, strconv.ErrRange) {
 			if number < 0 {
 				number = j
 			}
@@ -374,7 +379,7 @@ func (p *csvParser) looksLikeHeader(rec []string) bool {
 		if j == p.labelCol {
 			continue
 		}
-		if _, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err != nil && !errors.Is(err, strconv.ErrRange) {
+		if _, err := parseNumber(strings.TrimSpace(s)); err != nil && !errors.Is(err, strconv.ErrRange) {
 			return true
 		}
 	}
@@ -418,7 +423,7 @@ func (p *csvParser) row(rec []string, line int) error {
 			p.labels = append(p.labels, id)
 			continue
 		}
-		f, err := strconv.ParseFloat(s, 64)
+		f, err := parseNumber(s)
 		switch {
 		case s == "":
 			return fmt.Errorf("%s:%d: %s: empty cell", p.name, line, p.col(j))
@@ -435,6 +440,16 @@ func (p *csvParser) row(rec []string, line int) error {
 	}
 	p.n++
 	return nil
+}
+
+// parseNumber reads a cell as a decimal number, as NumPy and pandas do: Go's own
+// syntax, which ParseFloat also takes, would read 1_0 as 10 and 0x10 as 16.
+func parseNumber(s string) (float64, error) {
+	digits := strings.TrimLeft(s, "+-")
+	if strings.IndexByte(s, '_') >= 0 || strings.HasPrefix(digits, "0x") || strings.HasPrefix(digits, "0X") {
+		return 0, strconv.ErrSyntax
+	}
+	return strconv.ParseFloat(s, 64)
 }
 
 func fmtInf(f float64) string {
@@ -621,4 +636,23 @@ func (b *blankRecords) next() ([]string, int, error) {
 		b.rec = append(b.rec[:0], strings.Fields(s)...)
 		return b.rec, b.line, nil
 	}
+}
+
+// isUTF16 says whether head starts a UTF-16 text: its byte-order mark, or a zero in
+// every other byte of its first characters.
+func isUTF16(head []byte) bool {
+	if len(head) >= 2 && (head[0] == 0xff && head[1] == 0xfe || head[0] == 0xfe && head[1] == 0xff) {
+		return true
+	}
+	if len(head) < 4 {
+		return false
+	}
+	zeros := 0
+	n := min(len(head), 64) &^ 1
+	for i := 0; i < n; i += 2 {
+		if head[i] == 0 || head[i+1] == 0 {
+			zeros++
+		}
+	}
+	return zeros == n/2
 }

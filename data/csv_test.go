@@ -251,6 +251,22 @@ func TestReadCSVErrors(t *testing.T) {
 			want:    []string{`x.csv:3: column 3 ("pixel_3"): "abc" is not a number`},
 		},
 		{
+			name:    "UTF-16 with its byte-order mark",
+			content: "\xff\xfea\x00,\x00b\x00\n\x001\x00,\x002\x00\n\x00",
+			want:    []string{"x.csv: UTF-16 text; save it as UTF-8"},
+		},
+		{
+			name:    "UTF-16 without one",
+			content: "a\x00,\x00b\x00\n\x001\x00,\x002\x00\n\x00",
+			want:    []string{"x.csv: UTF-16 text"},
+		},
+		{
+			name:    "an underscore is no digit separator here",
+			content: "1_0,2\n3,4\n",
+			opt:     CSVOptions{Header: "no"},
+			want:    []string{`x.csv:1: column 0: "1_0" is not a number`},
+		},
+		{
 			name:    "not a number, no header",
 			content: "1,2\n3,x\n",
 			opt:     CSVOptions{Header: "no"},

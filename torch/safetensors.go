@@ -182,6 +182,17 @@ func ReadSafetensors(path string) (*SafeFile, error) {
 		}
 		f.entries[name] = e
 	}
+	// Two tensors sharing bytes would load as one another's values.
+	ranges := make([][2]int, 0, len(f.entries))
+	for _, e := range f.entries {
+		ranges = append(ranges, e.Offsets)
+	}
+	sort.Slice(ranges, func(i, j int) bool { return ranges[i][0] < ranges[j][0] })
+	for i := 1; i < len(ranges); i++ {
+		if ranges[i][0] < ranges[i-1][1] {
+			return nil, fmt.Errorf("read checkpoint %s: tensor data ranges %v and %v overlap (damaged, or not written by a safetensors writer)", path, ranges[i-1], ranges[i])
+		}
+	}
 	if want, ok := f.Meta[ChecksumKey]; ok {
 		got := sha256.Sum256(f.data)
 		if hex.EncodeToString(got[:]) != want {

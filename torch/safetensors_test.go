@@ -34,6 +34,7 @@ func TestSafetensorsRejects(t *testing.T) {
 		{"past the end", `{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, make([]byte, 4), "does not fit"},
 		{"unknown dtype", `{"w":{"dtype":"Q7","shape":[1],"data_offsets":[0,1]}}`, make([]byte, 1), "unsupported dtype"},
 		{"metadata not strings", `{"__metadata__":{"a":1}}`, nil, "bad metadata"},
+		{"overlapping tensors", `{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},"b":{"dtype":"U8","shape":[2],"data_offsets":[1,3]}}`, make([]byte, 3), "overlap"},
 		{"bad checksum", `{"__metadata__":{"emclust.data_sha256":"00"},"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}`, []byte{7}, "checksum"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -255,7 +255,7 @@ func (m *Model) CheckInput(modelPath string, src Source, cfg *Config) error {
 	want := m.Net.Spec
 	got, err := src.Spec(cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("the model in %s takes %s input, and %s: %w", modelPath, describeInput(want), src.Describe(), err)
 	}
 	if got.In != want.In || got.H != want.H || got.W != want.W || got.InC != want.InC {
 		msg := fmt.Sprintf("%s, but the model in %s takes %s input", src.Describe(), modelPath, describeInput(want))

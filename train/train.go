@@ -1223,6 +1223,11 @@ func ReadCheckpoint(runDir string) (*torch.SafeFile, *Config, model.Spec, error)
 	if f.Meta["format"] != "emclust-checkpoint-1" {
 		return nil, nil, model.Spec{}, fmt.Errorf("%s: not an emclust checkpoint (format %q)", path, f.Meta["format"])
 	}
+	// Every checkpoint emclust writes carries it: one without was damaged where the
+	// key was, and would be read unchecked.
+	if f.Meta[torch.ChecksumKey] == "" {
+		return nil, nil, model.Spec{}, fmt.Errorf("%s: no checksum of its tensor data (%s) in the header: the file is damaged", path, torch.ChecksumKey)
+	}
 	var cfg Config
 	var spec model.Spec
 	if err := json.Unmarshal([]byte(f.Meta["config"]), &cfg); err != nil {
