@@ -369,6 +369,8 @@ func readResult(path, plan, method string, seed uint64) (r Result, ok bool, err 
 		return Result{}, false, fmt.Errorf("%s: the result of %q seed %d, where this folder is %s seed %d's", path, r.Method, r.Seed, method, seed)
 	case !in(r.ACC, 0, 1) || !in(r.NMI, 0, 1) || !in(r.ARI, -1, 1) || !in(r.Seconds, 0, math.MaxFloat64) || r.Empty < 0:
 		return Result{}, false, fmt.Errorf("%s: a score, time or count out of range", path)
+	case !slices.Contains([]string{"", "mlp", "linear"}, r.Network): // train.NetworkName's
+		return Result{}, false, fmt.Errorf("%s: network %q: want mlp or linear", path, r.Network)
 	}
 	r.Earlier = true
 	return r, true, nil

@@ -2,8 +2,11 @@ package compare
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -374,5 +377,44 @@ func TestPreferBaselines(t *testing.T) {
 		if !strings.Contains(md, s) {
 			t.Errorf("suite table lacks %q:\n%s", s, md)
 		}
+	}
+}
+
+// A kept result is taken only for its own plan, method and seed, with scores in range.
+func TestReadResult(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ResultName)
+	good := Result{Method: "em", Seed: 2, ACC: 0.9, NMI: 0.8, ARI: 0.7, Seconds: 1.5, Network: "mlp"}
+	for _, tc := range []struct {
+		name string
+		plan string
+		r    Result
+		want string // "" for taken
+	}{
+		{"its own", "p1", good, ""},
+		{"another plan", "p0", good, "another comparison"},
+		{"another seed", "p1", Result{Method: "em", Seed: 3, ACC: 0.9}, "seed 3"},
+		{"another method", "p1", Result{Method: "twofold", Seed: 2}, `"twofold"`},
+		{"ACC past 1", "p1", Result{Method: "em", Seed: 2, ACC: 1.5}, "out of range"},
+		{"negative time", "p1", Result{Method: "em", Seed: 2, ACC: 0.5, Seconds: -1}, "out of range"},
+		{"negative empty clusters", "p1", Result{Method: "em", Seed: 2, Empty: -5}, "out of range"},
+		{"unknown network", "p1", Result{Method: "em", Seed: 2, Network: "zzz"}, `network "zzz"`},
+	} {
+		b, err := json.Marshal(keptResult{Plan: tc.plan, Result: tc.r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, ok, err := readResult(path, "p1", "em", 2)
+		switch {
+		case tc.want == "" && (err != nil || !ok || r.ACC != good.ACC || !r.Earlier):
+			t.Errorf("%s: %+v, %v, %v; want the result, marked earlier", tc.name, r, ok, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || ok):
+			t.Errorf("%s: %v; want an error with %q", tc.name, err, tc.want)
+		}
+	}
+	if _, ok, err := readResult(filepath.Join(t.TempDir(), ResultName), "p1", "em", 2); ok || err != nil {
+		t.Errorf("no file: %v, %v; want none and no error", ok, err)
 	}
 }
