@@ -2023,6 +2023,25 @@ func TestOutputFoldersRefused(t *testing.T) {
 		t.Errorf("compare wrote into a folder of the user's: %v", err)
 	}
 	wantError(t, run(t, dir, "predict", "--model", filepath.Join(fixtures, "r4"), "--out", ""), 2, `--out ""`)
+
+	// A comparison's run folders alone (one stopped before it wrote anything else)
+	// are a comparison's: --force replaces them.
+	os.MkdirAll(filepath.Join(dir, "old", "em-s1"), 0o755)
+	args := []string{"compare", "--quiet", "--dataset", "iris", "--methods", "kmeans", "--seeds", "1", "--device", "cpu", "--out", "old"}
+	if r := run(t, dir, append(args, "--force")...); r.code != 0 {
+		t.Errorf("compare --force over an earlier comparison's run folders: exit %d: %s", r.code, r.stderr)
+	}
+
+	// --resume writes the --markdown file its comparison planned, and no other.
+	md := append(slices.Clip(args), "--markdown", "t.md", "--out", "md")
+	if r := run(t, dir, md...); r.code != 0 {
+		t.Fatalf("compare --markdown: exit %d: %s", r.code, r.stderr)
+	}
+	if r := run(t, dir, append(md, "--resume")...); r.code != 0 {
+		t.Errorf("compare --resume with its own --markdown: exit %d: %s", r.code, r.stderr)
+	}
+	os.WriteFile(filepath.Join(dir, "other.md"), []byte("mine\n"), 0o644)
+	wantError(t, run(t, dir, append(slices.Clip(args), "--markdown", "other.md", "--out", "md", "--resume")...), 2, "other.md")
 }
 
 // Ctrl-C before the first trial begins (here, before the command starts): nothing to

@@ -455,15 +455,35 @@ func unwritten(opts compareOptions) string {
 	return fmt.Sprintf("no table was written; the same command with --resume goes on with the runs %s keeps", opts.Out)
 }
 
-// holdsComparison says whether dir holds what compare --out writes: its plan, or the
-// report of a comparison made before plans were kept.
+// plannedMarkdown is the --markdown file of the comparison planned in dir, "" if none.
+func plannedMarkdown(dir string) string {
+	var plan comparePlan
+	if b, err := atomicfile.ReadFile(filepath.Join(dir, comparePlanName), train.MaxJSONBytes); err == nil && json.Unmarshal(b, &plan) == nil {
+		return plan.Markdown
+	}
+	return ""
+}
+
+// holdsComparison says whether dir holds what compare --out writes: its plan, the
+// report of a comparison made before plans were kept, or such a comparison's run
+// folders alone (one stopped before its report).
 func holdsComparison(dir string) bool {
 	for _, f := range []string{comparePlanName, "compare.json"} {
 		if fi, err := os.Lstat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
 			return true
 		}
 	}
-	return false
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return false
+	}
+	for _, e := range entries {
+		method, seed, ok := strings.Cut(e.Name(), "-s")
+		if _, err := strconv.ParseUint(seed, 10, 64); !e.IsDir() || !ok || err != nil || !slices.Contains(compare.Methods(), method) {
+			return false
+		}
+	}
+	return true
 }
 
 func entryNames(entries []fs.DirEntry) []string {
@@ -484,6 +504,9 @@ type comparePlan struct {
 	Seeds   []uint64     `json:"seeds"`
 	Epochs  int          `json:"epochs"` // each neural run's, for these data
 	Train   train.Config `json:"train"`  // resolved for the data, with their digests
+	// Markdown is the --markdown file the comparison writes at its end (absolute),
+	// which its resume may write even where the file is there already.
+	Markdown string `json:"markdown,omitempty"`
 }
 
 // keepPlan writes the comparison's plan in --out, or, resuming, refuses a command
@@ -494,7 +517,11 @@ type comparePlan struct {
 func keepPlan(opts compareOptions, cfg train.Config, rows int, dev torch.Device) (string, error) {
 	path := filepath.Join(opts.Out, comparePlanName)
 	cfg.Device = dev.String() // as resolved: auto and cpu are one on a machine without a GPU
-	now, err := json.Marshal(comparePlan{Methods: opts.Methods, Seeds: opts.Seeds, Train: cfg, Epochs: cfg.EpochsFor(rows)})
+	md := ""
+	if opts.Markdown != "" {
+		md = absPath(opts.Markdown)
+	}
+	now, err := json.Marshal(comparePlan{Methods: opts.Methods, Seeds: opts.Seeds, Train: cfg, Epochs: cfg.EpochsFor(rows), Markdown: md})
 	if err != nil {
 		return "", fmt.Errorf("compare: %w", err)
 	}
@@ -560,8 +587,10 @@ func planDifference(saved, now []byte) string {
 			delete(m, "heads") // 0 is one head
 		}
 	}
-	delete(a, "train")
-	delete(b, "train")
+	for _, k := range []string{"train", "markdown"} {
+		delete(a, k)
+		delete(b, k)
+	}
 	flag := map[string]string{"data_digest": "the data", "labels_digest": "the labels", "input_mean": "the data", "input_std": "the data",
 		"hidden_auto": "--hidden", "arch": "--hidden", "norm": "--no-norm", "seeds": "--seeds or --seed-list", "device": "--device (as resolved)"}
 	for _, pair := range []struct{ a, b map[string]any }{{a, b}, {at, bt}} {
@@ -668,7 +697,8 @@ func checkCompareOutputs(opts compareOptions) error {
 		}
 	}
 	inputs := append([]string{opts.Run.Config.DataFile}, opts.Tables...)
-	return checkOutputFlag("--markdown", md, opts.Force, inputs...)
+	// A resumed comparison writes the file its first sitting was to write.
+	return checkOutputFlag("--markdown", md, opts.Force || (opts.Resume && plannedMarkdown(opts.Out) == absPath(md)), inputs...)
 }
 
 // within says whether path lies in dir or below it (both absolute).

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -162,6 +163,9 @@ func (in *inference) predict() (*train.Prediction, error) {
 		name := in.Cfg.DataFile
 		if name == "" {
 			name = train.DataName(*in.Cfg)
+		}
+		if errors.Is(err, train.ErrNotFinite) {
+			return nil, fmt.Errorf("%s: %w; is a value far outside the range of the training data?", name, err)
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -177,9 +177,14 @@ func openResumed(dir string, o resumeOverrides) (*torch.SafeFile, train.Config, 
 	// inputs of the first sitting, which the saved float32 statistics are not.
 	cfg.InputMean, cfg.InputStd = nil, nil
 	resumedThreads(&cfg)
-	o.apply(&cfg)
+	// The saved settings, then the flags given (New checks those, naming them, but
+	// the threads are set before: a count past the CPUs would hang there).
 	if err := cfg.Validate(); err != nil {
 		return nil, train.Config{}, fmt.Errorf("resume: %s: %w", f.Path, err)
+	}
+	o.apply(&cfg)
+	if cfg.Threads > runtime.NumCPU() {
+		return nil, train.Config{}, usageError{fmt.Errorf("--threads %d: want 0 (one per CPU) to %d, the CPUs this machine has", cfg.Threads, runtime.NumCPU())}
 	}
 	return f, cfg, nil
 }
@@ -225,10 +230,10 @@ func openResumedTrials(dir string, o resumeOverrides) (train.Config, *runFolder,
 	}
 	cfg := *saved
 	resumedThreads(&cfg)
-	o.apply(&cfg)
 	if err := cfg.Validate(); err != nil {
 		return train.Config{}, nil, fmt.Errorf("resume: %s: %w", filepath.Join(dir, train.TrialsDir, "config.json"), err)
 	}
+	o.apply(&cfg)
 	lock, err := train.LockDir(dir)
 	if err != nil {
 		return train.Config{}, nil, err

@@ -334,6 +334,15 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 // over takes none of it for its own, even when it is stopped before the run's first
 // save.
 func ClearRun(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	// Not under a run that trains there now (another comparison's).
+	lock, err := train.LockDir(dir)
+	if err != nil {
+		return fmt.Errorf("compare: %w", err)
+	}
+	defer lock.Close()
 	for _, name := range append([]string{ResultName, train.TrialsDir}, train.RunFiles...) {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("compare: %w", err)
@@ -501,8 +510,10 @@ func resumeRun(ctx context.Context, planned train.Config, src train.Source, dev 
 	if field := otherRun(planned, src.Len(), *cfg); field != "" {
 		return nil, fmt.Errorf("%s: its checkpoint was trained with another %s than this comparison's (by train --resume since?); remove the folder, or start over with --force", dir, field)
 	}
-	// As train --resume: the standardisation comes from the data, read again.
+	// As train --resume: the standardisation comes from the data, read again; the
+	// threads and device are this comparison's.
 	cfg.InputMean, cfg.InputStd = nil, nil
+	cfg.Threads, cfg.Device = planned.Threads, planned.Device
 	run, err := train.New(*cfg, src, dev, dir)
 	if err != nil {
 		return nil, err
@@ -540,6 +551,8 @@ func otherRun(planned train.Config, rows int, saved train.Config) string {
 		return "data"
 	case saved.Precision != planned.Precision || saved.ChannelsLast != planned.ChannelsLast:
 		return "precision or layout"
+	case saved.WorldSize > 1:
+		return fmt.Sprintf("number of processes (%d)", saved.WorldSize)
 	}
 	return ""
 }

@@ -418,3 +418,50 @@ func TestReadResult(t *testing.T) {
 		t.Errorf("no file: %v, %v; want none and no error", ok, err)
 	}
 }
+
+// A run folder another comparison trains in is not cleared under it.
+func TestClearRunTakesTheLock(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "em-s1")
+	lock, err := train.LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte("{}"), 0o644)
+	if err := ClearRun(dir); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("ClearRun of a locked folder: %v, want in use", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		t.Errorf("the locked run lost its config.json: %v", err)
+	}
+	lock.Close()
+	if err := ClearRun(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); !os.IsNotExist(err) {
+		t.Errorf("config.json after ClearRun: %v", err)
+	}
+}
+
+// A run's saved config is refused where another command changed what its result
+// depends on: its epochs, or its processes.
+func TestOtherRun(t *testing.T) {
+	planned := train.VectorDefaults()
+	planned.Objective, planned.K = "em", 3
+	for _, tc := range []struct {
+		name string
+		edit func(*train.Config)
+		want string
+	}{
+		{"the same", func(*train.Config) {}, ""},
+		{"another seed, network and threads", func(c *train.Config) { c.Seed, c.Hidden, c.Threads = 14, nil, 1 }, ""},
+		{"more epochs", func(c *train.Config) { c.SetEpochs(4000) }, "number of epochs"},
+		{"two processes", func(c *train.Config) { c.WorldSize = 2 }, "number of processes"},
+		{"other data", func(c *train.Config) { c.DataDigest = "x" }, "data"},
+	} {
+		saved := planned
+		tc.edit(&saved)
+		if got := otherRun(planned, 150, saved); (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -185,9 +185,13 @@ func ReadSafetensors(path string) (*SafeFile, error) {
 	// Two tensors sharing bytes would load as one another's values.
 	ranges := make([][2]int, 0, len(f.entries))
 	for _, e := range f.entries {
-		ranges = append(ranges, e.Offsets)
+		if e.Offsets[1] > e.Offsets[0] { // an empty tensor holds no bytes to share
+			ranges = append(ranges, e.Offsets)
+		}
 	}
-	sort.Slice(ranges, func(i, j int) bool { return ranges[i][0] < ranges[j][0] })
+	sort.Slice(ranges, func(i, j int) bool {
+		return ranges[i][0] < ranges[j][0] || ranges[i][0] == ranges[j][0] && ranges[i][1] < ranges[j][1]
+	})
 	for i := 1; i < len(ranges); i++ {
 		if ranges[i][0] < ranges[i-1][1] {
 			return nil, fmt.Errorf("read checkpoint %s: tensor data ranges %v and %v overlap (damaged, or not written by a safetensors writer)", path, ranges[i-1], ranges[i])

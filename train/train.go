@@ -837,17 +837,20 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 			post = s.Float32s(p)
 		}
 		// An input far beyond the training data's range overflows the network: its
-		// argmax would be cluster 0, said nowhere.
-		if total := s.Float32s(s.Sum(p, false)); s.Err() == nil && (len(total) != 1 || !isFinite(total[0])) {
-			s.Close()
-			rows := fmt.Sprintf("rows %d to %d", from+lo, from+lo+m-1)
-			for r, v := range post {
-				if !isFinite(v) {
-					rows = fmt.Sprintf("row %d", from+lo+r/(k*heads))
-					break
+		// argmax would be cluster 0, said nowhere. (With γ, the criteria's sums carry
+		// it to checkFinite, which ranks apply together after gathering them.)
+		if gamma <= 0 {
+			if total := s.Float32s(s.Sum(p, false)); s.Err() == nil && (len(total) != 1 || !isFinite(total[0])) {
+				s.Close()
+				rows := fmt.Sprintf("rows %d to %d", from+lo, from+lo+m-1)
+				for r, v := range post {
+					if !isFinite(v) {
+						rows = fmt.Sprintf("row %d", from+lo+r/(k*heads))
+						break
+					}
 				}
+				return nil, fmt.Errorf("%s (0-based): %w", rows, ErrNotFinite)
 			}
-			return nil, fmt.Errorf("%s (0-based): %w; is a value far outside the range of the training data?", rows, errNotFinite)
 		}
 		if gamma > 0 {
 			logH := loss.LogLikelihood(s, aStar, gamma)
@@ -894,18 +897,18 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 
 func isFinite(x float32) bool { return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) }
 
-// errNotFinite is the error for criteria that are not all finite, as the scores of a
+// ErrNotFinite is the error for outputs or criteria that are not all finite, as the scores of a
 // network whose weights overflowed give: no clustering comes of them.
-var errNotFinite = errors.New("the network's outputs are not finite")
+var ErrNotFinite = errors.New("the network's outputs are not finite")
 
-// checkFinite is errNotFinite if any prediction's criteria are not finite. Ranks
+// checkFinite is ErrNotFinite if any prediction's criteria are not finite. Ranks
 // check after gathering theirs, so that all of them stop, or none.
 func checkFinite(preds []*Prediction) error {
 	for _, p := range preds {
 		c := p.Criteria
 		for _, v := range []float64{c.EMObjective, c.LogLikelihood, c.MaxPosterior, c.SizeEntropy} {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return errNotFinite
+				return ErrNotFinite
 			}
 		}
 	}
@@ -935,7 +938,7 @@ func newCriteria(emSum, llSum, maxPostSum float64, cluster []int, k int) *Criter
 
 func (r *Run) evaluate(m *EpochMetrics) error {
 	heads, err := r.predictClusters()
-	if errors.Is(err, errNotFinite) {
+	if errors.Is(err, ErrNotFinite) {
 		// The epoch's loss, taken before each step, was finite; its last step was not.
 		return r.divergedBecause(err.Error())
 	}
@@ -1226,7 +1229,7 @@ func ReadCheckpoint(runDir string) (*torch.SafeFile, *Config, model.Spec, error)
 	// Every checkpoint emclust writes carries it: one without was damaged where the
 	// key was, and would be read unchecked.
 	if f.Meta[torch.ChecksumKey] == "" {
-		return nil, nil, model.Spec{}, fmt.Errorf("%s: no checksum of its tensor data (%s) in the header: the file is damaged", path, torch.ChecksumKey)
+		return nil, nil, model.Spec{}, fmt.Errorf("%s: no checksum of its tensor data (%s) in the header: the file is damaged, or older than emclust's checksums (2026-11-22)", path, torch.ChecksumKey)
 	}
 	var cfg Config
 	var spec model.Spec
