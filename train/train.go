@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -840,14 +841,20 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 		// argmax would be cluster 0, said nowhere. (With γ, the criteria's sums carry
 		// it to checkFinite, which ranks apply together after gathering them.)
 		if gamma <= 0 {
-			if total := s.Float32s(s.Sum(p, false)); s.Err() == nil && (len(total) != 1 || !isFinite(total[0])) {
+			bad := -1 // the first row not finite, or m for one of the chunk's
+			if posteriors {
+				// Already on the host: no second copy.
+				if r := slices.IndexFunc(post, func(v float32) bool { return !isFinite(v) }); r >= 0 {
+					bad = r / (k * heads)
+				}
+			} else if total := s.Float32s(s.Sum(p, false)); s.Err() == nil && (len(total) != 1 || !isFinite(total[0])) {
+				bad = m
+			}
+			if bad >= 0 {
 				s.Close()
-				rows := fmt.Sprintf("rows %d to %d", from+lo, from+lo+m-1)
-				for r, v := range post {
-					if !isFinite(v) {
-						rows = fmt.Sprintf("row %d", from+lo+r/(k*heads))
-						break
-					}
+				rows := fmt.Sprintf("row %d", from+lo+bad)
+				if bad == m {
+					rows = fmt.Sprintf("rows %d to %d", from+lo, from+lo+m-1)
 				}
 				return nil, fmt.Errorf("%s (0-based): %w", rows, ErrNotFinite)
 			}
