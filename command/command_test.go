@@ -1884,9 +1884,15 @@ func TestCompareResume(t *testing.T) {
 	wantError(t, run(t, dir, append(args, "--out", "straight", "--resume")...), 1, "em-s2", "trained with another number of epochs (4, where the comparison trains 3)", "--force")
 
 	// A comparison begun again clears the runs it plans at once: stopped before it
-	// reaches them, it leaves no earlier result or checkpoint to a resume.
-	if err := keepPlanOf(t, dir, append(args, "--out", "straight", "--force", "--epochs", "4")); err != nil {
-		t.Fatal(err)
+	// reaches them (here before its first run), it leaves no earlier result or
+	// checkpoint to a resume.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	app := &cli.App{Commands: []*cli.Command{compareCommand()}, Writer: io.Discard, ErrWriter: io.Discard, ExitErrHandler: func(*cli.Context, error) {}}
+	t.Chdir(dir)
+	var ie interruptedError
+	if err := app.RunContext(ctx, append([]string{"emclust"}, append(args, "--out", "straight", "--force", "--epochs", "4")...)); !errors.As(err, &ie) {
+		t.Fatalf("compare --force under a cancelled context: %v, want interrupted", err)
 	}
 	for _, seed := range []string{"em-s1", "em-s2"} {
 		for _, f := range []string{compare.ResultName, "checkpoint.safetensors"} {
@@ -1940,16 +1946,8 @@ func TestCompareResumeRefused(t *testing.T) {
 	if err := os.Remove(result); err != nil {
 		t.Fatal(err)
 	}
-	ckpt := filepath.Join(dir, "cmp", "em-s1", "checkpoint.safetensors")
-	b, err := os.ReadFile(ckpt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := []byte(`\"in\":4,\"hidden\":[32,32]`) // inside the header's JSON string
-	if bytes.Count(b, spec) != 1 {
-		t.Fatalf("want the spec %s once in the checkpoint's header", spec)
-	}
-	os.WriteFile(ckpt, bytes.Replace(b, spec, bytes.Replace(spec, []byte("[32,32]"), []byte("[32,31]"), 1), 1), 0o644)
+	// Inside the header's JSON string.
+	rewriteCheckpointHeader(t, filepath.Join(dir, "cmp", "em-s1", "checkpoint.safetensors"), `\"in\":4,\"hidden\":[32,32]`, `\"in\":4,\"hidden\":[32,31]`)
 	wantError(t, run(t, dir, append(args, "--resume")...), 1, "checkpoint.safetensors", "does not match this run's")
 	if _, err := os.Stat(result); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a refused resume kept a result: %v", err)

@@ -478,8 +478,12 @@ func holdsComparison(dir string) bool {
 		return false
 	}
 	for _, e := range entries {
-		method, seed, ok := strings.Cut(e.Name(), "-s")
-		if _, err := strconv.ParseUint(seed, 10, 64); !e.IsDir() || !ok || err != nil || !slices.Contains(compare.Methods(), method) {
+		i := strings.LastIndex(e.Name(), "-s") // compare.RunDir's name
+		if i < 0 {
+			return false
+		}
+		method, seed := e.Name()[:i], e.Name()[i+2:]
+		if _, err := strconv.ParseUint(seed, 10, 64); !e.IsDir() || err != nil || !slices.Contains(compare.Methods(), method) {
 			return false
 		}
 	}
@@ -511,9 +515,8 @@ type comparePlan struct {
 
 // keepPlan writes the comparison's plan in --out, or, resuming, refuses a command
 // line or data that would not repeat the plan found there, naming what differs. It
-// returns the plan's digest, which each run's kept result carries. A comparison begun
-// anew first clears what an earlier one left in the run folders it plans: stopped
-// before it reached them, it must leave none of their results to a resume.
+// returns the plan's digest, which each run's kept result carries (compare.Run clears
+// what an earlier comparison left in the run folders a new one plans).
 func keepPlan(opts compareOptions, cfg train.Config, rows int, dev torch.Device) (string, error) {
 	path := filepath.Join(opts.Out, comparePlanName)
 	cfg.Device = dev.String() // as resolved: auto and cpu are one on a machine without a GPU
@@ -529,15 +532,6 @@ func keepPlan(opts compareOptions, cfg train.Config, rows int, dev torch.Device)
 	sum := sha256.Sum256(now)
 	digest := hex.EncodeToString(sum[:])
 	if !opts.Resume {
-		for _, m := range opts.Methods {
-			for _, seed := range opts.Seeds {
-				if compare.Neural(m) {
-					if err := compare.ClearRun(compare.RunDir(opts.Out, m, seed)); err != nil {
-						return "", err
-					}
-				}
-			}
-		}
 		if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 			return "", fmt.Errorf("compare: %w", err)
 		}

@@ -555,13 +555,6 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %s, then the one whose clustering agreed most with its own earlier evaluations goes on to %s\n",
 		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), how, plural(cfg.EpochsFor(src.Len()), "epoch"))
-	trialsDir := filepath.Join(runDir, train.TrialsDir)
-	if err := os.MkdirAll(trialsDir, 0o755); err != nil {
-		return fmt.Errorf("run folder: %w", err)
-	}
-	if err := train.WriteConfig(trialsDir, cfg); err != nil {
-		return err
-	}
 	var trialsDone int
 	hooks := newRestartsProgress(log, log == io.Discard, n, "trials").hooks(func(i int, r train.Restart) {
 		trialsDone = i + 1
@@ -580,14 +573,8 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	if err != nil {
 		return train.ExplainOOM(err, oomAdvice)
 	}
-	if err := run.AttachLocked(runDir, folder.take()); err != nil {
+	if err := run.KeepTrial(runDir, folder.take()); err != nil {
 		return err
-	}
-	if err := run.Save(); err != nil {
-		return err
-	}
-	if err := os.RemoveAll(trialsDir); err != nil {
-		return fmt.Errorf("remove the trials' folders: %w", err)
 	}
 	chosen := run.Chosen()
 	fmt.Fprintf(log, "emclust: kept seed %d (agreement %.4f at epoch %d): %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, on to %s → %s\n",

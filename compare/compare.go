@@ -196,6 +196,19 @@ func Run(ctx context.Context, src train.Source, opt Options) ([]Result, error) {
 	if err := opt.check(src); err != nil {
 		return nil, err
 	}
+	if opt.Dir != "" && !opt.Resume {
+		// All at once: a comparison begun again and stopped before it reached a run
+		// must leave none of that run's earlier results to a resume.
+		for _, m := range opt.Methods {
+			for _, seed := range opt.Seeds {
+				if Neural(m) {
+					if err := ClearRun(RunDir(opt.Dir, m, seed)); err != nil {
+						return nil, err
+					}
+				}
+			}
+		}
+	}
 	total := len(opt.Methods) * len(opt.Seeds)
 	results := make([]Result, 0, total)
 	for _, m := range opt.Methods {
@@ -292,13 +305,10 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 	dir := ""
 	if opt.Dir != "" {
 		dir = RunDir(opt.Dir, method, seed)
-		resultFile := filepath.Join(dir, ResultName)
 		if opt.Resume {
-			if r, ok, err := readResult(resultFile, opt.Plan, method, seed); ok || err != nil {
+			if r, ok, err := readResult(filepath.Join(dir, ResultName), opt.Plan, method, seed); ok || err != nil {
 				return r, err
 			}
-		} else if err := ClearRun(dir); err != nil {
-			return Result{}, err
 		}
 	}
 	var prog progress
@@ -460,42 +470,20 @@ type progress struct {
 }
 
 // trainTrials trains cfg's trials in dir/trials, as train does, so that a stopped
-// comparison goes on with them (resume; otherwise what an earlier one left there is
-// removed first), keeps one in dir, and trains it on.
+// comparison goes on with them, keeps one in dir, and trains it on.
 func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string, resume bool, prog progress) (*train.Run, bool, error) {
-	trials := filepath.Join(dir, train.TrialsDir)
 	resumed := resume && train.StoppedInTrials(dir)
-	if !resumed {
-		if err := os.RemoveAll(trials); err != nil {
-			return nil, false, err
+	run, _, err := train.TrainTrialsIn(ctx, cfg, src, dev, dir, prog.restarts)
+	if err == nil {
+		if err = run.KeepTrial(dir, nil); err == nil {
+			run.Progress = prog.epochs
+			err = run.Train(ctx)
 		}
 	}
-	if err := os.MkdirAll(trials, 0o755); err != nil {
-		return nil, false, fmt.Errorf("run folder: %w", err)
-	}
-	// The plan, as train writes it: train --resume goes on with these trials too.
-	if err := train.WriteConfig(trials, cfg); err != nil {
-		return nil, false, err
-	}
-	run, _, err := train.TrainTrialsIn(ctx, cfg, src, dev, dir, prog.restarts)
 	if err != nil {
 		if run != nil {
 			run.Close()
 		}
-		return nil, false, err
-	}
-	if err := run.Attach(dir); err == nil {
-		err = run.Save()
-	}
-	if err == nil {
-		err = os.RemoveAll(trials)
-	}
-	if err == nil {
-		run.Progress = prog.epochs
-		err = run.Train(ctx)
-	}
-	if err != nil {
-		run.Close()
 		return nil, false, err
 	}
 	return run, resumed, nil

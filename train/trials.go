@@ -41,8 +41,8 @@ const TrialsDir = "trials"
 // epochs each on a CPU take hours, and a job killed among them would lose them all.
 // Called again on the same dir, it takes the trials that finished from their
 // checkpoints, goes on with the one that was stopped, and trains the rest: the run it
-// keeps is the one an uninterrupted call keeps. The caller removes the trials'
-// folders once it has saved the run kept.
+// keeps is the one an uninterrupted call keeps. The plan, cfg, is dir/trials/
+// config.json, for the resume to read. The caller saves the run kept with KeepTrial.
 func TrainTrialsIn(ctx context.Context, cfg Config, src Source, dev torch.Device, dir string, hooks RestartHooks) (*Run, []Restart, error) {
 	if cfg.TrialEpochs < 2 {
 		return nil, nil, fmt.Errorf("--trial-epochs %d: want at least 2", cfg.TrialEpochs)
@@ -52,6 +52,15 @@ func TrainTrialsIn(ctx context.Context, cfg Config, src Source, dev torch.Device
 	if cfg.TrialEpochs > full {
 		// Validate saw cfg.Epochs; MaxSteps may have lowered it for these data.
 		return nil, nil, fmt.Errorf("--trial-epochs %d: more than the %d epochs the run trains on %d rows", cfg.TrialEpochs, full, src.Len())
+	}
+	if dir != "" {
+		trials := filepath.Join(dir, TrialsDir)
+		if err := os.MkdirAll(trials, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("run folder: %w", err)
+		}
+		if err := WriteConfig(trials, cfg); err != nil {
+			return nil, nil, err
+		}
 	}
 	var steps *stepCounter
 	if hooks.Progress != nil {
@@ -98,6 +107,22 @@ func TrainTrialsIn(ctx context.Context, cfg Config, src Source, dev torch.Device
 	}
 	goOn(best, cfg, full, records)
 	return best, records, nil
+}
+
+// KeepTrial makes dir the folder of r, the trial TrainTrialsIn kept there, with dir's
+// lock from LockDir (nil: take it now), saves it, and removes the trials' folders,
+// which a resume no longer needs.
+func (r *Run) KeepTrial(dir string, lock *os.File) error {
+	if err := r.AttachLocked(dir, lock); err != nil {
+		return err
+	}
+	if err := r.Save(); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(dir, TrialsDir)); err != nil {
+		return fmt.Errorf("remove the trials' folders: %w", err)
+	}
+	return nil
 }
 
 // StoppedInTrials says whether dir is a run stopped among its trials: their folder,
