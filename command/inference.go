@@ -146,11 +146,7 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 		return nil, err
 	}
 	if !opts.Data.Given && trainedOn != "" && cfg.DataDigest != trainedOn {
-		name := cfg.DataFile
-		if name == "" {
-			name = train.DataName(*cfg)
-		}
-		fmt.Fprintf(log, "emclust: warning: %s changed since %s trained on it (its values' digest differs): the clusters are of the rows it holds now\n", name, opts.Model)
+		fmt.Fprintf(log, "emclust: warning: %s changed since %s trained on it (its values' digest differs): the clusters are of the rows it holds now\n", dataPath(*cfg), opts.Model)
 	}
 	in.Cfg = cfg
 	return in, nil
@@ -159,17 +155,21 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 // predict clusters the data; an error names them.
 func (in *inference) predict() (*train.Prediction, error) {
 	pred, err := train.Predict(in.Net, in.src, in.dev, in.Prior)
+	if errors.Is(err, train.ErrNotFinite) {
+		return nil, fmt.Errorf("%s: %w; is a value far outside the range of the training data?", dataPath(*in.Cfg), err)
+	}
 	if err != nil {
-		name := in.Cfg.DataFile
-		if name == "" {
-			name = train.DataName(*in.Cfg)
-		}
-		if errors.Is(err, train.ErrNotFinite) {
-			return nil, fmt.Errorf("%s: %w; is a value far outside the range of the training data?", name, err)
-		}
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", dataPath(*in.Cfg), err)
 	}
 	return pred, nil
+}
+
+// dataPath names the data for a message: the file as given, or the data set.
+func dataPath(cfg train.Config) string {
+	if cfg.DataFile != "" {
+		return cfg.DataFile
+	}
+	return train.DataName(cfg)
 }
 
 // Close frees the model and the data.

@@ -177,14 +177,14 @@ func openResumed(dir string, o resumeOverrides) (*torch.SafeFile, train.Config, 
 	// inputs of the first sitting, which the saved float32 statistics are not.
 	cfg.InputMean, cfg.InputStd = nil, nil
 	resumedThreads(&cfg)
-	// The saved settings, then the flags given (New checks those, naming them, but
-	// the threads are set before: a count past the CPUs would hang there).
+	// The saved settings, then with the flags given: the threads are set before New
+	// checks them, and a count past the CPUs would hang there.
 	if err := cfg.Validate(); err != nil {
 		return nil, train.Config{}, fmt.Errorf("resume: %s: %w", f.Path, err)
 	}
 	o.apply(&cfg)
-	if cfg.Threads > runtime.NumCPU() {
-		return nil, train.Config{}, usageError{fmt.Errorf("--threads %d: want 0 (one per CPU) to %d, the CPUs this machine has", cfg.Threads, runtime.NumCPU())}
+	if err := cfg.Validate(); err != nil {
+		return nil, train.Config{}, usageError{err}
 	}
 	return f, cfg, nil
 }
