@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"path/filepath"
@@ -117,6 +118,57 @@ func TestHeadsRun(t *testing.T) {
 	}
 	if got := modelCriteria(t, filepath.Join(r.Dir, checkpointName), r); got != *last.Criteria {
 		t.Fatalf("the checkpoint predicts with criteria %+v, the last evaluation had %+v", got, *last.Criteria)
+	}
+}
+
+// Predict clusters with the selected head alone: another head's outputs that are not
+// finite are no error (they failed predict), and the selected head's are.
+func TestPredictIgnoresOtherHeads(t *testing.T) {
+	cfg := VectorDefaults()
+	cfg.MinSteps, cfg.MaxSteps = 0, 0
+	cfg.Epochs, cfg.Heads = 1, 2
+	r := newRun(t, cfg, digitsSource(t), "")
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before, err := PredictWithCriteria(r.Net, r.Src, testDevice, r.Prior(), r.Cfg.GammaVal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := 1 - r.Net.Head()
+	var out *torch.Tensor
+	for _, p := range r.Net.Params() {
+		if p.Name == "out.weight" {
+			out = p.Tensor
+		}
+	}
+	if out == nil {
+		t.Fatal("no out.weight among the parameters")
+	}
+	s := torch.NoGrad()
+	s.CopyInto(s.Narrow(out, 0, other*cfg.K, cfg.K), s.Full([]int{1}, math.NaN(), torch.Float32, testDevice))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pred, err := Predict(r.Net, r.Src, testDevice, r.Prior())
+	if err != nil {
+		t.Fatalf("Predict with head %d, head %d not finite: %v", r.Net.Head(), other, err)
+	}
+	if !slices.Equal(pred.Cluster, before.Cluster) {
+		t.Error("Predict's clusters changed with the other head's weights")
+	}
+	withCriteria, err := PredictWithCriteria(r.Net, r.Src, testDevice, r.Prior(), r.Cfg.GammaVal)
+	if err != nil || *withCriteria.Criteria != *before.Criteria {
+		t.Errorf("PredictWithCriteria: %v, criteria %+v, want %+v", err, withCriteria.Criteria, before.Criteria)
+	}
+	if err := r.Net.SetHead(other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Predict(r.Net, r.Src, testDevice, r.Prior()); !errors.Is(err, ErrNotFinite) {
+		t.Errorf("Predict with the head not finite: %v, want %v", err, ErrNotFinite)
+	}
+	if _, err := PredictWithCriteria(r.Net, r.Src, testDevice, r.Prior(), r.Cfg.GammaVal); !errors.Is(err, ErrNotFinite) {
+		t.Errorf("PredictWithCriteria with the head not finite: %v, want %v", err, ErrNotFinite)
 	}
 }
 

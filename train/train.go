@@ -787,7 +787,8 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFinite(preds); err != nil {
+	// Only the selected head's clustering comes out: another head's overflow is no error.
+	if err := checkFinite(preds[net.Head() : net.Head()+1]); err != nil {
 		return nil, err
 	}
 	return preds[net.Head()], nil
@@ -839,15 +840,20 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 		}
 		// An input far beyond the training data's range overflows the network: its
 		// argmax would be cluster 0, said nowhere. (With γ, the criteria's sums carry
-		// it to checkFinite, which ranks apply together after gathering them.)
+		// it to checkFinite, which ranks apply together after gathering them.) Only
+		// the selected head's outputs count: only its clustering comes out.
 		if gamma <= 0 {
 			bad := -1 // the first row not finite, or m for one of the chunk's
+			head := net.Head()
 			if posteriors {
 				// Already on the host: no second copy.
-				if r := slices.IndexFunc(post, func(v float32) bool { return !isFinite(v) }); r >= 0 {
-					bad = r / (k * heads)
+				for i := 0; i < m && bad < 0; i++ {
+					r := (i*heads + head) * k
+					if slices.ContainsFunc(post[r:r+k], func(v float32) bool { return !isFinite(v) }) {
+						bad = i
+					}
 				}
-			} else if total := s.Float32s(s.Sum(p, false)); s.Err() == nil && (len(total) != 1 || !isFinite(total[0])) {
+			} else if total := s.Float32s(s.Sum(s.Narrow(s.Reshape(p, m, heads*k), 1, head*k, k), false)); s.Err() == nil && (len(total) != 1 || !isFinite(total[0])) {
 				bad = m
 			}
 			if bad >= 0 {
