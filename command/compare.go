@@ -367,7 +367,7 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 			if cfg.TrialEpochs > 0 {
 				what = name + ": trials"
 			}
-			restarts = newRestartsProgress(log, false, max(cfg.Restarts, 1), what)
+			restarts = newRestartsProgress(log, false, cfg.RestartRuns(), what)
 			bar = &runBar{w: log, name: name}
 			return bar, restarts.hooks(func(int, train.Restart) {})
 		}
