@@ -24,7 +24,7 @@ GO_MIN      := 1.25
 # CUDA shim: make cuda-lib LIBTORCH=/path/to/site-packages/torch (see scripts/build-shim.sh)
 LIBTORCH    ?=
 
-.PHONY: all deps bench-deps lib build test vet fmt-check run bench cuda-lib test-libtorch2 cuda-check gpu-bundle gpu-pack gpu-acceptance-cpu clean
+.PHONY: all deps bench-deps lib build test vet fmt-check run bench cuda-lib test-libtorch2 cuda-check gpu-bundle gpu-pack gpu-pack-lean gpu-acceptance-cpu clean
 
 all: build
 
@@ -103,22 +103,44 @@ FMNIST      ?= /usr/share/datasets/fashion-mnist
 EMCLUST_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/emclust
 GLOO_HEADERS ?= $(firstword $(wildcard $(EMCLUST_CACHE)/trixie/usr/include/gloo) /usr/include/gloo)
 gpu-pack: gpu-bundle
-	rm -rf $(BUILD)/pack && mkdir -p $(BUILD)/pack/build/tests $(BUILD)/pack/build/fmnist $(BUILD)/pack/build/gloo-include
+	$(call pack,emclust build/tests build/fmnist build/gloo-include)
+
+# pack FILES: build/gpu-bundle.tar.xz of the binary, the test binaries where FILES
+# name build/tests, the data and Gloo's headers.
+define pack
+	rm -rf $(BUILD)/pack && mkdir -p $(BUILD)/pack/build/fmnist $(BUILD)/pack/build/gloo-include
 	cp -r $(GLOO_HEADERS) $(BUILD)/pack/build/gloo-include/gloo
-	cp emclust $(BUILD)/pack/ && cp $(BUILD)/tests/*.test $(BUILD)/pack/build/tests/
-	strip $(BUILD)/pack/emclust $(BUILD)/pack/build/tests/*.test
+	cp emclust $(BUILD)/pack/ && strip $(BUILD)/pack/emclust
+	$(if $(findstring build/tests,$(1)),mkdir -p $(BUILD)/pack/build/tests && cp $(BUILD)/tests/*.test $(BUILD)/pack/build/tests/ && strip $(BUILD)/pack/build/tests/*.test)
 	for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do \
 		gzip -dc $(FMNIST)/$$f.gz >$(BUILD)/pack/build/fmnist/$$f || exit 1; done
-	XZ_OPT=-T0 tar -C $(BUILD)/pack -cJf $(BUILD)/gpu-bundle.tar.xz emclust build/tests build/fmnist build/gloo-include
+	XZ_OPT=-T0 tar -C $(BUILD)/pack -cJf $(BUILD)/gpu-bundle.tar.xz $(1)
 	rm -rf $(BUILD)/pack
 	@ls -l $(BUILD)/gpu-bundle.tar.xz | awk '{ printf "gpu-pack: %s, %.1f MiB (the carry takes 64)\n", $$NF, $$5 / 1048576 }'
+endef
 
-# scripts/gpu-acceptance.sh on the CPU, quick: the script itself, under CI.
+# gpu-pack without the test binaries, for a lend that goes on with a default run
+# (scripts/gpu-acceptance.sh --only default --default-from DIR): the carry's 64 MiB
+# then hold the run's parts beside the binary and the data.
+gpu-pack-lean: build
+	$(call pack,emclust build/fmnist build/gloo-include)
+
+# scripts/gpu-acceptance.sh on the CPU, quick: the script itself, under CI. Then its
+# default step twice, the second going on with the run the first packed into parts,
+# as two lends would: the second must add epochs.
 gpu-acceptance-cpu: gpu-bundle bench-deps
 	rm -rf $(BUILD)/acceptance-cpu $(BUILD)/acceptance-cpu.tar.xz
 	scripts/gpu-acceptance.sh --device cpu --quick --archive $(BUILD)/acceptance-cpu.tar.xz $(BUILD)/acceptance-cpu
 	tar tJf $(BUILD)/acceptance-cpu.tar.xz | grep -q '^acceptance-cpu/results.json$$'
 	! tar tJf $(BUILD)/acceptance-cpu.tar.xz | grep -q 'safetensors$$'
+	rm -rf $(BUILD)/acceptance-default-1 $(BUILD)/acceptance-default-2 $(BUILD)/default-parts-1 $(BUILD)/default-parts-2
+	scripts/gpu-acceptance.sh --device cpu --quick --only default --minutes 1.5 --default-to $(BUILD)/default-parts-1 $(BUILD)/acceptance-default-1
+	scripts/gpu-acceptance.sh --device cpu --quick --only default --minutes 1.5 --default-from $(BUILD)/default-parts-1 \
+		--default-to $(BUILD)/default-parts-2 $(BUILD)/acceptance-default-2
+	@for i in 1 2; do cat $(BUILD)/acceptance-default-$$i/default-run/metrics.jsonl \
+		$(BUILD)/acceptance-default-$$i/default-run/trials/seed-*/metrics.jsonl 2>/dev/null | wc -l; done | \
+		{ read a; read b; echo "gpu-acceptance-cpu: the default run's epochs, first lend $$a, second $$b"; [ $$a -ge 1 ] && [ $$b -gt $$a ]; }
+	rm -rf $(BUILD)/default-parts-1 $(BUILD)/default-parts-2
 
 # The whole test suite against libtorch 2.6, CPU and CUDA builds, in a Debian trixie
 # root cached in ~/.cache/emclust (scripts/libtorch2.sh; needs root).

@@ -2,7 +2,7 @@
 # gpu-acceptance.sh [--device cuda|cpu] [--quick] [--skip-tests] [--only STEPS]
 #                   [--tests PKGS] [--speed-modes MODES] [--minutes M] [--fmnist DIR]
 #                   [--train-seeds N] [--first-seed S] [--shim FILE] [--archive FILE]
-#                   OUTDIR
+#                   [--default-from DIR] [--default-to DIR] OUTDIR
 #
 # Everything that needs an NVIDIA GPU, in one command, on a machine that has PyTorch
 # (CUDA), g++ and python3 but no Go and no network. Carry over the repository with the
@@ -30,13 +30,22 @@
 #             with --quick), with epoch times, the fraction of the GPU's dense peak,
 #             and each run's last and chosen epoch; of two runs or more, OUTDIR/trials.md
 #             replays train --trial-epochs on them (scripts/study/trial_replay.py)
+#   default   only where --only names it: one Fashion-MNIST run at emclust train's
+#             defaults (4 trials of 10 epochs, the one kept to 250: about 18 minutes
+#             of an H200, longer than a lend), for the minutes left. It goes on over
+#             lends: --default-to DIR receives the run folder as xz parts of 15 MiB
+#             (default-run.tar.xz.part-NN; a device machine returns files of 16 MiB
+#             at most), and the next lend carries them and names them with
+#             --default-from DIR, which resumes the run. DIR lies outside OUTDIR;
+#             OUTDIR/default-run keeps the run's metrics for the archive.
 #
 # --archive FILE packs OUTDIR as one tar.xz when the script ends, also early, without
 # model files (*.safetensors) and the shim: a device machine returns only a few
 # files, and eight runs' metrics and logs are dozens. FILE must lie outside OUTDIR.
 #
 # --only dist,tests (say) runs those steps and records the others as skipped (the shim
-# is always built). --tests torch,train (say) runs those packages' tests alone.
+# is always built). Only the tests step needs build/tests: make gpu-pack-lean leaves
+# them out, to make room in the carry for a default run's parts. --tests torch,train (say) runs those packages' tests alone.
 # --speed-modes picks the speed step's configurations, each
 # WHAT:PRECISION:CHANNELS_LAST with WHAT cnn or mlp (default: all six, fp32 first).
 #
@@ -60,6 +69,8 @@ first_seed=1
 shim=""
 fmnist=""
 archive=""
+default_from=""
+default_to=""
 out=""
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [ $# -gt 0 ]; do
@@ -78,6 +89,8 @@ while [ $# -gt 0 ]; do
 	--archive)
 		[ -n "$2" ] || { echo "gpu-acceptance.sh: --archive: give a file" >&2; exit 2; }
 		archive=$(realpath -m "$2"); shift 2 ;;
+	--default-from) default_from=$(realpath -m "$2"); shift 2 ;;
+	--default-to) default_to=$(realpath -m "$2"); shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	-*) echo "gpu-acceptance.sh: unknown flag $1" >&2; usage >&2; exit 2 ;;
 	*) [ -z "$out" ] || { echo "gpu-acceptance.sh: one OUTDIR, got $out and $1" >&2; exit 2; }; out=$1; shift ;;
@@ -86,10 +99,22 @@ done
 [ -n "$out" ] || { echo "gpu-acceptance.sh: give OUTDIR" >&2; usage >&2; exit 2; }
 case $device in cuda | cpu) ;; *) echo "gpu-acceptance.sh: --device $device: want cuda or cpu" >&2; exit 2 ;; esac
 for s in ${only//,/ }; do
-	case $s in devices | dist | tests | speed | parity | train) ;;
-	*) echo "gpu-acceptance.sh: --only $only: unknown step $s (want devices, dist, tests, speed, parity, train)" >&2; exit 2 ;;
+	case $s in devices | dist | tests | speed | parity | train | default) ;;
+	*) echo "gpu-acceptance.sh: --only $only: unknown step $s (want devices, dist, tests, speed, parity, train, default)" >&2; exit 2 ;;
 	esac
 done
+# The default run and the train step would each take the time left.
+if [[ ",$only," == *,default,* ]]; then
+	[[ ",$only," != *,train,* ]] || { echo "gpu-acceptance.sh: --only $only: default and train each take the time left; run them in two calls" >&2; exit 2; }
+	[ -n "$default_to" ] || { echo "gpu-acceptance.sh: the default step needs --default-to DIR for the run's parts" >&2; exit 2; }
+elif [ -n "$default_from$default_to" ]; then
+	echo "gpu-acceptance.sh: --default-from and --default-to are for --only default" >&2
+	exit 2
+fi
+if [ -n "$default_from" ] && ! ls "$default_from"/default-run.tar.xz.part-* >/dev/null 2>&1; then
+	echo "gpu-acceptance.sh: --default-from $default_from: no default-run.tar.xz.part-* there" >&2
+	exit 2
+fi
 for m in ${speed_modes//,/ }; do
 	[[ $m =~ ^(cnn|mlp):(fp32|bf16):(true|false)$ ]] ||
 		{ echo "gpu-acceptance.sh: --speed-modes: $m: want cnn|mlp:fp32|bf16:true|false" >&2; exit 2; }
@@ -117,6 +142,10 @@ if [ -d "$out" ] && [ -n "$(ls -A "$out")" ]; then
 fi
 case $archive in "$out"/*)
 	echo "gpu-acceptance.sh: --archive $archive is inside OUTDIR $out, which it packs: put it elsewhere" >&2
+	exit 2 ;;
+esac
+case $default_to/ in "$out"/*)
+	echo "gpu-acceptance.sh: --default-to $default_to is inside OUTDIR $out, whose archive would take the parts: put it elsewhere" >&2
 	exit 2 ;;
 esac
 mkdir -p "$out"
@@ -175,7 +204,11 @@ done
 # --- binaries -------------------------------------------------------------------------
 # A pack newer than the binaries replaces them: the device machine keeps ignored
 # files between calls, and an older ./emclust there would be tested in its place.
-if [ -f build/gpu-bundle.tar.xz ] && { [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1 || [ build/gpu-bundle.tar.xz -nt ./emclust ]; }; then
+# need_tests: whether the tests step runs, the one that needs build/tests.
+need_tests=0
+[ $skip_tests = 0 ] && { [ -z "$only" ] || [[ ",$only," == *,tests,* ]]; } && need_tests=1
+have_binaries() { [ -x ./emclust ] && { [ $need_tests = 0 ] || ls build/tests/*.test >/dev/null 2>&1; }; }
+if [ -f build/gpu-bundle.tar.xz ] && { ! have_binaries || [ build/gpu-bundle.tar.xz -nt ./emclust ]; }; then
 	say "unpacking build/gpu-bundle.tar.xz (make gpu-pack)"
 	# -m: the files dated now, so that the -nt above settles.
 	tar xJmf build/gpu-bundle.tar.xz || { echo "gpu-acceptance.sh: build/gpu-bundle.tar.xz did not unpack" >&2; exit 1; }
@@ -189,7 +222,7 @@ if [ -z "$fmnist" ]; then
 		tar xJf build/gpu-bundle.tar.xz build/fmnist || say "build/gpu-bundle.tar.xz holds no build/fmnist"
 	fi
 fi
-if [ ! -x ./emclust ] || ! ls build/tests/*.test >/dev/null 2>&1; then
+if ! have_binaries; then
 	if command -v go >/dev/null; then
 		say "no ./emclust or build/tests: make gpu-bundle"
 		make gpu-bundle >/dev/null || { echo "gpu-acceptance.sh: make gpu-bundle failed" >&2; exit 1; }
@@ -272,7 +305,7 @@ for tb in build/tests/*.test; do
 	name=$(basename "$tb" .test)
 	# quick: the packages whose tests run ops on the device, not the CLI's end-to-end suite
 	if [ $quick = 1 ]; then case $name in torch | loss | model | transform) ;; *) continue ;; esac; fi
-	[ $skip_tests = 0 ] && { [ -z "$only" ] || [[ ",$only," == *,tests,* ]]; } || continue
+	[ $need_tests = 1 ] || continue
 	[ -z "$test_pkgs" ] || [[ ",$test_pkgs," == *",$name,"* ]] || continue
 	pkgs+=("$name")
 done
@@ -423,6 +456,51 @@ else
 			record train ok $((SECONDS - t0)) "${detail# }"
 		else
 			record train fail $((SECONDS - t0)) "${detail# }"
+		fi
+	fi
+fi
+
+# --- one run at the defaults, over lends ----------------------------------------------
+# A stopped run resumes where its last epoch was saved, so each lend adds its minutes.
+t0=$SECONDS
+if [[ ",$only," != *,default,* ]]; then
+	record default skipped 0 "only where --only names it"
+elif [ -z "$data" ] || [ ! -d "$data" ]; then
+	record default fail 0 "no Fashion-MNIST at $fmnist"
+else
+	run=$out/default-run
+	how=(--dataset fashion-mnist --data-dir "$data" --device "$device" --out "$run")
+	# The 600 images of --quick make 5 batches of the default 128, with a last of 88.
+	[ $quick = 0 ] || how+=(--batch-size 100)
+	from_ok=1
+	if [ -n "$default_from" ]; then
+		say "default: unpacking the run from $default_from"
+		# The run's own settings come with it: only where its data lies now, and the device.
+		cat "$default_from"/default-run.tar.xz.part-* | tar -xJf - -C "$out" && [ -d "$run" ] || from_ok=0
+		how=(--resume "$run" --data-dir "$data" --device "$device")
+	fi
+	budget=$(($(left) - 30))
+	if [ $from_ok = 0 ]; then
+		record default fail $((SECONDS - t0)) "the parts in $default_from did not unpack into default-run"
+	elif [ $budget -lt 20 ]; then
+		record default fail 0 "no time left for the run ($budget s)"
+	else
+		say "default: emclust train ${how[*]}, for $budget s"
+		timeout -s INT "$budget" ./emclust train "${how[@]}" --quiet >"$out/default.txt" 2>&1
+		code=$?
+		epochs=$(cat "$run/metrics.jsonl" 2>/dev/null | wc -l)
+		trials=$(cat "$run"/trials/seed-*/metrics.jsonl 2>/dev/null | wc -l)
+		state="$epochs epochs of the kept run"
+		[ "$epochs" -gt 0 ] || state="among the trials ($trials trial epochs)"
+		[ ! -f "$run/summary.json" ] || state="finished, $epochs epochs: $(tail -1 "$out/default.txt")"
+		# 124: the time was up; SIGINT stopped the run at a saved epoch.
+		if [ $code != 0 ] && [ $code != 124 ]; then
+			record default fail $((SECONDS - t0)) "exit $code, $state: $(tail -2 "$out/default.txt" | tr '\n' ' ')"
+		elif mkdir -p "$default_to" && rm -f "$default_to"/default-run.tar.xz.part-* &&
+			tar -C "$out" --exclude='*.lock' -cf - default-run | xz -T0 -3 | split -b 15M -d -a 2 - "$default_to/default-run.tar.xz.part-"; then
+			record default ok $((SECONDS - t0)) "exit $code, $state; parts: $(cd "$default_to" && ls default-run.tar.xz.part-* | wc -l) in $default_to ($(du -ch "$default_to"/default-run.tar.xz.part-* | tail -1 | cut -f1))"
+		else
+			record default fail $((SECONDS - t0)) "exit $code, $state; packing the run into $default_to failed"
 		fi
 	fi
 fi
