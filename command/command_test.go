@@ -340,6 +340,9 @@ func TestErrors(t *testing.T) {
 		{name: "no heads", args: append(ten, "--heads", "0"), code: 2, want: []string{"--heads 0", "1 to 32"}},
 		{name: "no restarts", args: append(ten, "--restarts", "0"), code: 2, want: []string{"--restarts 0", "1 (a single run) to 1000"}},
 		{name: "unknown arch", args: append(ten, "--arch", "foo"), code: 2, want: []string{`--arch "foo"`, "mlp, mnist"}},
+		// Was "Target 7 is out of bounds" from inside the loss (a device-side assert on a GPU).
+		{name: "supervised with K under the classes", args: append(train, "--dataset", "digits", "--objective", "supervised", "--k", "3", "--restarts", "1"), code: 1,
+			want: []string{"10 classes", "--k is 3", "--k 10"}},
 		{name: "unknown objective", args: append(ten, "--objective", "foo"), code: 2, want: []string{"objective", `"foo"`, "em, em-aug, twofold, iic"}},
 		// Was a nil-tensor panic in loss.KL: image objectives on vectors.
 		{name: "twofold on vectors", args: append(ten, "--objective", "twofold"), code: 2, want: []string{"twofold", "--objective em"}},

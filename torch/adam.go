@@ -76,6 +76,10 @@ func (a *Adam) State(s *Scope, i int) (expAvg, expAvgSq *Tensor, step int64) {
 	if s.err != nil {
 		return nil, nil, 0
 	}
+	if i < 0 || i >= len(a.params) {
+		s.err = fmt.Errorf("torch: adam: no parameter %d of %d", i, len(a.params))
+		return nil, nil, 0
+	}
 	var m, v C.et_tensor
 	var st C.int64_t
 	if err := check("adam_get_state", C.et_adam_get_state(a.h, C.int(i), &m, &v, &st)); err != nil {
@@ -89,6 +93,9 @@ func (a *Adam) State(s *Scope, i int) (expAvg, expAvgSq *Tensor, step int64) {
 func (a *Adam) SetState(i int, expAvg, expAvgSq *Tensor, step int64) error {
 	if expAvg == nil || expAvgSq == nil {
 		return fmt.Errorf("torch: adam: state %d: missing tensor", i)
+	}
+	if i < 0 || i >= len(a.params) {
+		return fmt.Errorf("torch: adam: no parameter %d of %d", i, len(a.params))
 	}
 	return check("adam_set_state", C.et_adam_set_state(a.h, C.int(i), expAvg.h, expAvgSq.h, C.int64_t(step)))
 }

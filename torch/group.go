@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"time"
 	"unsafe"
@@ -88,6 +89,15 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	if cfg.Timeout < time.Millisecond {
 		// c10d counts in milliseconds, and 0 is its "no timeout".
 		return nil, fmt.Errorf("torch: group: timeout %v: want 1ms or more", cfg.Timeout)
+	}
+	// The shim takes C ints: a larger value would wrap to another rank or port.
+	for _, v := range []struct {
+		name      string
+		v, lo, hi int
+	}{{"port", cfg.Port, 0, 65535}, {"world size", cfg.World, 1, math.MaxInt32}, {"rank", cfg.Rank, 0, cfg.World - 1}, {"device", cfg.Device, -1, math.MaxInt8}} {
+		if v.v < v.lo || v.v > v.hi {
+			return nil, fmt.Errorf("torch: group: %s %d: want %d to %d", v.name, v.v, v.lo, v.hi)
+		}
 	}
 	host, prefix, iface := C.CString(cfg.Host), C.CString(cfg.Prefix), C.CString(cfg.Interface)
 	defer C.free(unsafe.Pointer(host))

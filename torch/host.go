@@ -8,6 +8,7 @@ import "C"
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -30,11 +31,8 @@ func fromHost(s *Scope, p unsafe.Pointer, n int, dt DType, shape []int, dev Devi
 	if s.err != nil {
 		return nil
 	}
-	want := 1
-	for _, d := range shape {
-		want *= d
-	}
-	if want != n {
+	// Checked: a product that wraps could match n for a shape far larger.
+	if want, ok := shapeBytes(shape, 1, math.MaxInt); !ok || want != n {
 		s.err = fmt.Errorf("torch: from_host: %d values do not fill shape %v", n, shape)
 		return nil
 	}

@@ -111,6 +111,19 @@ func TestErrorsAreValuesNotCrashes(t *testing.T) {
 	if fromHost := NewScope(); fromHost.FromFloat32([]float32{1, 2, 3}, []int{2, 2}, testDevice) != nil || fromHost.Err() == nil {
 		t.Fatal("from_host with wrong element count did not fail")
 	}
+	// 3 × 6148914691236517206 wraps to 2 in int64 arithmetic; -1 × -2 is 2.
+	for _, shape := range [][]int{{3, 6148914691236517206}, {-1, -2}} {
+		if fromHost := NewScope(); fromHost.FromFloat32([]float32{1, 2}, shape, testDevice) != nil || fromHost.Err() == nil {
+			t.Errorf("from_host of 2 values into shape %v did not fail", shape)
+		}
+	}
+	// libtorch returns zeros for an interpolation or padding code it does not know.
+	g := NewScope()
+	defer g.Close()
+	x, grid := g.Zeros([]int{1, 1, 2, 2}, Float32, testDevice), g.Zeros([]int{1, 2, 2, 2}, Float32, testDevice)
+	if y := g.GridSample(x, grid, 7, 0, false); y != nil || g.Err() == nil || !strings.Contains(g.Err().Error(), "mode 7") {
+		t.Errorf("grid_sample with mode 7: %v", g.Err())
+	}
 }
 
 // An allocation larger than any address space is an error value that says so, not a
@@ -279,6 +292,33 @@ func TestAdamMatchesHandComputation(t *testing.T) {
 	_, _, n := opt.State(s, 0)
 	if n != 3 {
 		t.Fatalf("step count %d, want 3", n)
+	}
+	// A saved state that does not fit the parameter is an error, not broadcast, cast
+	// or (a negative step) a division by zero at the next step.
+	for _, tc := range []struct {
+		name  string
+		m, v  *Tensor
+		step  int64
+		index int
+	}{
+		{"shape", s.Zeros([]int{7}, Float32, testDevice), s.Zeros([]int{2}, Float32, testDevice), 3, 0},
+		{"scalar", s.Zeros([]int{2}, Float32, testDevice), s.Zeros(nil, Float32, testDevice), 3, 0},
+		{"dtype", s.Zeros([]int{2}, Int64, testDevice), s.Zeros([]int{2}, Float32, testDevice), 3, 0},
+		{"step", s.Zeros([]int{2}, Float32, testDevice), s.Zeros([]int{2}, Float32, testDevice), -1, 0},
+		{"index", s.Zeros([]int{2}, Float32, testDevice), s.Zeros([]int{2}, Float32, testDevice), 3, 1 << 32},
+	} {
+		if err := opt.SetState(tc.index, tc.m, tc.v, tc.step); err == nil {
+			t.Errorf("SetState with another %s: no error", tc.name)
+		}
+	}
+	if _, _, n := opt.State(s, 0); n != 3 {
+		t.Fatalf("refused states changed the step count to %d", n)
+	}
+	if got := s.Float32s(p); !near(float64(got[0]), ref[0], 1e-5) || s.Err() != nil {
+		t.Fatalf("refused states: p = %v (%v), want %v", got, s.Err(), ref)
+	}
+	if m, _, _ := opt.State(s, 1<<32); m != nil || s.Err() == nil {
+		t.Fatal("State of parameter 2^32: no error")
 	}
 }
 

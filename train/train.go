@@ -177,6 +177,13 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		if src.Labels() == nil {
 			return nil, fmt.Errorf("objective supervised needs labels; %s has none", src.Describe())
 		}
+		// Each label is a score's index: one past K fails inside the loss, and on a GPU
+		// as a device-side assert that spoils every later CUDA call.
+		if labels := src.Labels(); len(labels) > 0 {
+			if top := slices.Max(labels); top >= cfg.K {
+				return nil, fmt.Errorf("objective supervised: %s has %d classes but --k is %d: give --k %d", src.Describe(), top+1, cfg.K, top+1)
+			}
+		}
 		cfg.Norm = false // cross-entropy on the raw scores
 	}
 	spec, err := src.Spec(&cfg)

@@ -384,7 +384,10 @@ et_error et_to(int flags, et_tensor t, int dtype, int device_type, int device_in
   Mode m(flags);
   const auto &x = need(t, "to");
   auto st = dtype < 0 ? x.scalar_type() : scalar_type(dtype);
-  *out = wrap(x.to(device(device_type, device_index), st, non_blocking != 0));
+  auto dev = device(device_type, device_index);
+  // To the host, a non-blocking copy may still be running when the caller reads the
+  // memory (et_to_host): only copies to a device may be left to the stream.
+  *out = wrap(x.to(dev, st, non_blocking != 0 && !dev.is_cpu()));
   ET_CATCH
 }
 
@@ -691,6 +694,9 @@ et_error et_grid_sample(int flags, et_tensor x, et_tensor grid, int mode, int pa
                         int align_corners, et_tensor *out) {
   ET_TRY
   Mode m(flags);
+  // libtorch takes any code and returns zeros for one it does not know.
+  TORCH_CHECK(mode >= 0 && mode <= 2, "grid_sample: interpolation mode ", mode, " (want 0 to 2)");
+  TORCH_CHECK(padding >= 0 && padding <= 2, "grid_sample: padding mode ", padding, " (want 0 to 2)");
   *out = wrap(at::grid_sampler(need(x, "grid_sample input"), need(grid, "grid_sample grid"),
                                mode, padding, align_corners != 0));
   ET_CATCH
@@ -882,9 +888,18 @@ et_error et_adam_set_state(et_adam a, int i, et_tensor exp_avg, et_tensor exp_av
                            int64_t step) {
   ET_TRY
   TORCH_CHECK(i >= 0 && i < static_cast<int>(need_adam(a).params.size()), "adam: no parameter ", i);
+  // copy_ would broadcast and cast a state of another shape or dtype without a word,
+  // and a negative step makes the bias correction divide by zero.
+  TORCH_CHECK(step >= 0, "adam: parameter ", i, ": step ", step, " is negative");
+  const auto &m = need(exp_avg, "adam exp_avg"), &v = need(exp_avg_sq, "adam exp_avg_sq");
+  for (const auto *t : {&m, &v}) {
+    TORCH_CHECK(t->sizes() == a->exp_avg[i].sizes() && t->scalar_type() == a->exp_avg[i].scalar_type(),
+                "adam: parameter ", i, ": a state of ", t->sizes(), " ", t->scalar_type(), " for one of ",
+                a->exp_avg[i].sizes(), " ", a->exp_avg[i].scalar_type());
+  }
   c10::NoGradGuard g;
-  a->exp_avg[i].copy_(need(exp_avg, "adam exp_avg"));
-  a->exp_avg_sq[i].copy_(need(exp_avg_sq, "adam exp_avg_sq"));
+  a->exp_avg[i].copy_(m);
+  a->exp_avg_sq[i].copy_(v);
   a->step[i] = step;
   ET_CATCH
 }
@@ -1027,10 +1042,15 @@ void et_set_cudnn_deterministic(int on) { at::globalContext().setDeterministicCu
 
 int et_advise_huge_pages(void) {
 #if defined(__linux__)
-  // Never freed: libtorch holds the pointer for the rest of the process.
-  static HugePageAllocator *alloc = new HugePageAllocator(c10::GetDefaultCPUAllocator());
-  c10::SetCPUAllocator(alloc, /*priority=*/1);
-  return 1;
+  // Never freed: libtorch holds the pointer for the rest of the process. No exception
+  // may cross into Go, and advice that fails leaves the default allocator.
+  try {
+    static HugePageAllocator *alloc = new HugePageAllocator(c10::GetDefaultCPUAllocator());
+    c10::SetCPUAllocator(alloc, /*priority=*/1);
+    return 1;
+  } catch (...) {
+    return 0;
+  }
 #else
   return 0;
 #endif
@@ -1198,12 +1218,16 @@ at::Tensor sync_batch_norm(et_group g, const at::Tensor &x, const at::Tensor &w,
 // line, and in log lines on stderr (with backtraces, in 2.x). From the first group on,
 // keep libtorch's log to fatal messages: c10's own level, and glog's where libtorch
 // logs through glog (Debian's 1.13), which c10's level does not reach once set up.
+// Once: groups are made on several threads at a time (the tests' ranks).
 void quiet_logs() {
-  FLAGS_caffe2_log_level = 3; // c10 declares its flags in the global namespace
+  static std::once_flag once;
+  std::call_once(once, [] {
+    FLAGS_caffe2_log_level = 3; // c10 declares its flags in the global namespace
 #if defined(__linux__)
-  if (auto *level = static_cast<int *>(dlsym(RTLD_DEFAULT, "_ZN3fLI17FLAGS_minloglevelE")))
-    *level = 3;
+    if (auto *level = static_cast<int *>(dlsym(RTLD_DEFAULT, "_ZN3fLI17FLAGS_minloglevelE")))
+      *level = 3;
 #endif
+  });
 }
 
 std::vector<at::Tensor> tensors(const et_tensor *ts, int n, const char *what) {

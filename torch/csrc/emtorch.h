@@ -283,7 +283,7 @@ int et_keep_freed_memory(void);
  * pages. A fresh 220 MB tensor then costs about 100 page faults instead of 55 000,
  * which on a virtual machine is most of the time of an element-wise op over it. It
  * only advises: where THP is off ("never") nothing changes. Returns 0 where
- * unsupported (not Linux). */
+ * unsupported (not Linux) or where the allocator could not be set. */
 int et_advise_huge_pages(void);
 /* libtorch's version, e.g. "1.13.1", and whether the shim was built with CUDA. */
 const char *et_version(void);
