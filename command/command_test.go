@@ -343,6 +343,9 @@ func TestErrors(t *testing.T) {
 		// Was "Target 7 is out of bounds" from inside the loss (a device-side assert on a GPU).
 		{name: "supervised with K under the classes", args: append(train, "--dataset", "digits", "--objective", "supervised", "--k", "3", "--restarts", "1"), code: 1,
 			want: []string{"10 classes", "--k is 3", "--k 10"}},
+		// Was one seed trained, the flag ignored.
+		{name: "keep-by on images without restarts", args: append(train, "--dataset", "fashion-mnist", "--data-dir", "nowhere", "--keep-by", "silhouette"), code: 2,
+			want: []string{"--keep-by", "--restarts R"}},
 		{name: "unknown objective", args: append(ten, "--objective", "foo"), code: 2, want: []string{"objective", `"foo"`, "em, em-aug, twofold, iic"}},
 		// Was a nil-tensor panic in loss.KL: image objectives on vectors.
 		{name: "twofold on vectors", args: append(ten, "--objective", "twofold"), code: 2, want: []string{"twofold", "--objective em"}},

@@ -181,7 +181,10 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	} else if c.IsSet("data-on-host") {
 		return cfg, usageError{errors.New("--data-on-host keeps images in host memory; vectors are held once on the device (docs/RESULTS.md section 36)")}
 	}
-	if c.IsSet("keep-by") && c.IsSet("restarts") && cfg.Restarts < 2 {
+	if c.IsSet("keep-by") && cfg.Restarts < 2 {
+		if !c.IsSet("restarts") { // images: --keep-by turns the default trials off
+			return cfg, usageError{errors.New("--keep-by keeps one of several restarts, and an image run without --restarts trains one seed: give --restarts R (2 or more), whole runs that --keep-by chooses among")}
+		}
 		return cfg, usageError{fmt.Errorf("--keep-by with --restarts %d: it keeps one of several restarts", cfg.Restarts)}
 	}
 	if c.IsSet("kmeans") && c.Bool("kmeans") && cfg.DataFile != "" && cfg.LabelCol == "" {
@@ -276,8 +279,8 @@ func trainsCNN(cfg *train.Config) bool {
 	return train.IsImageSet(cfg.Dataset) && cfg.Arch != "mlp"
 }
 
-// resolve settles in cfg what the flags left to the device and the data:
-// channels-last from the device, K from the labels. (train.New settles the rest: the
+// resolve settles in cfg what the flags left to the network and the data:
+// channels-last (on for CNNs), K from the labels. (train.New settles the rest: the
 // batch clamp, γ auto and the network for the data.)
 func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) {
 	if !n.ChannelsLastSet {

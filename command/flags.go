@@ -102,8 +102,11 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 func inferenceDataFlags(dflt string) []cli.Flag {
 	flags := without(dataFlags(dflt, "as in training"), "gray")
 	for i, f := range flags {
-		if f.Names()[0] == "data-dir" {
+		switch f.Names()[0] {
+		case "data-dir":
 			flags[i] = &cli.StringFlag{Name: "data-dir", Usage: "folder with the data set's official files; alone, where the image set the model trained on lies now", DefaultText: "as in training"}
+		case "image-size":
+			flags[i] = &cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match the model's input)", DefaultText: "as in training"}
 		}
 	}
 	return flags
@@ -175,7 +178,7 @@ func modelFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "lr", Usage: "Adam learning rate of the EM (or IIC) step", DefaultText: both(vd.LR, id.LR)},
 		&cli.Float64Flag{Name: "lr-kl", Usage: "Adam learning rate of the KL step (twofold)", DefaultText: both(vd.LRKL, id.LRKL)},
 		&cli.StringFlag{Name: "arch", Usage: "network: mlp (vectors), mnist, cifar or stl10 (images), or mnist2d (section 8.1's 2-unit bottleneck, with --objective supervised)", DefaultText: "chosen from the data"},
-		&cli.StringFlag{Name: "keep-by", Usage: "what keeps one of several restarts: silhouette (of the clustering on the z-scored features) or agreement (mean adjusted Rand index with the other restarts; of two, the higher mean max posterior); labels are never used. On images, given at all, it makes restarts whole runs rather than trials", DefaultText: both(vd.KeepBy, id.KeepBy)},
+		&cli.StringFlag{Name: "keep-by", Usage: "what keeps one of several restarts: silhouette (of the clustering on the z-scored features) or agreement (mean adjusted Rand index with the other restarts; of two, the higher mean max posterior); labels are never used. On images it makes --restarts R whole runs rather than trials", DefaultText: both(vd.KeepBy, id.KeepBy)},
 		&cli.StringFlag{Name: "hidden", Usage: "MLP hidden layer widths; none: a linear map from features to scores (lets clusters differ in size; docs/RESULTS.md section 24); auto: train both, the linear map with a learned prior, and keep the clustering that uses more clusters, then has the higher silhouette on the features (section 29); with one restart or several processes, the MLP alone",
 			DefaultText: "auto, between " + strings.Trim(strings.ReplaceAll(fmt.Sprint(vd.Hidden), " ", ","), "[]") + " and none"},
 		&cli.IntFlag{Name: "heads", Usage: "clustering heads on the shared network, trained with the same objective; predictions use the head whose clustering agrees most with the others' (IIC's sub-heads)", DefaultText: "1"},
