@@ -42,18 +42,11 @@ type embedOptions struct {
 }
 
 func runEmbed(_ context.Context, opts embedOptions, _, stderr io.Writer) error {
-	if err := checkOutput(opts.Out, opts.Force, opts.Model, opts.Data.DataFile); err != nil {
-		return err
-	}
-	in, err := openInference(opts.modelOptions, stderr)
+	in, err := openInferenceTo(opts.modelOptions, opts.Out, opts.Force, stderr)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	// Without --data the input is the model's training data, known only now.
-	if err := checkOutput(opts.Out, opts.Force, in.Cfg.DataFile); err != nil {
-		return err
-	}
 	net, src := in.Net, in.src
 	if net.Spec.Arch != "mnist2d" {
 		return fmt.Errorf("%s holds a %s model; embed needs one trained with --arch mnist2d --objective supervised", opts.Model, net.Spec.Arch)

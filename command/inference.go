@@ -152,6 +152,24 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 	return in, nil
 }
 
+// openInferenceTo is openInference for a verb that writes out: out is checked
+// before the model loads, and again against the data once they are known (without
+// --data, the model's training data).
+func openInferenceTo(opts modelOptions, out string, force bool, log io.Writer) (*inference, error) {
+	if err := checkOutput(out, force, opts.Model, opts.Data.DataFile); err != nil {
+		return nil, err
+	}
+	in, err := openInference(opts, log)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOutput(out, force, in.Cfg.DataFile); err != nil {
+		in.Close()
+		return nil, err
+	}
+	return in, nil
+}
+
 // predict clusters the data; an error names them.
 func (in *inference) predict() (*train.Prediction, error) {
 	pred, err := train.Predict(in.Net, in.src, in.dev, in.Prior)

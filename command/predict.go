@@ -40,18 +40,11 @@ func predictOptionsFrom(c *cli.Context) (predictOptions, error) {
 }
 
 func runPredict(_ context.Context, opts predictOptions, stdout, stderr io.Writer) error {
-	if err := checkOutput(opts.Out, opts.Force, opts.Model, opts.Data.DataFile); err != nil {
-		return err
-	}
-	in, err := openInference(opts.modelOptions, stderr)
+	in, err := openInferenceTo(opts.modelOptions, opts.Out, opts.Force, stderr)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	// Without --data the input is the model's training data, known only now.
-	if err := checkOutput(opts.Out, opts.Force, in.Cfg.DataFile); err != nil {
-		return err
-	}
 	pred, err := in.predict()
 	if err != nil {
 		return err
