@@ -35,9 +35,10 @@
 #             of an H200, longer than a lend), for the minutes left. It goes on over
 #             lends: --default-to DIR receives the run folder as xz parts of 15 MiB
 #             (default-run.tar.xz.part-NN; a device machine returns files of 16 MiB
-#             at most), and the next lend carries them and names them with
-#             --default-from DIR, which resumes the run. DIR lies outside OUTDIR;
-#             OUTDIR/default-run keeps the run's metrics for the archive.
+#             at most) listed with their SHA-256 in default-run.sha256, and the next
+#             lend carries them and names them with --default-from DIR, which
+#             resumes the run. DIR lies outside OUTDIR; OUTDIR/default-run keeps the
+#             run's metrics for the archive.
 #
 # --archive FILE packs OUTDIR as one tar.xz when the script ends, also early, without
 # model files (*.safetensors) and the shim: a device machine returns only a few
@@ -89,8 +90,10 @@ while [ $# -gt 0 ]; do
 	--archive)
 		[ -n "$2" ] || { echo "gpu-acceptance.sh: --archive: give a file" >&2; exit 2; }
 		archive=$(realpath -m "$2"); shift 2 ;;
-	--default-from) default_from=$(realpath -m "$2"); shift 2 ;;
-	--default-to) default_to=$(realpath -m "$2"); shift 2 ;;
+	--default-from | --default-to)
+		[ $# -ge 2 ] || { echo "gpu-acceptance.sh: $1: give a folder" >&2; exit 2; }
+		if [ "$1" = --default-from ]; then default_from=$(realpath -m "$2"); else default_to=$(realpath -m "$2"); fi
+		shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	-*) echo "gpu-acceptance.sh: unknown flag $1" >&2; usage >&2; exit 2 ;;
 	*) [ -z "$out" ] || { echo "gpu-acceptance.sh: one OUTDIR, got $out and $1" >&2; exit 2; }; out=$1; shift ;;
@@ -111,8 +114,8 @@ elif [ -n "$default_from$default_to" ]; then
 	echo "gpu-acceptance.sh: --default-from and --default-to are for --only default" >&2
 	exit 2
 fi
-if [ -n "$default_from" ] && ! ls "$default_from"/default-run.tar.xz.part-* >/dev/null 2>&1; then
-	echo "gpu-acceptance.sh: --default-from $default_from: no default-run.tar.xz.part-* there" >&2
+if [ -n "$default_from" ] && [ ! -f "$default_from/default-run.sha256" ]; then
+	echo "gpu-acceptance.sh: --default-from $default_from: no default-run.sha256 there (the list of a run's parts the default step writes)" >&2
 	exit 2
 fi
 for m in ${speed_modes//,/ }; do
@@ -348,7 +351,7 @@ else
 	speed_share=$(((deadline - SECONDS) * 35 / 100))
 fi
 # Without the parity and train steps after it, the speed step may use all the time left.
-if [ -n "$only" ] && [[ ",$only," != *,parity,* && ",$only," != *,train,* ]]; then
+if [ -n "$only" ] && [[ ",$only," != *,parity,* && ",$only," != *,train,* && ",$only," != *,default,* ]]; then
 	speed_share=$((deadline - SECONDS - 30))
 fi
 if ! wanted speed; then :
@@ -475,18 +478,21 @@ else
 	from_ok=1
 	if [ -n "$default_from" ]; then
 		say "default: unpacking the run from $default_from"
+		# The parts the list names, checked, in order: a folder may hold stale ones too.
 		# The run's own settings come with it: only where its data lies now, and the device.
-		cat "$default_from"/default-run.tar.xz.part-* | tar -xJf - -C "$out" && [ -d "$run" ] || from_ok=0
+		(cd "$default_from" && sha256sum --quiet -c default-run.sha256 &&
+			cat $(awk '{ print $2 }' default-run.sha256)) | tar -xJf - -C "$out" && [ -d "$run" ] || from_ok=0
 		how=(--resume "$run" --data-dir "$data" --device "$device")
 	fi
 	budget=$(($(left) - 30))
 	if [ $from_ok = 0 ]; then
-		record default fail $((SECONDS - t0)) "the parts in $default_from did not unpack into default-run"
+		record default fail $((SECONDS - t0)) "the parts default-run.sha256 lists in $default_from are missing or damaged, or did not unpack into default-run"
 	elif [ $budget -lt 20 ]; then
 		record default fail 0 "no time left for the run ($budget s)"
 	else
 		say "default: emclust train ${how[*]}, for $budget s"
-		timeout -s INT "$budget" ./emclust train "${how[@]}" --quiet >"$out/default.txt" 2>&1
+		# -k: a run that does not stop within 20 s of SIGINT is killed (its last checkpoint stands).
+		timeout -s INT -k 20 "$budget" ./emclust train "${how[@]}" --quiet >"$out/default.txt" 2>&1
 		code=$?
 		epochs=$(cat "$run/metrics.jsonl" 2>/dev/null | wc -l)
 		trials=$(cat "$run"/trials/seed-*/metrics.jsonl 2>/dev/null | wc -l)
@@ -496,9 +502,16 @@ else
 		# 124: the time was up; SIGINT stopped the run at a saved epoch.
 		if [ $code != 0 ] && [ $code != 124 ]; then
 			record default fail $((SECONDS - t0)) "exit $code, $state: $(tail -2 "$out/default.txt" | tr '\n' ' ')"
-		elif mkdir -p "$default_to" && rm -f "$default_to"/default-run.tar.xz.part-* &&
-			tar -C "$out" --exclude='*.lock' -cf - default-run | xz -T0 -3 | split -b 15M -d -a 2 - "$default_to/default-run.tar.xz.part-"; then
-			record default ok $((SECONDS - t0)) "exit $code, $state; parts: $(cd "$default_to" && ls default-run.tar.xz.part-* | wc -l) in $default_to ($(du -ch "$default_to"/default-run.tar.xz.part-* | tail -1 | cut -f1))"
+		elif [ "$epochs" = 0 ] && [ "$trials" = 0 ]; then
+			record default fail $((SECONDS - t0)) "stopped before its first epoch was saved: give it more minutes"
+		elif mkdir -p "$default_to" && rm -f "$default_to"/default-run.tar.xz.part-* "$default_to/default-run.sha256" &&
+			tar -C "$out" --exclude='*.lock' -cf - default-run | xz -T0 -3 | split -b 15M -d -a 2 - "$default_to/default-run.tar.xz.part-" &&
+			(cd "$default_to" && sha256sum default-run.tar.xz.part-* >default-run.sha256); then
+			bytes=$(cat "$default_to"/default-run.tar.xz.part-* | wc -c)
+			detail="exit $code, $state; $(wc -l <"$default_to/default-run.sha256") part(s), $((bytes / 1048576)) MiB, in $default_to"
+			# What the 64 MiB carry leaves beside make gpu-pack-lean (32 MiB) and the repository.
+			[ $bytes -le $((24 * 1048576)) ] || detail="$detail (over the 24 MiB a lean pack leaves in the carry: stopped among the trials?)"
+			record default ok $((SECONDS - t0)) "$detail"
 		else
 			record default fail $((SECONDS - t0)) "exit $code, $state; packing the run into $default_to failed"
 		fi

@@ -263,7 +263,8 @@ func TestGroupErrors(t *testing.T) {
 	}{
 		{"rank out of range", GroupConfig{Host: "127.0.0.1", Port: port, Rank: 2, World: 2, Timeout: time.Second}},
 		// C ints: rank 2^32 of 2^32+2 was rank 0 of 2.
-		{"rank past a C int", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 1 << 32, World: 1<<32 + 2, Timeout: time.Second}},
+		{"world past a C int", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 1 << 32, World: 1<<32 + 2, Timeout: time.Second}},
+		{"rank past the world", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 1 << 32, World: math.MaxInt32, Timeout: time.Second}},
 		{"port past 65535", GroupConfig{Host: "127.0.0.1", Port: 1<<16 + port, ServeStore: true, Rank: 0, World: 1, Timeout: time.Second}},
 		{"no store at the address", GroupConfig{Host: "127.0.0.1", Port: port, Rank: 1, World: 2, Timeout: time.Second}},
 		{"unknown interface", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 0, World: 1, Timeout: time.Second, Interface: "no-such-if0"}},

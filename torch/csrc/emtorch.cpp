@@ -1296,8 +1296,13 @@ et_error et_group_new(int backend, const char *host, int port, int serve_store,
     // On an error or a timeout, libtorch 2.x's watchdog takes the whole process down
     // by default ("terminate called"). Aborting the communicators alone makes the
     // next collective fail, which reaches Go as an error (a user's setting stands).
-    // Unmeasured: the lends have one GPU, and NCCL refuses two ranks on one.
-    setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", /*overwrite=*/0);
+    // Unmeasured: the lends have one GPU, and NCCL refuses two ranks on one. Once,
+    // as setenv races getenv on other threads; libtorch also reads the older name.
+    static std::once_flag nccl_env;
+    std::call_once(nccl_env, [] {
+      if (getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING") == nullptr && getenv("NCCL_ASYNC_ERROR_HANDLING") == nullptr)
+        setenv("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2", /*overwrite=*/0);
+    });
     auto opts = c10d::ProcessGroupNCCL::Options::create();
     opts->timeout = g->timeout;
     g->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(
