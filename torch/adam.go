@@ -62,7 +62,7 @@ func (a *Adam) Step() error { return check("adam_step", C.et_adam_step(a.h)) }
 // Close frees the optimiser state.
 func (a *Adam) Close() {
 	if a.h != nil {
-		C.et_adam_free(a.h)
+		dropError(C.et_adam_free(a.h))
 		a.h = nil
 	}
 }

@@ -125,7 +125,7 @@ func (g *Group) Size() int { return g.world }
 // Close leaves the group.
 func (g *Group) Close() {
 	if g != nil && g.h != nil {
-		C.et_group_free(g.h)
+		dropError(C.et_group_free(g.h))
 		g.h = nil
 	}
 }

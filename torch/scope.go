@@ -44,7 +44,7 @@ func (s *Scope) Fail(err error) {
 func (s *Scope) Close() error {
 	for t := range s.live {
 		t.scope = nil
-		C.et_free(t.h)
+		dropError(C.et_free(t.h))
 		t.h = nil
 	}
 	clear(s.live)

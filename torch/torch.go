@@ -162,7 +162,7 @@ func (t *Tensor) Free() {
 	if t.scope != nil {
 		t.scope.forget(t)
 	}
-	C.et_free(t.h)
+	dropError(C.et_free(t.h))
 	t.h = nil
 }
 
@@ -278,6 +278,14 @@ func check(op string, e C.et_error) error {
 	msg := strings.TrimSpace(C.GoString(e))
 	C.et_free_error(e)
 	return &Error{Op: op, Msg: msg}
+}
+
+// dropError frees the error of a call that frees, which has no caller to tell: a
+// destructor's failure, which does not happen in practice, is not worth a panic.
+func dropError(e C.et_error) {
+	if e != nil {
+		C.et_free_error(e)
+	}
 }
 
 // Error is a failure reported by libtorch.
