@@ -16,6 +16,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"emclust/launch"
 	"emclust/torch"
 )
 
@@ -100,6 +101,10 @@ func exitCode(err error) int {
 		return 2
 	case errors.As(err, &ie):
 		return 130
+	}
+	// --nproc: a rank's usage error is the command line's, shared by every rank.
+	if re := new(launch.RankError); errors.As(err, &re) && re.Code == 2 {
+		return 2
 	}
 	return 1
 }

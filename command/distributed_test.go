@@ -253,6 +253,15 @@ func TestDataParallelEquivalence(t *testing.T) {
 	}
 }
 
+// --nproc exits as its ranks' command-line mistake does: 2 (was 1).
+func TestNProcUsageExit(t *testing.T) {
+	r := runProc(t, t.TempDir(), append([]string{"train", "--quiet", "--kmeans=false", "--dataset", "iris", "--nproc", "2", "--batch-size", "5", "--out", "odd"}, distDevice()...)...)
+	noCrash(t, r)
+	if r.code != 2 || !strings.Contains(r.stderr, "does not split over 2 ranks") {
+		t.Errorf("exit %d, stderr %q; want 2 and the batch named", r.code, r.stderr)
+	}
+}
+
 // A run resumes with another world size: 2 ranks then 1, and 1 then 2, each ending
 // where 3 epochs in one process end.
 func TestResumeAcrossWorldSizes(t *testing.T) {
@@ -312,18 +321,19 @@ func TestDistributedErrors(t *testing.T) {
 		envs [][]string
 		args [][]string
 		want string
+		code int // the exit status where it is settled: 2 for a command-line mistake
 	}{
-		{"no master", [][]string{rankEnv(1, 2, port)}, [][]string{append(train, "--out", "a")}, "rank 1: join 2 ranks at 127.0.0.1"},
-		{"port in use", [][]string{rankEnv(0, 2, busyPort)}, [][]string{append(train, "--out", "b")}, "rank 0: join 2 ranks"},
+		{"no master", [][]string{rankEnv(1, 2, port)}, [][]string{append(train, "--out", "a")}, "rank 1: join 2 ranks at 127.0.0.1", 0},
+		{"port in use", [][]string{rankEnv(0, 2, busyPort)}, [][]string{append(train, "--out", "b")}, "rank 0: join 2 ranks", 0},
 		{"different flags", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
-			[][]string{append(both, "--out", "c"), append(both, "--out", "c", "--lr", "0.01")}, "config differs"},
+			[][]string{append(both, "--out", "c"), append(both, "--out", "c", "--lr", "0.01")}, "config differs", 2},
 		{"batch does not split", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
-			[][]string{append(both, "--out", "d", "--batch-size", "127")}, "does not split over 2 ranks"},
-		{"bad variable", [][]string{append(os.Environ(), "RANK=x", "WORLD_SIZE=2")}, [][]string{append(train, "--out", "e")}, `RANK="x"`},
-		{"rank beyond world", [][]string{rankEnv(2, 2, port)}, [][]string{append(train, "--out", "f")}, "rank 2 (RANK) of a world of 2 (WORLD_SIZE)"},
-		{"restarts", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)}, [][]string{append(both, "--out", "g", "--restarts", "2")}, "--restarts or --trial-epochs with 2 processes"},
+			[][]string{append(both, "--out", "d", "--batch-size", "127")}, "does not split over 2 ranks", 2},
+		{"bad variable", [][]string{append(os.Environ(), "RANK=x", "WORLD_SIZE=2")}, [][]string{append(train, "--out", "e")}, `RANK="x"`, 0},
+		{"rank beyond world", [][]string{rankEnv(2, 2, port)}, [][]string{append(train, "--out", "f")}, "rank 2 (RANK) of a world of 2 (WORLD_SIZE)", 0},
+		{"restarts", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)}, [][]string{append(both, "--out", "g", "--restarts", "2")}, "--restarts or --trial-epochs with 2 processes", 0},
 		{"trials", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
-			[][]string{append(both, "--out", "h", "--dataset", "mnist", "--data-dir", images, "--trial-epochs", "2")}, "--restarts or --trial-epochs with 2 processes"},
+			[][]string{append(both, "--out", "h", "--dataset", "mnist", "--data-dir", images, "--trial-epochs", "2")}, "--restarts or --trial-epochs with 2 processes", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
@@ -331,8 +341,8 @@ func TestDistributedErrors(t *testing.T) {
 			for r, res := range rs {
 				noCrash(t, res)
 				lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
-				if res.code == 0 || len(lines) != 1 || !strings.Contains(res.stderr, tc.want) {
-					t.Errorf("process %d: exit %d, stderr %q; want one line with %q", r, res.code, res.stderr, tc.want)
+				if res.code == 0 || (tc.code != 0 && res.code != tc.code) || len(lines) != 1 || !strings.Contains(res.stderr, tc.want) {
+					t.Errorf("process %d: exit %d, stderr %q; want exit %d (or any failure where 0) and one line with %q", r, res.code, res.stderr, tc.code, tc.want)
 				}
 			}
 			t.Logf("%.1fs: %s", time.Since(start).Seconds(), rs[0].stderr)

@@ -421,6 +421,9 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	}
 	if group != nil {
 		if err := run.Join(group); err != nil {
+			if errors.As(err, new(train.SettingsError)) {
+				return usageError{err}
+			}
 			return err
 		}
 		stats := "global batch statistics"

@@ -27,6 +27,13 @@ import (
 // An N-rank run is then the algorithm of one process at the same global batch, up to
 // floating-point summation order. Rank 0 alone writes the run folder.
 
+// SettingsError is what Join refuses in the settings the ranks were started with,
+// which a user corrects on the command line, as against a failure while joining.
+type SettingsError struct{ Err error }
+
+func (e SettingsError) Error() string { return e.Err.Error() }
+func (e SettingsError) Unwrap() error { return e.Err }
+
 // Join makes r rank g.Rank() of g.Size() ranks. Every rank calls it after New (and
 // Restore, when resuming) and before Train. It checks that all ranks were started
 // with the same config, then copies rank 0's network, optimiser state and prior to
@@ -38,10 +45,10 @@ func (r *Run) Join(g *torch.Group) error {
 		return fmt.Errorf("config says world size %d, but the group has %d ranks", r.Cfg.WorldSize, w)
 	}
 	if r.Cfg.BatchSize%w != 0 {
-		return fmt.Errorf("batch size %d does not split over %d ranks: pass a --batch-size that %d divides (it is the global batch)", r.Cfg.BatchSize, w, w)
+		return SettingsError{fmt.Errorf("batch size %d does not split over %d ranks: pass a --batch-size that %d divides (it is the global batch)", r.Cfg.BatchSize, w, w)}
 	}
 	if r.Cfg.LocalStats && r.Cfg.BatchSize/w < 2 {
-		return fmt.Errorf("batch size %d over %d ranks leaves %d row per rank, and local statistics need at least 2", r.Cfg.BatchSize, w, r.Cfg.BatchSize/w)
+		return SettingsError{fmt.Errorf("batch size %d over %d ranks leaves %d row per rank, and local statistics need at least 2", r.Cfg.BatchSize, w, r.Cfg.BatchSize/w)}
 	}
 	if err := sameConfig(g, r.Cfg); err != nil {
 		return err
@@ -93,7 +100,7 @@ func sameConfig(g *torch.Group, cfg Config) error {
 	sum := sha256.Sum256(b)
 	q, _, err := firstOther(g, "config", hex.EncodeToString(sum[:8]))
 	if err == nil && q >= 0 {
-		err = fmt.Errorf("rank %d's config differs from rank %d's: start every rank with the same flags and data", q, g.Rank())
+		err = SettingsError{fmt.Errorf("rank %d's config differs from rank %d's: start every rank with the same flags and data", q, g.Rank())}
 	}
 	return err
 }
