@@ -21,6 +21,9 @@ type barProgress struct {
 	bar   *progressbar.ProgressBar
 	epoch int
 	of    int
+	// The epochs this sitting ended and their seconds, for the time the run has left.
+	ended   int
+	seconds float64
 }
 
 func newProgress(w io.Writer, quiet bool) train.Progress {
@@ -82,7 +85,25 @@ func (p *barProgress) End(m train.EpochMetrics) {
 		line += fmt.Sprintf("  empty %d", m.Empty)
 	}
 	line += fmt.Sprintf("  %.1fs", m.Seconds)
+	// An image run's 250 epochs take hours (a day on a laptop's CPU): say how long.
+	p.ended++
+	p.seconds += m.Seconds
+	if left := p.of - m.Epoch; left > 0 && p.seconds > 0 {
+		line += "  ~" + roughly(time.Duration(p.seconds/float64(p.ended)*float64(left)*float64(time.Second))) + " left"
+	}
 	fmt.Fprintln(p.w, line)
+}
+
+// roughly writes d to the minute past an hour, to the second below.
+func roughly(d time.Duration) string {
+	switch d = d.Round(time.Second); {
+	case d >= time.Hour:
+		d = d.Round(time.Minute)
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
 }
 
 // isTerminal reports whether w is a terminal: progress bars only go there.

@@ -3,7 +3,9 @@ package command
 import (
 	"bytes"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"emclust/train"
 )
@@ -76,5 +78,31 @@ func TestRunBar(t *testing.T) {
 	}
 	if out.Len() == 0 {
 		t.Error("bar drew nothing")
+	}
+}
+
+// Off a terminal, each epoch's line says how long the epochs left take at the mean
+// pace of those this sitting ended, and the last line says nothing of it.
+func TestEpochLinesTimeLeft(t *testing.T) {
+	var out bytes.Buffer
+	p := newProgress(&out, false)
+	for _, m := range []train.EpochMetrics{{Epoch: 7, Seconds: 20}, {Epoch: 8, Seconds: 40}, {Epoch: 250, Seconds: 30}} {
+		p.Start(m.Epoch, 250, 10)
+		p.End(m)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	for i, want := range []string{"  ~1h21m left", "  ~2h01m left", "  30.0s"} { // 243 × 20 s, 242 × 30 s
+		if i >= len(lines) || !strings.HasSuffix(lines[i], want) {
+			t.Errorf("line %d %q, want it to end %q", i, lines[min(i, len(lines)-1)], want)
+		}
+	}
+	for _, tc := range []struct {
+		d    string
+		want string
+	}{{"59.4s", "59s"}, {"61s", "1m01s"}, {"59m59.6s", "1h00m"}, {"26h29m40s", "26h30m"}} {
+		d, _ := time.ParseDuration(tc.d)
+		if got := roughly(d); got != tc.want {
+			t.Errorf("roughly(%s) = %s, want %s", tc.d, got, tc.want)
+		}
 	}
 }
