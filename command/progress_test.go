@@ -3,6 +3,7 @@ package command
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,37 @@ func TestEpochLinesTimeLeft(t *testing.T) {
 		if got := roughly(d); got != tc.want {
 			t.Errorf("roughly(%s) = %s, want %s", tc.d, got, tc.want)
 		}
+	}
+}
+
+// Off a terminal the restarts' progress is lines, not a bar: the counts and the time
+// left, no more often than asked, from the first count heard.
+func TestRestartsProgressLines(t *testing.T) {
+	var out bytes.Buffer
+	p := newRestartsProgress(&out, false, 4, "trials")
+	if p == nil || !p.lines || p.lineEvery != time.Minute {
+		t.Fatalf("off a terminal: %+v, want lines every minute", p)
+	}
+	p.lineEvery = 0
+	h := p.hooks(func(int, train.Restart) {})
+	h.Progress(100, 400) // a resumed run's first count: the pace starts here
+	h.Progress(100, 400)
+	if out.Len() != 0 {
+		t.Fatalf("a line before any step since the first count: %q", out.String())
+	}
+	h.Done(0, train.Restart{})
+	h.Progress(200, 400)
+	line := regexp.MustCompile(`^emclust: trials 1/4 done, 200/400 steps \(50%\), ~(\d+h\d\dm|\d+m\d\ds|\d+s) left\n$`)
+	if !line.MatchString(out.String()) {
+		t.Errorf("line %q, want one matching %v", out.String(), line)
+	}
+	out.Reset()
+	p.lineEvery = time.Hour
+	h.Progress(300, 400)
+	if out.Len() != 0 || p.bar != nil {
+		t.Errorf("a line within the interval, or a bar: %q", out.String())
+	}
+	if newRestartsProgress(&out, true, 4, "trials") != nil {
+		t.Error("quiet: a progress")
 	}
 }
