@@ -86,7 +86,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		if !errors.As(err, &se) {
 			fmt.Fprintln(stderr, "emclust: "+oneLine(err.Error()))
 		}
-		return exitCode(err)
+		code := exitCode(err)
+		if code == 2 && os.Getenv("EMCLUST_LAUNCHER") == "--nproc" {
+			code = launch.RankUsageExit // Go exits 2 on a panic too: --nproc must tell them apart
+		}
+		return code
 	}
 	return 0
 }
@@ -103,7 +107,7 @@ func exitCode(err error) int {
 		return 130
 	}
 	// --nproc: a rank's usage error is the command line's, shared by every rank.
-	if re := new(launch.RankError); errors.As(err, &re) && re.Code == 2 {
+	if re := new(launch.RankError); errors.As(err, &re) && re.Code == launch.RankUsageExit {
 		return 2
 	}
 	return 1

@@ -3,7 +3,9 @@ package command
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"net"
 	"os"
@@ -255,10 +257,14 @@ func TestDataParallelEquivalence(t *testing.T) {
 
 // --nproc exits as its ranks' command-line mistake does: 2 (was 1).
 func TestNProcUsageExit(t *testing.T) {
-	r := runProc(t, t.TempDir(), append([]string{"train", "--quiet", "--kmeans=false", "--dataset", "iris", "--nproc", "2", "--batch-size", "5", "--out", "odd"}, distDevice()...)...)
+	dir := t.TempDir()
+	r := runProc(t, dir, append([]string{"train", "--quiet", "--kmeans=false", "--dataset", "iris", "--nproc", "2", "--batch-size", "5", "--out", "odd"}, distDevice()...)...)
 	noCrash(t, r)
-	if r.code != 2 || !strings.Contains(r.stderr, "does not split over 2 ranks") {
+	if r.code != 2 || !strings.Contains(r.stderr, "does not split over 2 ranks") || !strings.Contains(r.stderr, fmt.Sprintf("exit code %d", launch.RankUsageExit)) {
 		t.Errorf("exit %d, stderr %q; want 2 and the batch named", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "odd")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a refused run left its folder: %v", err)
 	}
 }
 

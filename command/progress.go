@@ -21,17 +21,23 @@ type barProgress struct {
 	bar   *progressbar.ProgressBar
 	epoch int
 	of    int
-	// The epochs this sitting ended and their seconds, for the time the run has left.
-	ended   int
-	seconds float64
+	// The epochs this sitting ended and when its first began, for the time the run
+	// has left: wall time, which holds the evaluations and saves an epoch's seconds
+	// leave out. now is time.Now but in tests.
+	ended int
+	began time.Time
+	now   func() time.Time
 }
 
 func newProgress(w io.Writer, quiet bool) train.Progress {
-	return &barProgress{w: w, quiet: quiet, tty: !quiet && isTerminal(w)}
+	return &barProgress{w: w, quiet: quiet, tty: !quiet && isTerminal(w), now: time.Now}
 }
 
 func (p *barProgress) Start(epoch, epochs, steps int) {
 	p.epoch, p.of = epoch, epochs
+	if p.began.IsZero() {
+		p.began = p.now()
+	}
 	if !p.tty {
 		return
 	}
@@ -87,9 +93,8 @@ func (p *barProgress) End(m train.EpochMetrics) {
 	line += fmt.Sprintf("  %.1fs", m.Seconds)
 	// An image run's 250 epochs take hours (a day on a laptop's CPU): say how long.
 	p.ended++
-	p.seconds += m.Seconds
-	if left := p.of - m.Epoch; left > 0 && p.seconds > 0 {
-		line += "  ~" + roughly(time.Duration(p.seconds/float64(p.ended)*float64(left)*float64(time.Second))) + " left"
+	if left := time.Duration(float64(p.now().Sub(p.began)) / float64(p.ended) * float64(p.of-m.Epoch)); left >= time.Second {
+		line += "  ~" + roughly(left) + " left"
 	}
 	fmt.Fprintln(p.w, line)
 }
@@ -129,13 +134,14 @@ type restartsProgress struct {
 	lineEvery       time.Duration
 	start, lastLine time.Time
 	startDone       int
+	now             func() time.Time // time.Now but in tests
 }
 
 func newRestartsProgress(w io.Writer, quiet bool, restarts int, what string) *restartsProgress {
 	if quiet {
 		return nil
 	}
-	p := &restartsProgress{w: w, what: what, restarts: restarts}
+	p := &restartsProgress{w: w, what: what, restarts: restarts, now: time.Now}
 	if !isTerminal(w) {
 		p.lines, p.lineEvery = true, time.Minute
 	}
@@ -163,7 +169,7 @@ func (p *restartsProgress) steps(done, total int) {
 // line writes the counts and the time left at the pace since the first count, at
 // most every lineEvery.
 func (p *restartsProgress) line(done, total int) {
-	now := time.Now()
+	now := p.now()
 	if p.start.IsZero() {
 		p.start, p.lastLine, p.startDone = now, now, done
 		return

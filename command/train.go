@@ -399,11 +399,6 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		return err
 	}
 	defer run.Close()
-	if newFolder != nil {
-		if err := run.AttachLocked(runDir, newFolder.take()); err != nil {
-			return err
-		}
-	}
 	if ckpt != nil {
 		if err := run.Restore(ckpt); err != nil {
 			if werr := restoreConfig(); werr != nil {
@@ -435,6 +430,12 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		}
 		fmt.Fprintf(log, "emclust: %s (%s, %s), %d rows each per batch, %s\n",
 			plural(role.World, "rank"), role.Launcher, group.Backend(), run.Cfg.BatchSize/role.World, stats)
+	}
+	// After Join: ranks that refuse each other's settings leave no folder behind.
+	if newFolder != nil {
+		if err := run.AttachLocked(runDir, newFolder.take()); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s, %v)\n", src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), run.Net.Compute())
 	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %s → %s\n",

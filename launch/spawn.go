@@ -90,6 +90,11 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 	return fmt.Errorf("rank %d of %d: %w", first.rank, n, first.err)
 }
 
+// RankUsageExit is a rank's exit status under --nproc for a mistake in the command
+// line, which every rank shares: sysexits' EX_USAGE, as Go's runtime exits 2 on a
+// panic or a fault.
+const RankUsageExit = 64
+
 // RankError is a rank that exited with a failure code; it has said why on stderr.
 type RankError struct{ Rank, World, Code int }
 

@@ -205,11 +205,15 @@ func TestTrainTrialsResumed(t *testing.T) {
 		}
 	}
 
-	resumed, got, err := TrainTrialsIn(context.Background(), cfg, src, testDevice, dir, RestartHooks{})
+	var last [2]int // the resumed call's last count: a restored trial's steps count as done
+	resumed, got, err := TrainTrialsIn(context.Background(), cfg, src, testDevice, dir, RestartHooks{Progress: func(done, total int) { last = [2]int{done, total} }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resumed.Close()
+	if last != [2]int{12, 12} {
+		t.Errorf("resumed trials counted %d of %d steps at the end, want 12 of 12", last[0], last[1])
+	}
 	if len(got) != len(want) {
 		t.Fatalf("%d trials resumed, %d straight", len(got), len(want))
 	}
