@@ -359,8 +359,9 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 		}}
 	var bar *runBar
 	var restarts *restartsProgress
-	if isTerminal(log) {
-		// A neural run takes minutes to hours: a bar with its rate and ETA meanwhile.
+	if log != io.Discard {
+		// A neural run takes minutes to hours: a bar with its rate and ETA meanwhile,
+		// or off a terminal a line a minute.
 		opt.Progress = func(method string, seed uint64) (train.Progress, train.RestartHooks) {
 			name := fmt.Sprintf("%s seed %d", method, seed)
 			what := name + ": restarts"
@@ -368,6 +369,9 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 				what = name + ": trials"
 			}
 			restarts = newRestartsProgress(log, false, cfg.RestartRuns(), what)
+			if !isTerminal(log) {
+				return newRunLines(log, name), restarts.hooks(func(int, train.Restart) {})
+			}
 			bar = &runBar{w: log, name: name}
 			return bar, restarts.hooks(func(int, train.Restart) {})
 		}

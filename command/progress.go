@@ -247,6 +247,44 @@ func (p *runBar) End(train.EpochMetrics) {
 	}
 }
 
+// runLines is runBar off a terminal, for compare in a log: a line with the run's
+// epoch and time left at most every lineEvery (an image seed trains for hours).
+type runLines struct {
+	w         io.Writer
+	name      string
+	lineEvery time.Duration
+	now       func() time.Time // time.Now but in tests
+	// began is when this sitting's first epoch began, ended its epochs since.
+	began, lastLine time.Time
+	ended, epochs   int
+}
+
+func newRunLines(w io.Writer, name string) *runLines {
+	return &runLines{w: w, name: name, lineEvery: time.Minute, now: time.Now}
+}
+
+func (p *runLines) Start(epoch, epochs, steps int) {
+	p.epochs = epochs
+	if p.began.IsZero() {
+		p.began = p.now()
+		p.lastLine = p.began
+	}
+}
+
+func (p *runLines) ShowsLoss() bool                  { return false }
+func (p *runLines) Step(done int, _ float64, _ bool) {}
+
+func (p *runLines) End(m train.EpochMetrics) {
+	p.ended++
+	now := p.now()
+	if now.Sub(p.lastLine) < p.lineEvery {
+		return
+	}
+	p.lastLine = now
+	left := time.Duration(float64(now.Sub(p.began)) / float64(p.ended) * float64(p.epochs-m.Epoch))
+	fmt.Fprintf(p.w, "emclust: %s: epoch %d/%d, ~%s left\n", p.name, m.Epoch, p.epochs, roughly(left))
+}
+
 // clear removes a bar left drawn by a run that stopped part-way; nil: nothing.
 func (p *runBar) clear() {
 	if p != nil && p.bar != nil {

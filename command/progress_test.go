@@ -153,3 +153,24 @@ func TestRestartsProgressLines(t *testing.T) {
 		t.Error("quiet: a progress")
 	}
 }
+
+// compare's runs off a terminal: a line with the epoch and the time left at the wall
+// pace of this sitting, no more often than every lineEvery.
+func TestRunLines(t *testing.T) {
+	var out bytes.Buffer
+	clock := time.Unix(1e9, 0)
+	p := newRunLines(&out, "em seed 2")
+	p.now = func() time.Time { return clock }
+	if p.ShowsLoss() {
+		t.Error("the lines ask for the loss, which makes the loop wait for the device")
+	}
+	for epoch := 11; epoch <= 14; epoch++ { // a kept trial's run from epoch 11 of 250
+		p.Start(epoch, 250, 10)
+		clock = clock.Add(20 * time.Second)
+		p.End(train.EpochMetrics{Epoch: epoch})
+	}
+	// Lines at 60 s (epoch 13) only: 237 epochs at 20 s.
+	if want := "emclust: em seed 2: epoch 13/250, ~1h19m left\n"; out.String() != want {
+		t.Errorf("lines %q, want %q", out.String(), want)
+	}
+}
