@@ -782,7 +782,15 @@ func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) 
 	if err != nil {
 		return nil, err
 	}
-	return preds[net.Head()], nil
+	// An input far beyond the training data's range overflows the network: its argmax
+	// would be cluster 0, said nowhere. (PredictWithCriteria's sums carry it to
+	// checkFinite.) Only the selected head's outputs count: only its clustering comes
+	// out, and its posteriors are on the host already.
+	pred := preds[net.Head()]
+	if i := slices.IndexFunc(pred.Posterior, func(v float32) bool { return !isFinite(v) }); i >= 0 {
+		return nil, fmt.Errorf("row %d (0-based): %w", i/pred.K, ErrNotFinite)
+	}
+	return pred, nil
 }
 
 // PredictWithCriteria is Predict with the Criteria of the clustering under γ.
@@ -844,33 +852,6 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 		var post []float32
 		if posteriors {
 			post = s.Float32s(p)
-		}
-		// An input far beyond the training data's range overflows the network: its
-		// argmax would be cluster 0, said nowhere. (With γ, the criteria's sums carry
-		// it to checkFinite, which ranks apply together after gathering them.) Only
-		// the selected head's outputs count: only its clustering comes out.
-		if gamma <= 0 {
-			bad := -1 // the first row not finite, or m for one of the chunk's
-			head := net.Head()
-			if posteriors {
-				// Already on the host: no second copy.
-				for i := 0; i < m && bad < 0; i++ {
-					r := (i*heads + head) * k
-					if slices.ContainsFunc(post[r:r+k], func(v float32) bool { return !isFinite(v) }) {
-						bad = i
-					}
-				}
-			} else if total := s.Float32s(s.Sum(s.Narrow(s.Reshape(p, m, heads*k), 1, head*k, k), false)); s.Err() == nil && (len(total) != 1 || !isFinite(total[0])) {
-				bad = m
-			}
-			if bad >= 0 {
-				s.Close()
-				rows := fmt.Sprintf("row %d", from+lo+bad)
-				if bad == m {
-					rows = fmt.Sprintf("rows %d to %d", from+lo, from+lo+m-1)
-				}
-				return nil, fmt.Errorf("%s (0-based): %w", rows, ErrNotFinite)
-			}
 		}
 		if gamma > 0 {
 			logH := loss.LogLikelihood(s, aStar, gamma)
