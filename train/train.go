@@ -489,6 +489,9 @@ func oneBLASThreadForConvolutions(net *model.Net, dev torch.Device) (restore fun
 	return func() { torch.SetBLASThreads(prev) }
 }
 
+// stepsPerEpoch is how many steps an epoch trains: full batches only.
+func (r *Run) stepsPerEpoch() int { return r.Src.Len() / r.Cfg.BatchSize }
+
 // trainEpoch is one pass over a fresh shuffle, dropping the last partial batch (a
 // normalisation over a handful of rows would be noise).
 func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
@@ -503,8 +506,7 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 			return m, err
 		}
 	}
-	n := r.Src.Len()
-	steps := n / cfg.BatchSize
+	n, steps := r.Src.Len(), r.stepsPerEpoch()
 	perm := make([]int64, n)
 	r.epochOrder(perm, seed)
 

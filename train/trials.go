@@ -185,7 +185,7 @@ func trainTrial(ctx context.Context, cfg Config, src Source, dev torch.Device, s
 		r.Progress = &restartSteps{c: steps, j: i}
 		// A restored trial's epochs are done: counted now, as a whole one trains none.
 		if done := r.EpochsDone(); done > 0 {
-			per := r.Src.Len() / r.Cfg.BatchSize // as the epoch loop steps
+			per := r.stepsPerEpoch()
 			steps.set(i, done*per, r.Cfg.Epochs*per)
 		}
 	}
