@@ -21,23 +21,16 @@ type barProgress struct {
 	bar   *progressbar.ProgressBar
 	epoch int
 	of    int
-	// The epochs this sitting ended and when its first began, for the time the run
-	// has left: wall time, which holds the evaluations and saves an epoch's seconds
-	// leave out. now is time.Now but in tests.
-	ended int
-	began time.Time
-	now   func() time.Time
+	pace  pace // of the epochs, for the time the run has left
 }
 
 func newProgress(w io.Writer, quiet bool) train.Progress {
-	return &barProgress{w: w, quiet: quiet, tty: !quiet && isTerminal(w), now: time.Now}
+	return &barProgress{w: w, quiet: quiet, tty: !quiet && isTerminal(w), pace: newPace(0)}
 }
 
 func (p *barProgress) Start(epoch, epochs, steps int) {
 	p.epoch, p.of = epoch, epochs
-	if p.began.IsZero() {
-		p.began = p.now()
-	}
+	p.pace.start(epoch - 1)
 	if !p.tty {
 		return
 	}
@@ -92,11 +85,49 @@ func (p *barProgress) End(m train.EpochMetrics) {
 	}
 	line += fmt.Sprintf("  %.1fs", m.Seconds)
 	// An image run's 250 epochs take hours (a day on a laptop's CPU): say how long.
-	p.ended++
-	if left := time.Duration(float64(p.now().Sub(p.began)) / float64(p.ended) * float64(p.of-m.Epoch)); left >= time.Second {
+	if left, ok := p.pace.left(m.Epoch, p.of); ok && left >= time.Second {
 		line += "  ~" + roughly(left) + " left"
 	}
 	fmt.Fprintln(p.w, line)
+}
+
+// pace is the wall-time rate of a count since the first one heard (a resumed run's
+// starts past 0), which holds what a step's or an epoch's own seconds leave out
+// (evaluations, saves); lines off a terminal also ask it whether one is due.
+type pace struct {
+	now         func() time.Time // time.Now but in tests
+	every       time.Duration    // between lines
+	began, last time.Time
+	from        int
+}
+
+func newPace(every time.Duration) pace { return pace{now: time.Now, every: every} }
+
+// start takes count as the first heard, once.
+func (p *pace) start(count int) {
+	if p.began.IsZero() {
+		p.began, p.from = p.now(), count
+		p.last = p.began
+	}
+}
+
+// left is the time from done to total at the rate since start; not ok before any
+// progress.
+func (p *pace) left(done, total int) (time.Duration, bool) {
+	if p.began.IsZero() || done <= p.from {
+		return 0, false
+	}
+	return time.Duration(float64(p.now().Sub(p.began)) * float64(total-done) / float64(done-p.from)), true
+}
+
+// due says whether a line is due, every p.every since the last, and takes it.
+func (p *pace) due() bool {
+	now := p.now()
+	if now.Sub(p.last) < p.every {
+		return false
+	}
+	p.last = now
+	return true
 }
 
 // roughly writes d to the minute past an hour, to the second below.
@@ -128,24 +159,16 @@ type restartsProgress struct {
 	restarts int
 	done     int // restarts done
 	bar      *progressbar.ProgressBar
-	// Off a terminal: lines, not a bar, from the first count heard (a resumed
-	// run's starts past 0).
-	lines           bool
-	lineEvery       time.Duration
-	start, lastLine time.Time
-	startDone       int
-	now             func() time.Time // time.Now but in tests
+	// Off a terminal: lines, not a bar.
+	lines bool
+	pace  pace
 }
 
 func newRestartsProgress(w io.Writer, quiet bool, restarts int, what string) *restartsProgress {
 	if quiet {
 		return nil
 	}
-	p := &restartsProgress{w: w, what: what, restarts: restarts, now: time.Now}
-	if !isTerminal(w) {
-		p.lines, p.lineEvery = true, time.Minute
-	}
-	return p
+	return &restartsProgress{w: w, what: what, restarts: restarts, lines: !isTerminal(w), pace: newPace(time.Minute)}
 }
 
 // steps is train.RestartHooks.Progress: steps done of total, over all restarts.
@@ -166,19 +189,13 @@ func (p *restartsProgress) steps(done, total int) {
 	p.bar.Set(done)
 }
 
-// line writes the counts and the time left at the pace since the first count, at
-// most every lineEvery.
+// line writes the counts and the time left, once a pace.every at most.
 func (p *restartsProgress) line(done, total int) {
-	now := p.now()
-	if p.start.IsZero() {
-		p.start, p.lastLine, p.startDone = now, now, done
+	p.pace.start(done)
+	left, ok := p.pace.left(done, total)
+	if !ok || total <= 0 || !p.pace.due() {
 		return
 	}
-	if now.Sub(p.lastLine) < p.lineEvery || done <= p.startDone || total <= 0 {
-		return
-	}
-	p.lastLine = now
-	left := time.Duration(float64(now.Sub(p.start)) * float64(total-done) / float64(done-p.startDone))
 	fmt.Fprintf(p.w, "emclust: %s %d/%d done, %d/%d steps (%d%%), ~%s left\n", p.what, p.done, p.restarts, done, total, 100*done/total, roughly(left))
 }
 
@@ -248,40 +265,31 @@ func (p *runBar) End(train.EpochMetrics) {
 }
 
 // runLines is runBar off a terminal, for compare in a log: a line with the run's
-// epoch and time left at most every lineEvery (an image seed trains for hours).
+// epoch and time left once a minute at most (an image seed trains for hours).
 type runLines struct {
-	w         io.Writer
-	name      string
-	lineEvery time.Duration
-	now       func() time.Time // time.Now but in tests
-	// began is when this sitting's first epoch began, ended its epochs since.
-	began, lastLine time.Time
-	ended, epochs   int
+	w      io.Writer
+	name   string
+	epochs int
+	pace   pace
 }
 
 func newRunLines(w io.Writer, name string) *runLines {
-	return &runLines{w: w, name: name, lineEvery: time.Minute, now: time.Now}
+	return &runLines{w: w, name: name, pace: newPace(time.Minute)}
 }
 
 func (p *runLines) Start(epoch, epochs, steps int) {
 	p.epochs = epochs
-	if p.began.IsZero() {
-		p.began = p.now()
-		p.lastLine = p.began
-	}
+	p.pace.start(epoch - 1)
 }
 
 func (p *runLines) ShowsLoss() bool                  { return false }
 func (p *runLines) Step(done int, _ float64, _ bool) {}
 
 func (p *runLines) End(m train.EpochMetrics) {
-	p.ended++
-	now := p.now()
-	if now.Sub(p.lastLine) < p.lineEvery {
+	left, ok := p.pace.left(m.Epoch, p.epochs)
+	if !ok || !p.pace.due() {
 		return
 	}
-	p.lastLine = now
-	left := time.Duration(float64(now.Sub(p.began)) / float64(p.ended) * float64(p.epochs-m.Epoch))
 	fmt.Fprintf(p.w, "emclust: %s: epoch %d/%d, ~%s left\n", p.name, m.Epoch, p.epochs, roughly(left))
 }
 

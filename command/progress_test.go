@@ -88,7 +88,7 @@ func TestEpochLinesTimeLeft(t *testing.T) {
 	var out bytes.Buffer
 	clock := time.Unix(1e9, 0) // not the zero time, which means not yet begun
 	p := newProgress(&out, false).(*barProgress)
-	p.now = func() time.Time { return clock }
+	p.pace.now = func() time.Time { return clock }
 	for _, e := range []struct {
 		epoch, of int
 		wall      time.Duration // from the epoch's start to its end
@@ -98,7 +98,7 @@ func TestEpochLinesTimeLeft(t *testing.T) {
 		p.End(train.EpochMetrics{Epoch: e.epoch, Seconds: 1})
 	}
 	fast := newProgress(&out, false).(*barProgress)
-	fast.now = func() time.Time { return clock }
+	fast.pace.now = func() time.Time { return clock }
 	fast.Start(1, 3, 10)
 	clock = clock.Add(100 * time.Millisecond)
 	fast.End(train.EpochMetrics{Epoch: 1, Seconds: 0.1})
@@ -125,12 +125,12 @@ func TestEpochLinesTimeLeft(t *testing.T) {
 func TestRestartsProgressLines(t *testing.T) {
 	var out bytes.Buffer
 	p := newRestartsProgress(&out, false, 4, "trials")
-	if p == nil || !p.lines || p.lineEvery != time.Minute {
+	if p == nil || !p.lines || p.pace.every != time.Minute {
 		t.Fatalf("off a terminal: %+v, want lines every minute", p)
 	}
-	p.lineEvery = 0
+	p.pace.every = 0
 	clock := time.Unix(1e9, 0) // not the zero time, which means not yet begun
-	p.now = func() time.Time { return clock }
+	p.pace.now = func() time.Time { return clock }
 	h := p.hooks(func(int, train.Restart) {})
 	h.Progress(100, 400) // a resumed run's first count: the pace starts here
 	clock = clock.Add(time.Minute)
@@ -144,7 +144,7 @@ func TestRestartsProgressLines(t *testing.T) {
 		t.Errorf("line %q, want %q", out.String(), want)
 	}
 	out.Reset()
-	p.lineEvery = time.Hour
+	p.pace.every = time.Hour
 	h.Progress(300, 400)
 	if out.Len() != 0 || p.bar != nil {
 		t.Errorf("a line within the interval, or a bar: %q", out.String())
@@ -160,7 +160,7 @@ func TestRunLines(t *testing.T) {
 	var out bytes.Buffer
 	clock := time.Unix(1e9, 0)
 	p := newRunLines(&out, "em seed 2")
-	p.now = func() time.Time { return clock }
+	p.pace.now = func() time.Time { return clock }
 	if p.ShowsLoss() {
 		t.Error("the lines ask for the loss, which makes the loop wait for the device")
 	}
