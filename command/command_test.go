@@ -3101,3 +3101,36 @@ func TestBenchTimesEachConfiguration(t *testing.T) {
 		t.Errorf("timed %v, want %v", got, want)
 	}
 }
+
+// A shell's <(zcat t.csv.gz) is /dev/fd/63: train reads it by what it starts with, and
+// names the run for a pipe. compare, which reads its data more than once, refuses it.
+func TestTrainFromPipe(t *testing.T) {
+	dir := t.TempDir()
+	body, err := os.ReadFile(filepath.Join(fixtures, "ten.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	go func() {
+		w.Write(body)
+		w.Close()
+	}()
+	pipe := fmt.Sprintf("/dev/fd/%d", r.Fd())
+	res := run(t, dir, "train", "--quiet", "--data", pipe, "--label-col", "label", "--epochs", "1", "--restarts", "1", "--kmeans=false")
+	wantScoreLine(t, res)
+	runs, _ := filepath.Glob(filepath.Join(dir, "runs", "pipe-*"))
+	if len(runs) != 1 {
+		t.Errorf("run folders %v, want one runs/pipe-*", runs)
+	}
+
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, run(t, dir, "compare", "--data", fifo, "--label-col", "label", "--seeds", "1", "--epochs", "1"), 2,
+		fifo+" is a pipe or device", "save it to a file")
+}

@@ -169,6 +169,13 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 		<-ctx.Done()
 		stop()
 	}()
+	// The data are read again for the baselines on the other features, and a
+	// comparison resumed reads them anew: a pipe holds them once.
+	for _, f := range append([]string{opts.Run.Config.DataFile}, opts.Tables...) {
+		if f != "" && data.IsStream(f) {
+			return usageError{fmt.Errorf("%s is a pipe or device, which compare would need to read more than once; save it to a file first", f)}
+		}
+	}
 	dev, err := selectDevice(opts.Run.Config.Device)
 	if err != nil {
 		return err

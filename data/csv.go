@@ -56,11 +56,7 @@ func ReadCSV(path string, opt CSVOptions) (*Vectors, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return parseCSV(f, path, opt, fi.Size())
+	return parseCSV(f, path, opt, fileSize(f))
 }
 
 // ParseCSV reads vectors from delimited text, one row per record. Every cell

@@ -19,12 +19,20 @@ func ReadNPY(path string) (*Vectors, error) {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	return parseNPY(bufio.NewReaderSize(f, 1<<20), path, fi.Size())
+	return parseNPY(bufio.NewReaderSize(f, 1<<20), path, fileSize(f))
 }
+
+// fileSize is f's size in bytes, or -1 where it has none that says how much can
+// be read (a named pipe's is 0).
+func fileSize(f *os.File) int64 {
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		return fi.Size()
+	}
+	return -1
+}
+
+// npyMagic starts every .npy file.
+const npyMagic = "\x93NUMPY"
 
 // npyMaxHeader bounds the header length a file may claim; NumPy itself
 // refuses headers over 10000 bytes by default.
@@ -58,7 +66,7 @@ func parseNPY(r io.Reader, name string, size int64) (*Vectors, error) {
 		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if string(pre[:6]) != "\x93NUMPY" {
+	if string(pre[:6]) != npyMagic {
 		return nil, fmt.Errorf("%s: not a .npy file: bad magic %q, want \"\\x93NUMPY\"", name, pre[:6])
 	}
 	major, minor := pre[6], pre[7]

@@ -1,6 +1,8 @@
 package data
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +12,9 @@ import (
 // LoadVectors reads a vector file, choosing the reader by extension: .csv,
 // .tsv and .txt (optionally gzip-compressed, as .csv.gz and so on) are
 // delimited text read with opt, and .npy is a NumPy array, for which opt is
-// ignored. A .tsv file is tab-separated unless opt.Comma says otherwise.
+// ignored. A .tsv file is tab-separated unless opt.Comma says otherwise. A pipe
+// or device of no such name (a shell's <(zcat t.csv.gz), /dev/stdin) is read by
+// its first bytes: a .npy array, or delimited text, gzip-compressed or not.
 func LoadVectors(path string, opt CSVOptions) (*Vectors, error) {
 	if err := CheckVectorPath(path); err != nil {
 		return nil, err
@@ -31,11 +35,41 @@ func LoadVectors(path string, opt CSVOptions) (*Vectors, error) {
 		}
 		return ReadNPY(path)
 	}
+	if IsStream(path) {
+		return readStream(path, opt)
+	}
 	return nil, CheckVectorPath(path)
 }
 
+// IsStream says whether path is a pipe, socket or device, or a name in /dev or
+// /proc for something open (/dev/stdin, /dev/fd/N, even where the shell opened a
+// file there): what it holds may be there to read once.
+func IsStream(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && !st.IsDir() && (!st.Mode().IsRegular() || inDevOrProc(path))
+}
+
+func inDevOrProc(path string) bool {
+	return strings.HasPrefix(path, "/dev/") || strings.HasPrefix(path, "/proc/")
+}
+
+// readStream reads vectors from a pipe or device by what it starts with.
+func readStream(path string, opt CSVOptions) (*Vectors, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, 1<<20)
+	if head, _ := br.Peek(len(npyMagic)); string(head) == npyMagic {
+		return parseNPY(br, path, -1)
+	}
+	return parseCSV(br, path, opt, -1)
+}
+
 // CheckVectorPath says what is wrong with path as a vector file LoadVectors can
-// read, before it is read: a folder, or a name of no known type. nil otherwise.
+// read, before it is read: a folder, or a name of no known type that is not a
+// pipe or device. nil otherwise.
 func CheckVectorPath(path string) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		return fmt.Errorf("%s is a folder; want a vector file (.csv, .tsv or .txt, each optionally .gz, or .npy), or images with --dataset folder --data-dir %s", path, path)
@@ -46,6 +80,12 @@ func CheckVectorPath(path string) error {
 		return nil
 	case ext == ".npy" && !strings.HasSuffix(strings.ToLower(path), ".gz"):
 		return nil
+	case IsStream(path):
+		return nil
+	case inDevOrProc(path):
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: no such pipe or device (a pipe is read once: a run trained on one needs its data again, with --data)", path)
+		}
 	}
 	return fmt.Errorf("%s: unknown vector file type; want .csv, .tsv or .txt (each optionally .gz) or .npy", path)
 }

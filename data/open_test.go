@@ -2,10 +2,12 @@ package data
 
 import (
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -55,5 +57,70 @@ func TestLoadVectorsCSVErrors(t *testing.T) {
 		if err == nil || !os.IsNotExist(err) || err.Error() != "open "+path+": no such file or directory" {
 			t.Errorf("%s: err = %v", name, err)
 		}
+	}
+}
+
+// A pipe has no name to go by (a shell's <(zcat t.csv.gz) is /dev/fd/63): what it
+// starts with says how to read it. A named pipe of a known type is read by its name.
+func TestLoadVectorsFromPipe(t *testing.T) {
+	csv := []byte("x,y\n1,2\n3,4\n")
+	npy := npyFile(1, "<f4", false, "(2, 2)", npyData(binary.LittleEndian, []float32{1, 2, 3, 4}))
+	for _, tc := range []struct {
+		name    string
+		content []byte
+		fifo    string // a named pipe of this name, else an anonymous one as /dev/fd/N
+	}{
+		{"csv", csv, ""},
+		{"gzip", gzipVecBytes(t, csv), ""},
+		{"npy", npy, ""},
+		{"named csv", csv, "t.csv"},
+		{"named npy", npy, "t.npy"},
+		{"named without a type", csv, "t"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var path string
+			var w *os.File
+			if tc.fifo != "" {
+				path = filepath.Join(t.TempDir(), tc.fifo)
+				if err := syscall.Mkfifo(path, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				r, pw, err := os.Pipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer r.Close()
+				path, w = fmt.Sprintf("/dev/fd/%d", r.Fd()), pw
+			}
+			done := make(chan error, 1)
+			go func() {
+				if w == nil {
+					var err error
+					if w, err = os.OpenFile(path, os.O_WRONLY, 0); err != nil {
+						done <- err
+						return
+					}
+				}
+				_, err := w.Write(tc.content)
+				w.Close()
+				done <- err
+			}()
+			v, err := LoadVectors(path, CSVOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if v.N != 2 || v.D != 2 || !reflect.DeepEqual(v.X, []float32{1, 2, 3, 4}) {
+				t.Errorf("got %d×%d %v", v.N, v.D, v.X)
+			}
+		})
+	}
+	// A pipe gone (a run trained on one, resumed later) is named as such.
+	_, err := LoadVectors("/dev/fd/987654", CSVOptions{})
+	if err == nil || !strings.Contains(err.Error(), "/dev/fd/987654: no such pipe or device") {
+		t.Errorf("a closed pipe: err = %v", err)
 	}
 }

@@ -45,6 +45,9 @@ func CheckData(cfg *Config) error {
 func DataName(cfg Config) string {
 	if cfg.DataFile != "" {
 		base := filepath.Base(cfg.DataFile)
+		if data.IsStream(cfg.DataFile) && filepath.Ext(base) == "" {
+			return "pipe" // /dev/stdin, or /dev/fd/63 of a shell's <(...)
+		}
 		return strings.TrimSuffix(base, filepath.Ext(base))
 	}
 	if cfg.Dataset == "" {

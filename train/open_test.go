@@ -86,6 +86,7 @@ func TestDataName(t *testing.T) {
 		{Config{Dataset: "folder", DataDir: "/data/photos/"}, "photos"},
 		{Config{Dataset: "folder", DataDir: "/"}, "folder"},
 		{Config{Dataset: "fashion-mnist", DataDir: "/data/fm"}, "fashion-mnist"},
+		{Config{DataFile: "/dev/stdin"}, "pipe"}, // a shell's <(...) is /dev/fd/63, which says less
 	} {
 		if got := DataName(tc.cfg); got != tc.want {
 			t.Errorf("DataName(%+v) = %q, want %q", tc.cfg, got, tc.want)
