@@ -1741,6 +1741,8 @@ func TestTrainTrialsKilled(t *testing.T) {
 	}
 	wantError(t, run(t, dir, "train", "--resume", "killed", "--device", "cpu", "--epochs", "1"), 2, "--epochs 1 with --resume", "2 epochs each")
 	wantError(t, run(t, dir, "train", "--resume", "killed", "--device", "cpu", "--nproc", "2"), 2, "stopped among its trials", "in one")
+	// Was written into the trials' config.json, which no resume could read after.
+	wantError(t, run(t, dir, "train", "--resume", "killed", "--device", "cpu", "--precision", "bf32"), 2, `--precision "bf32"`)
 	if now, _ := os.ReadFile(filepath.Join(dir, "killed", "trials", "config.json")); !bytes.Equal(now, plan) {
 		t.Errorf("a refused resume rewrote the trials' config.json")
 	}

@@ -234,6 +234,14 @@ func openResumedTrials(dir string, o resumeOverrides) (train.Config, *runFolder,
 		return train.Config{}, nil, fmt.Errorf("resume: %s: %w", filepath.Join(dir, train.TrialsDir, "config.json"), err)
 	}
 	o.apply(&cfg)
+	if o.Epochs != nil && cfg.TrialEpochs > cfg.Epochs {
+		return train.Config{}, nil, usageError{fmt.Errorf("--epochs %d with --resume: the trials of %s train %d epochs each; the run needs more", cfg.Epochs, dir, cfg.TrialEpochs)}
+	}
+	if err := cfg.Validate(); err != nil {
+		// Before trials/config.json is written again: a typo must not make the
+		// saved config one that no resume can read.
+		return train.Config{}, nil, usageError{err}
+	}
 	lock, err := train.LockDir(dir)
 	if err != nil {
 		return train.Config{}, nil, err

@@ -268,7 +268,7 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 // New trains them.
 func resolveEpochs(cfg *Config, n int) {
 	if cfg.BatchSize > n {
-		cfg.BatchSize = n - n%cfg.WorldSize
+		cfg.BatchSize = n - n%max(cfg.WorldSize, 1)
 	}
 	switch epochs := cfg.EpochsFor(n); {
 	case epochs > cfg.Epochs:

@@ -770,3 +770,20 @@ func TestInterruptSaveFails(t *testing.T) {
 		t.Errorf("got %v (%T), %d epochs saved; want the stop and the failed save of epoch 6, 1 epoch saved", err, err, r.EpochsSaved())
 	}
 }
+
+// resolveEpochs clamps a batch above the rows to a multiple of the processes, and
+// takes a config that leaves the processes unset as one (TrainRestarts' callers may).
+func TestResolveEpochsBatch(t *testing.T) {
+	for _, tc := range []struct{ rows, batch, world, want int }{
+		{150, 128, 1, 128},
+		{100, 128, 1, 100},
+		{100, 128, 0, 100}, // was a division by zero
+		{100, 128, 3, 99},
+	} {
+		cfg := Config{Epochs: 30, BatchSize: tc.batch, WorldSize: tc.world}
+		resolveEpochs(&cfg, tc.rows)
+		if cfg.BatchSize != tc.want {
+			t.Errorf("%d rows, batch %d, %d processes: batch %d, want %d", tc.rows, tc.batch, tc.world, cfg.BatchSize, tc.want)
+		}
+	}
+}

@@ -47,6 +47,9 @@ func TrainTrialsIn(ctx context.Context, cfg Config, src Source, dev torch.Device
 	if cfg.TrialEpochs < 2 {
 		return nil, nil, fmt.Errorf("--trial-epochs %d: want at least 2", cfg.TrialEpochs)
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err // before config.json, which a resume must be able to read
+	}
 	n := max(cfg.Restarts, 1)
 	full := cfg.EpochsFor(src.Len())
 	if cfg.TrialEpochs > full {
@@ -71,7 +74,7 @@ func TrainTrialsIn(ctx context.Context, cfg Config, src Source, dev torch.Device
 	for i := range n {
 		if err := ctx.Err(); err != nil { // build no network for a trial that will not train
 			if best != nil {
-				goOn(best, cfg, full, records)
+				goOn(best, cfg, records)
 			}
 			return best, records, err
 		}
@@ -86,7 +89,7 @@ func TrainTrialsIn(ctx context.Context, cfg Config, src Source, dev torch.Device
 		r, err := trainTrial(ctx, c, src, dev, steps, i, trialDir)
 		if err != nil {
 			if best != nil && ctx.Err() != nil {
-				goOn(best, cfg, full, records)
+				goOn(best, cfg, records)
 				return best, records, err
 			}
 			best.closeIfAny()
@@ -105,7 +108,7 @@ func TrainTrialsIn(ctx context.Context, cfg Config, src Source, dev torch.Device
 			r.Close()
 		}
 	}
-	goOn(best, cfg, full, records)
+	goOn(best, cfg, records)
 	return best, records, nil
 }
 
@@ -146,17 +149,20 @@ func (r *Run) detach() {
 	r.chosenFile = 0 // written in the trial's folder: the next one must write its own
 }
 
-// goOn sets the kept trial r to go on to full epochs under cfg, kept from records.
+// goOn sets the kept trial r to go on to the epochs of cfg's own run, kept from records.
 // It trains on as its seed's run would have: its own shuffles and augmentations
 // (epochSeed), every other hyper-parameter cfg's. (Its chosen epoch may differ from
 // that run's where cfg evaluates less often than every epoch, as trials do.)
-func goOn(r *Run, cfg Config, full int, records []Restart) {
+func goOn(r *Run, cfg Config, records []Restart) {
 	r.detach()
 	r.Progress = nil // the trials' counter
 	r.Restarts = records
 	trained := len(records)
-	r.Cfg.Epochs, r.Cfg.MinSteps, r.Cfg.MaxSteps = full, cfg.MinSteps, cfg.MaxSteps
-	r.Cfg.EvalEvery, r.Cfg.Restarts, r.Cfg.TrialEpochs = cfg.EvalEvery, trained, cfg.TrialEpochs
+	// The epochs and evaluations of cfg's own run on these rows, as New resolves them.
+	whole := cfg
+	resolveEpochs(&whole, r.Src.Len())
+	r.Cfg.Epochs, r.Cfg.MinSteps, r.Cfg.MaxSteps = whole.Epochs, cfg.MinSteps, cfg.MaxSteps
+	r.Cfg.EvalEvery, r.Cfg.Restarts, r.Cfg.TrialEpochs = whole.EvalEvery, trained, cfg.TrialEpochs
 }
 
 // trainTrial trains one trial of cfg, its progress counted as trial i in steps, in

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"emclust/data"
 	"emclust/torch"
 )
 
@@ -241,5 +242,31 @@ func TestDetachForgetsChosenFile(t *testing.T) {
 	r.detach()
 	if r.Dir != "" || r.chosenFile != 0 {
 		t.Errorf("detached run: folder %q, chosen file of epoch %d; want none and none", r.Dir, r.chosenFile)
+	}
+}
+
+// The trial kept goes on to the epochs and evaluations New gives its seed's own run:
+// epochs raised to make MinSteps evaluate as often as the epochs asked for would have.
+func TestGoOnResolvesAsNew(t *testing.T) {
+	v, err := data.Digits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := NewVectorSource(v, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cfg := VectorDefaults() // 30 epochs of 14 steps, raised to 72 for 1000 steps
+	cfg.EvalEvery, cfg.Restarts, cfg.TrialEpochs = 1, 2, 3
+	whole := newRun(t, cfg, src, "")
+	kept := &Run{Src: src, Cfg: cfg}
+	goOn(kept, cfg, make([]Restart, 2))
+	if kept.Cfg.Epochs != whole.Cfg.Epochs || kept.Cfg.EvalEvery != whole.Cfg.EvalEvery {
+		t.Errorf("kept trial goes on to %d epochs evaluating every %d; its seed's run trains %d, every %d",
+			kept.Cfg.Epochs, kept.Cfg.EvalEvery, whole.Cfg.Epochs, whole.Cfg.EvalEvery)
+	}
+	if whole.Cfg.Epochs != 72 || whole.Cfg.EvalEvery != 2 {
+		t.Errorf("the run: %d epochs, every %d; want 72, every 2", whole.Cfg.Epochs, whole.Cfg.EvalEvery)
 	}
 }
