@@ -3136,3 +3136,14 @@ func TestTrainFromPipe(t *testing.T) {
 	wantError(t, run(t, dir, "compare", "--data", fifo, "--label-col", "label", "--seeds", "1", "--epochs", "1"), 2,
 		fifo+" is a pipe or device", "save it to a file")
 }
+
+// A table of fewer rows than a batch, with restarts: compare's config left the
+// processes unset, and the batch's clamp divided by them (a Go panic).
+func TestCompareFewerRowsThanABatch(t *testing.T) {
+	r := run(t, t.TempDir(), "compare", "--data", filepath.Join(fixtures, "ten.csv"), "--label-col", "label",
+		"--methods", "em", "--seeds", "1", "--epochs", "1", "--restarts", "2", "--device", "cpu")
+	noCrash(t, r)
+	if r.code != 0 || !strings.Contains(r.stdout, "| em ") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}

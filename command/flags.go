@@ -181,7 +181,7 @@ func modelFlags() []cli.Flag {
 		&cli.StringFlag{Name: "keep-by", Usage: "what keeps one of several restarts: silhouette (of the clustering on the z-scored features) or agreement (mean adjusted Rand index with the other restarts; of two, the higher mean max posterior); labels are never used. On images it makes --restarts R whole runs rather than trials", DefaultText: both(vd.KeepBy, id.KeepBy)},
 		&cli.StringFlag{Name: "hidden", Usage: "MLP hidden layer widths; none: a linear map from features to scores (lets clusters differ in size; docs/RESULTS.md section 24); auto: train both, the linear map with a learned prior, and keep the clustering that uses more clusters, then has the higher silhouette on the features (section 29); with one restart or several processes, the MLP alone",
 			DefaultText: "auto, between " + strings.Trim(strings.ReplaceAll(fmt.Sprint(vd.Hidden), " ", ","), "[]") + " and none"},
-		&cli.IntFlag{Name: "heads", Usage: "clustering heads on the shared network, trained with the same objective; predictions use the head whose clustering agrees most with the others' (IIC's sub-heads)", DefaultText: "1"},
+		&cli.IntFlag{Name: "heads", Usage: "clustering heads on the shared network, trained with the same objective; predictions use the head whose clustering agrees most with the others', of those using the most clusters (IIC's sub-heads)", DefaultText: "1"},
 		&cli.BoolFlag{Name: "no-norm", Usage: "turn off the relevance normalisation (the paper's ablation: expect collapse)"},
 		&cli.StringFlag{Name: "prior", Usage: "cluster prior: uniform (the paper) or learned (running mean of posteriors, for imbalanced data)", DefaultText: both(vd.Prior, id.Prior)},
 		deviceFlag(),

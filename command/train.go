@@ -36,7 +36,7 @@ func trainCommand() *cli.Command {
 			DefaultText: fmt.Sprintf("%d for vectors; %d trials for images, 1 where --epochs is at most %d; with --keep-by, give it", train.DefaultVectorRestarts, train.DefaultImageTrials, train.DefaultImageTrials*train.DefaultTrialEpochs)},
 		&cli.IntFlag{Name: "trial-epochs", Usage: "with --restarts R on images: train each restart this many epochs, then go on with the one whose clustering agreed most with its own earlier evaluations (docs/RESULTS.md sections 44 and 51; labels are never used); 0: restarts train whole runs, kept by --keep-by",
 			DefaultText: fmt.Sprintf("%d on images with several restarts and more epochs than that; 0 with --keep-by, or where one seed trains", train.DefaultTrialEpochs)},
-		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations; the one that agrees best with those before it is kept as chosen.safetensors (0: only at the end; restarts evaluate only their last epoch, trials every epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
+		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations; the one that agrees best with those before it, of those leaving the fewest clusters empty, is kept as chosen.safetensors (0: only at the end; restarts evaluate only their last epoch, trials every epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
 		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it, --data or --data-dir name where its data lies now, and --device, --threads, --precision, --channels-last, --deterministic, --nproc and the --dist-* flags may change how it computes; the run's other settings are kept)", DefaultText: "off"},
@@ -570,8 +570,12 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	var trialsDone int
 	hooks := newRestartsProgress(log, log == io.Discard, n, "trials").hooks(func(i int, r train.Restart) {
 		trialsDone = i + 1
-		fmt.Fprintf(log, "emclust: trial %d/%d, seed %d: agreement %.4f at epoch %d, max posterior %.4f\n",
-			i+1, n, r.Seed, *r.SelfAgreement, r.ChosenEpoch, r.Criteria.MaxPosterior)
+		empty := ""
+		if r.EmptyClusters > 0 {
+			empty = fmt.Sprintf(" (%s empty)", plural(r.EmptyClusters, "cluster"))
+		}
+		fmt.Fprintf(log, "emclust: trial %d/%d, seed %d: agreement %.4f at epoch %d%s, max posterior %.4f\n",
+			i+1, n, r.Seed, *r.SelfAgreement, r.ChosenEpoch, empty, r.Criteria.MaxPosterior)
 	})
 	run, _, err := train.TrainTrialsIn(ctx, cfg, src, dev, runDir, hooks)
 	if run != nil {

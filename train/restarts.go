@@ -24,11 +24,13 @@ type Restart struct {
 	// Silhouette is the mean silhouette of the clustering on the z-scored features;
 	// set once all have trained, when they are kept by it.
 	Silhouette *float64 `json:"silhouette,omitempty"`
-	// ChosenEpoch, SelfAgreement and ACC describe a trial (TrainTrials): the epoch it
-	// chose, that epoch's mean adjusted Rand index with its AgreementWindow earlier
-	// evaluations, which kept the trial, and that epoch's ACC where the data have
+	// ChosenEpoch, EmptyClusters, SelfAgreement and ACC describe a trial
+	// (TrainTrials): the epoch it chose, the clusters that epoch left empty and its
+	// mean adjusted Rand index with its AgreementWindow earlier evaluations, which
+	// kept the trial (Chosen.AgreesMore), and that epoch's ACC where the data have
 	// labels, for the record only.
 	ChosenEpoch   int      `json:"chosen_epoch,omitempty"`
+	EmptyClusters int      `json:"empty_clusters,omitempty"`
 	SelfAgreement *float64 `json:"self_agreement,omitempty"`
 	ACC           *float64 `json:"acc,omitempty"`
 	// Network names the restart's network when Config.HiddenAuto trained two:

@@ -120,12 +120,25 @@ type Chosen struct {
 	Epoch     int      `json:"epoch"`
 	Criteria  Criteria `json:"criteria"`
 	Agreement *float64 `json:"agreement,omitempty"`
+	// Empty is the clusters the epoch left empty (its EpochMetrics.Empty).
+	Empty int `json:"-"`
 }
 
-// AgreesMore reports whether c ranks above o: a higher agreement. The first
-// evaluation, which has nothing to agree with, ranks below every later one.
+// AgreesMore reports whether c ranks above o: fewer clusters left empty, then a
+// higher agreement. Two clusterings that put every row in one cluster agree
+// perfectly (adjusted Rand index 1), and a run stuck there would choose it over
+// every epoch that uses its K clusters. The first evaluation, which has nothing to
+// agree with, ranks below every later one.
 func (c Chosen) AgreesMore(o Chosen) bool {
-	return c.Agreement != nil && (o.Agreement == nil || *c.Agreement > *o.Agreement)
+	switch {
+	case c.Agreement == nil:
+		return false
+	case o.Agreement == nil:
+		return true
+	case c.Empty != o.Empty:
+		return c.Empty < o.Empty
+	}
+	return *c.Agreement > *o.Agreement
 }
 
 // ChosenName is the file in a run folder that holds the chosen epoch's model when it
@@ -1020,10 +1033,18 @@ func compareHeads(heads []*Prediction) ([]HeadMetrics, int, error) {
 			sum[j] += ari
 		}
 	}
+	// As Chosen.AgreesMore: heads that put every row in one cluster agree
+	// perfectly with one another, so the clusters a head uses come first.
+	used := make([]int, len(heads))
 	best := 0
 	for i, h := range heads {
 		out[i] = HeadMetrics{Head: i, Agreement: round6(sum[i] / float64(len(heads)-1)), Criteria: h.Criteria}
-		if out[i].Agreement > out[best].Agreement {
+		for _, n := range eval.ClusterSizes(h.Cluster, 0) {
+			if n > 0 {
+				used[i]++
+			}
+		}
+		if used[i] > used[best] || (used[i] == used[best] && out[i].Agreement > out[best].Agreement) {
 			best = i
 		}
 	}
@@ -1354,6 +1375,12 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 		return err
 	}
 	r.chosen, r.chosenFile = meta.Chosen, 0
+	if r.chosen != nil {
+		if e := r.chosen.Epoch; e < 1 || e > len(r.History) {
+			return fmt.Errorf("%s: the chosen epoch %d is not among the %d the run has trained", f.Path, e, len(r.History))
+		}
+		r.chosen.Empty = r.History[r.chosen.Epoch-1].Empty
+	}
 	r.dropChosenState()
 	if r.Dir != "" {
 		// A save that stopped between the checkpoint and metrics.jsonl left the
@@ -1388,7 +1415,7 @@ func (r *Run) consider(m EpochMetrics) error {
 	if m.Criteria == nil {
 		return nil
 	}
-	c := Chosen{Epoch: m.Epoch, Criteria: *m.Criteria, Agreement: m.Agreement}
+	c := Chosen{Epoch: m.Epoch, Criteria: *m.Criteria, Agreement: m.Agreement, Empty: m.Empty}
 	if r.chosen != nil && !r.better(c, *r.chosen) {
 		return nil
 	}

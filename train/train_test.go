@@ -787,3 +787,46 @@ func TestResolveEpochsBatch(t *testing.T) {
 		}
 	}
 }
+
+// The chosen epoch ranks fewer empty clusters first: evaluations that put every row
+// in one cluster agree perfectly with one another (adjusted Rand index 1).
+func TestChosenAgreesMore(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name string
+		c, o Chosen
+		want bool
+	}{
+		{"higher agreement", Chosen{Agreement: f(0.8)}, Chosen{Agreement: f(0.7)}, true},
+		{"lower agreement", Chosen{Agreement: f(0.7)}, Chosen{Agreement: f(0.8)}, false},
+		{"equal agreement: the earlier stays", Chosen{Agreement: f(0.8)}, Chosen{Agreement: f(0.8)}, false},
+		{"over the first evaluation", Chosen{Agreement: f(0.1)}, Chosen{}, true},
+		{"the first evaluation", Chosen{}, Chosen{Agreement: f(0.1)}, false},
+		{"fewer empty, lower agreement", Chosen{Agreement: f(0.4)}, Chosen{Agreement: f(1), Empty: 2}, true},
+		{"more empty, perfect agreement", Chosen{Agreement: f(1), Empty: 2}, Chosen{Agreement: f(0.4)}, false},
+		{"the first evaluation, none empty", Chosen{}, Chosen{Agreement: f(1), Empty: 1}, false},
+		{"over the first evaluation, one empty", Chosen{Agreement: f(1), Empty: 1}, Chosen{}, true},
+	} {
+		if got := tc.c.AgreesMore(tc.o); got != tc.want {
+			t.Errorf("%s: AgreesMore = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// Of heads, one that uses every cluster is selected over constant heads, which agree
+// perfectly with one another.
+func TestCompareHeadsPrefersClustersUsed(t *testing.T) {
+	constant := []int{1, 1, 1, 1, 1, 1}
+	real := []int{0, 0, 1, 1, 2, 2}
+	heads := []*Prediction{{Cluster: constant}, {Cluster: slices.Clone(constant)}, {Cluster: real}}
+	out, best, err := compareHeads(heads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best != 2 {
+		t.Errorf("selected head %d (agreements %v), want the one using three clusters", best, out)
+	}
+	if out[0].Agreement <= out[2].Agreement {
+		t.Errorf("the constant heads' agreement %v is not above the other's %v: the case tests nothing", out[0].Agreement, out[2].Agreement)
+	}
+}

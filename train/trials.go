@@ -96,7 +96,7 @@ func TrainTrialsIn(ctx context.Context, cfg Config, src Source, dev torch.Device
 			return nil, nil, err
 		}
 		rec := Restart{Seed: c.Seed, Criteria: *r.History[len(r.History)-1].Criteria, ChosenEpoch: r.chosen.Epoch,
-			SelfAgreement: r.chosen.Agreement, ACC: r.History[r.chosen.Epoch-1].ACC}
+			EmptyClusters: r.chosen.Empty, SelfAgreement: r.chosen.Agreement, ACC: r.History[r.chosen.Epoch-1].ACC}
 		records = append(records, rec)
 		if hooks.Done != nil {
 			hooks.Done(i, rec)

@@ -38,23 +38,25 @@ def read_metrics(path):
 
 
 def rows_of(lines):
-    """The (epoch, agreement, ACC) rows that chosen reads."""
-    return [(m["epoch"], m.get("agreement"), m["acc"]) for m in lines]
+    """The (epoch, agreement, ACC, empty clusters) rows that chosen reads."""
+    return [(m["epoch"], m.get("agreement"), m["acc"], m.get("empty_clusters", 0)) for m in lines]
 
 
 def read_run(path):
-    """The run's (epoch, agreement, ACC) rows and its seed, from its config.json."""
+    """The run's rows (rows_of) and its seed, from its config.json."""
     with open(os.path.join(path, "config.json")) as f:
         seed = json.load(f)["seed"]
     return seed, rows_of(read_metrics(path))
 
 
 def chosen(rows, upto):
-    """The epoch Chosen.AgreesMore keeps among the first upto: the first of highest agreement."""
+    """The (epoch, agreement, ACC, empty) Chosen.AgreesMore keeps among the first upto:
+    of those with an agreement, of the fewest clusters empty, the first of highest
+    agreement; None where none has an agreement."""
     best = None
-    for epoch, agree, acc in rows[:upto]:
-        if agree is not None and (best is None or agree > best[1]):
-            best = (epoch, agree, acc)
+    for row in rows[:upto]:
+        if row[1] is not None and (best is None or row[3] < best[3] or (row[3] == best[3] and row[1] > best[1])):
+            best = row
     return best
 
 
@@ -83,7 +85,7 @@ def main():
     print("| run | chosen epoch | agreement | ACC | " + " | ".join(f"agreement by {t}" for t in trials) + " |")
     print("|---|---:|---:|---:|" + "---:|" * len(trials))
     for n in names:
-        e, ag, acc = final[n]
+        e, ag, acc, _ = final[n]
         cells = []
         for t in trials:
             c = chosen(runs[n], min(t, length))
@@ -97,7 +99,7 @@ def main():
     for t in trials:
         if t > length:
             continue
-        trial = {n: chosen(runs[n], t)[1] for n in names}
+        trial = {n: (-chosen(runs[n], t)[3], chosen(runs[n], t)[1]) for n in names}
         for r in counts:
             if r > len(names):
                 continue
