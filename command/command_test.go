@@ -3147,3 +3147,20 @@ func TestCompareFewerRowsThanABatch(t *testing.T) {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// A comparison holds its --out folder: a second one there, begun before the first
+// wrote anything its checks would find, is refused rather than train the same runs.
+func TestCompareLocksOut(t *testing.T) {
+	dir := t.TempDir()
+	lock, err := train.LockDir(filepath.Join(dir, "cmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	r := run(t, dir, "compare", "--data", filepath.Join(fixtures, "four.csv"), "--label-col", "label",
+		"--methods", "em", "--seeds", "1", "--epochs", "1", "--out", "cmp", "--device", "cpu")
+	wantError(t, r, 1, "cmp is in use", "another emclust process")
+	if m, _ := filepath.Glob(filepath.Join(dir, "cmp", "*")); len(m) != 1 {
+		t.Errorf("the refused comparison wrote beside the lock: %v", m)
+	}
+}

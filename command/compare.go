@@ -341,6 +341,16 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	opts.Run.resolve(&cfg, dev, src)
 	plan := ""
 	if opts.Out != "" {
+		// A second comparison in the folder would train the same run folders, and both
+		// write compare.json: its outputs were checked before this one wrote any.
+		lock, err := train.LockDir(opts.Out)
+		if err != nil {
+			return nil, err
+		}
+		defer lock.Close()
+		if err := checkCompareOutputs(opts); err != nil {
+			return nil, err
+		}
 		if plan, err = keepPlan(opts, cfg, src.Len(), dev); err != nil {
 			return nil, err
 		}
@@ -489,6 +499,9 @@ func holdsComparison(dir string) bool {
 		return false
 	}
 	for _, e := range entries {
+		if e.Name() == train.LockName && train.IsRunLock(filepath.Join(dir, e.Name())) {
+			continue // a comparison's, held while it runs
+		}
 		i := strings.LastIndex(e.Name(), "-s") // compare.RunDir's name
 		if i < 0 {
 			return false

@@ -417,8 +417,8 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		// A run killed after its kept trial's first save, before the trials' folder
 		// went, left it: the run holds what it needs of them.
 		if speaks {
-			if err := os.RemoveAll(filepath.Join(runDir, train.TrialsDir)); err != nil {
-				return fmt.Errorf("remove the trials' folders: %w", err)
+			if err := train.RemoveTrials(runDir); err != nil {
+				return err
 			}
 		}
 	}

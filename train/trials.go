@@ -2,10 +2,13 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"emclust/torch"
 )
@@ -122,10 +125,39 @@ func (r *Run) KeepTrial(dir string, lock *os.File) error {
 	if err := r.Save(); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(filepath.Join(dir, TrialsDir)); err != nil {
-		return fmt.Errorf("remove the trials' folders: %w", err)
+	return RemoveTrials(dir)
+}
+
+// RemoveTrials removes the trials' folders of the run in dir: the files runs write
+// there (RunFiles, their partial copies and locks), then the folders they leave
+// empty. Anything else is the user's, and stays with the folders that hold it.
+func RemoveTrials(dir string) error {
+	trials := filepath.Join(dir, TrialsDir)
+	seeds, err := filepath.Glob(filepath.Join(trials, "seed-*"))
+	if err != nil {
+		return err
+	}
+	for _, d := range append(seeds, trials) {
+		var names []string
+		for _, f := range RunFiles {
+			partial, _ := filepath.Glob(filepath.Join(d, "."+f+".tmp*"))
+			names = append(append(names, filepath.Join(d, f)), partial...)
+		}
+		for _, f := range append(names, filepath.Join(d, LockName)) {
+			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("remove the trials' folders: %w", err)
+			}
+		}
+		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotEmpty(err) {
+			return fmt.Errorf("remove the trials' folders: %w", err)
+		}
 	}
 	return nil
+}
+
+// isNotEmpty says whether err is a folder's removal refused for what it holds.
+func isNotEmpty(err error) bool {
+	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }
 
 // StoppedInTrials says whether dir is a run stopped among its trials: their folder,

@@ -270,3 +270,50 @@ func TestGoOnResolvesAsNew(t *testing.T) {
 		t.Errorf("the run: %d epochs, every %d; want 72, every 2", whole.Cfg.Epochs, whole.Cfg.EvalEvery)
 	}
 }
+
+// The trials' folders go with the files runs write there; a file of the user's stays,
+// with the folders that hold it.
+func TestRemoveTrials(t *testing.T) {
+	write := func(dir string, names ...string) {
+		for _, n := range names {
+			p := filepath.Join(dir, n)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ours := []string{"trials/config.json", "trials/seed-1/checkpoint.safetensors", "trials/seed-1/metrics.jsonl",
+		"trials/seed-1/.lock", "trials/seed-1/.checkpoint.safetensors.tmp123", "trials/seed-2/config.json", "trials/seed-2/chosen.safetensors"}
+
+	dir := t.TempDir()
+	write(dir, ours...)
+	if err := RemoveTrials(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, TrialsDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the trials' folder of run files only stayed: %v", err)
+	}
+
+	dir = t.TempDir()
+	mine := []string{"trials/mine.txt", "trials/seed-2/notes.txt", "trials/seed-2/report/index.html"}
+	write(dir, append(ours, mine...)...)
+	if err := RemoveTrials(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range mine {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("the user's %s went: %v", f, err)
+		}
+	}
+	for _, f := range ours {
+		if _, err := os.Stat(filepath.Join(dir, f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s stayed: %v", f, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "trials", "seed-1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the emptied trials/seed-1 stayed: %v", err)
+	}
+}
