@@ -333,6 +333,9 @@ func TestErrors(t *testing.T) {
 		// Was exit 1 and "unknown vector file type" for a folder.
 		{name: "data is a folder", args: append(train, "--data", "mnist"), code: 2, want: []string{"mnist is a folder", "--dataset folder --data-dir"}},
 		{name: "unknown file type", args: append(train, "--data", "ten.xlsx"), code: 2, want: []string{"ten.xlsx", "unknown vector file type"}},
+		// Was ignored, and the column clustered as a feature.
+		{name: "label column of an array", args: append(train, "--data", "ten.npy", "--label-col", "0"), code: 2, want: []string{"--label-col 0", "ten.npy is a NumPy array"}},
+		{name: "label column of an array to predict", args: []string{"predict", "--model", "r4", "--data", "ten.npy", "--label-col", "0"}, code: 2, want: []string{"ten.npy is a NumPy array"}},
 		{name: "unknown device", args: append(ten, "--device", "gpu"), code: 2, want: []string{"--device", `"gpu"`, "cuda:N"}},
 		{name: "cuda on a CPU build", args: append(ten, "--device", "cuda"), code: 1, want: []string{`device "cuda"`, "CUDA"}, skip: !noCUDA},
 		{name: "too many heads", args: append(ten, "--heads", "40"), code: 2, want: []string{"heads 40", "1 to 32"}},

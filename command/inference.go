@@ -41,7 +41,7 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 		}
 	}
 	if c.String("data") != "" || c.String("dataset") != "" {
-		named := train.Config{DataFile: d.DataFile, Dataset: d.Dataset, DataDir: d.DataDir}
+		named := train.Config{DataFile: d.DataFile, Dataset: d.Dataset, DataDir: d.DataDir, LabelCol: d.LabelCol}
 		if err := train.CheckData(&named); err != nil {
 			return d, usageError{err}
 		}

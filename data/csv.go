@@ -121,6 +121,11 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 	if head, _ := br.Peek(min(br.Size(), 4096)); isUTF16(head) {
 		return nil, fmt.Errorf("%s: UTF-16 text; save it as UTF-8 (CSV UTF-8 in a spreadsheet, or iconv -f UTF-16 -t UTF-8)", name)
 	}
+	// Classic Mac OS ended lines with CR alone: the whole file is one line, which
+	// the messages below would quote whole.
+	if head, _ := br.Peek(br.Size()); bytes.IndexByte(head, '\n') < 0 && bytes.Count(head, []byte{'\r'}) > 1 {
+		return nil, fmt.Errorf("%s: lines end in CR alone (old Mac text); convert them to LF, e.g. tr '\\r' '\\n' < in.csv > out.csv", name)
+	}
 	comma := opt.Comma
 	if comma == 0 {
 		// A short or failed peek still holds what could be read; read errors

@@ -261,6 +261,12 @@ func TestReadCSVErrors(t *testing.T) {
 			want:    []string{"x.csv: UTF-16 text"},
 		},
 		{
+			// Was one line of the whole file, quoted in a message as column names.
+			name:    "lines ending in CR alone",
+			content: "a,b,label\r1,2,x\r3,4,y\r",
+			want:    []string{"x.csv: lines end in CR alone", `tr '\r' '\n'`},
+		},
+		{
 			name:    "an underscore is no digit separator here",
 			content: "1_0,2\n3,4\n",
 			opt:     CSVOptions{Header: "no"},

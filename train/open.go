@@ -29,7 +29,14 @@ func CheckData(cfg *Config) error {
 	case cfg.DataFile != "" && cfg.Dataset != "":
 		return errors.New("give either --data FILE or --dataset NAME, not both")
 	case cfg.DataFile != "":
-		return data.CheckVectorPath(cfg.DataFile)
+		if err := data.CheckVectorPath(cfg.DataFile); err != nil {
+			return err
+		}
+		if cfg.LabelCol != "" && strings.EqualFold(filepath.Ext(cfg.DataFile), ".npy") {
+			// Was ignored: the column named was clustered as a feature.
+			return fmt.Errorf("--label-col %s: %s is a NumPy array, which has no label column; give the labels as a CSV column, or leave --label-col out", cfg.LabelCol, cfg.DataFile)
+		}
+		return nil
 	case cfg.Dataset == "" || slices.Contains(data.TableNames(), cfg.Dataset):
 		return nil
 	case cfg.Dataset == "folder" && cfg.DataDir == "":
