@@ -2867,6 +2867,10 @@ func TestPrintSummaryWarns(t *testing.T) {
 			}
 		}
 	}
+	// Supervised runs have no normalisation, and were told of a --no-norm not given.
+	if h := emptyClustersHint(train.Config{Norm: false, Objective: "supervised"}); h != "" {
+		t.Errorf("a supervised run's hint %q", h)
+	}
 }
 
 // --resume refuses data other than those the run began on, before it writes the run

@@ -67,6 +67,9 @@ func spawnRanks(ctx context.Context, o distOptions, stdout, stderr io.Writer) er
 		// Rank 0 has said where the checkpoint is and how to resume.
 		return silentError{interruptedError{err}}
 	}
+	if errors.Is(err, launch.ErrInterruptedStarting) {
+		return interruptedError{err}
+	}
 	return err
 }
 

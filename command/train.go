@@ -815,10 +815,10 @@ type summary struct {
 // collapse is what it shows.
 func emptyClustersHint(cfg train.Config) string {
 	switch {
+	case cfg.Objective == "supervised":
+		return "" // which has no relevance normalisation to turn off
 	case !cfg.Norm:
 		return "as the relevance normalisation is off (--no-norm)"
-	case cfg.Objective == "supervised":
-		return ""
 	case train.IsImageSet(cfg.Dataset) && cfg.DataFile == "":
 		return "fewer may fit these data, or another --seed or a lower --lr may help"
 	}

@@ -83,12 +83,21 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 	var ee *exec.ExitError
 	if errors.As(first.err, &ee) {
 		if st, ok := ee.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			if interrupted && st.Signal() == syscall.SIGINT {
+				// The interrupt passed on reached a rank before it could catch one:
+				// it had not begun to train, nor had the others without it.
+				return fmt.Errorf("rank %d of %d was starting: %w", first.rank, n, ErrInterruptedStarting)
+			}
 			return fmt.Errorf("rank %d of %d was killed (%v); stopped the other ranks", first.rank, n, st.Signal())
 		}
 		return &RankError{Rank: first.rank, World: n, Code: ee.ExitCode()}
 	}
 	return fmt.Errorf("rank %d of %d: %w", first.rank, n, first.err)
 }
+
+// ErrInterruptedStarting is an interrupt that Spawn passed on to a rank still
+// starting, which it ended: the run trained no further.
+var ErrInterruptedStarting = errors.New("interrupted before the ranks began to train; nothing new was saved")
 
 // RankUsageExit is a rank's exit status under --nproc for a mistake in the command
 // line, which every rank shares: sysexits' EX_USAGE, as Go's runtime exits 2 on a
