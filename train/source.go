@@ -59,7 +59,14 @@ func (vs *VectorSource) Labels() []int { return vs.v.Labels }
 // Classes names the labels' ids as the data wrote them; nil when unknown.
 func (vs *VectorSource) Classes() []string { return vs.v.Classes }
 func (vs *VectorSource) Describe() string {
-	return fmt.Sprintf("%s: %d rows × %d features", vs.v.Source, vs.v.N, vs.v.D)
+	rows, features := "rows", "features"
+	if vs.v.N == 1 {
+		rows = "row"
+	}
+	if vs.v.D == 1 {
+		features = "feature"
+	}
+	return fmt.Sprintf("%s: %d %s × %d %s", vs.v.Source, vs.v.N, rows, vs.v.D, features)
 }
 func (vs *VectorSource) Close() { vs.x.Free() }
 

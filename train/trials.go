@@ -204,7 +204,9 @@ func trainTrial(ctx context.Context, cfg Config, src Source, dev torch.Device, s
 	if dir != "" {
 		if _, err := os.Stat(filepath.Join(dir, checkpointName)); err == nil {
 			if ckpt, _, _, err = ReadCheckpoint(dir); err != nil {
-				return nil, fmt.Errorf("trial %d (seed %d): %w", i+1, cfg.Seed, err)
+				// A trial's folder missing is trained again: say so, rather than leave
+				// the whole run unable to resume over one damaged file.
+				return nil, fmt.Errorf("trial %d (seed %d): %w (remove %s to train that trial again)", i+1, cfg.Seed, err, dir)
 			}
 		}
 	}
