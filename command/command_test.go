@@ -333,6 +333,8 @@ func TestErrors(t *testing.T) {
 		// Was exit 1 and "unknown vector file type" for a folder.
 		{name: "data is a folder", args: append(train, "--data", "mnist"), code: 2, want: []string{"mnist is a folder", "--dataset folder --data-dir"}},
 		{name: "unknown file type", args: append(train, "--data", "ten.xlsx"), code: 2, want: []string{"ten.xlsx", "unknown vector file type"}},
+		// Were exit 1: command-line mistakes found once the data were read.
+		{name: "sweep K above the rows", args: []string{"compare", "--data", "ten.csv", "--label-col", "label", "--k", "2,50", "--seeds", "1"}, code: 2, want: []string{"--k: K = 50", "want 2 to 10"}},
 		// Was ignored, and the column clustered as a feature.
 		{name: "label column of an array", args: append(train, "--data", "ten.npy", "--label-col", "0"), code: 2, want: []string{"--label-col 0", "ten.npy is a NumPy array"}},
 		{name: "label column of an array to predict", args: []string{"predict", "--model", "r4", "--data", "ten.npy", "--label-col", "0"}, code: 2, want: []string{"ten.npy is a NumPy array"}},
@@ -475,7 +477,7 @@ func TestErrors(t *testing.T) {
 		{name: "resume with a setting", args: []string{"train", "--resume", "r4", "--lr", "0.1"}, code: 2, want: []string{"--lr", "--resume", "--epochs"}},
 		{name: "resume of a torn checkpoint", args: []string{"train", "--resume", "torn", "--epochs", "5"}, code: 1, want: []string{"torn/checkpoint.safetensors"}},
 		// Was "mkdir …: not a directory".
-		{name: "resume of a checkpoint file", args: []string{"train", "--resume", "r4/checkpoint.safetensors", "--epochs", "50"}, code: 1,
+		{name: "resume of a checkpoint file", args: []string{"train", "--resume", "r4/checkpoint.safetensors", "--epochs", "50"}, code: 2,
 			want: []string{"is a file", "run folder"}},
 		{name: "predict without model", args: []string{"predict", "--data", "three.csv"}, code: 2, want: []string{"--model", "required"}},
 		{name: "predict on other features", args: []string{"predict", "--model", "r4", "--data", "three.csv", "--out", "p.csv"}, code: 1,

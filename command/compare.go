@@ -843,6 +843,9 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 	}
 	defer src.Close()
 	opts.Run.resolve(&cfg, dev, src)
+	if err := compare.CheckKs(opts.Ks, src.Len()); err != nil {
+		return usageError{fmt.Errorf("--k: %w", err)} // as train's --k above the rows
+	}
 	deviceName := deviceLabel(dev)
 	fmt.Fprintf(log, "emclust: %s on %s; %s at K = %s × %s\n", src.Describe(), deviceName, opts.Methods[0],
 		strings.Trim(strings.ReplaceAll(fmt.Sprint(opts.Ks), " ", ","), "[]"), plural(len(opts.Seeds), "seed"))

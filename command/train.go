@@ -1195,7 +1195,7 @@ func checkRunDir(dir string) error {
 	}
 	if !st.IsDir() {
 		// A run writes its folder: a checkpoint file alone has none to write.
-		return fmt.Errorf("resume: %s is a file; --resume takes the run folder that holds checkpoint.safetensors (%s?)", dir, filepath.Dir(dir))
+		return usageError{fmt.Errorf("resume: %s is a file; --resume takes the run folder that holds checkpoint.safetensors (%s?)", dir, filepath.Dir(dir))}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); errors.Is(err, os.ErrNotExist) {
 		// A run killed while writing its first checkpoint left the partial file.
