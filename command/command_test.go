@@ -387,6 +387,9 @@ func TestErrors(t *testing.T) {
 		{name: "keep-by of one restart", args: append(ten, "--restarts", "1", "--keep-by", "silhouette"), code: 2, want: []string{"--keep-by with --restarts 1"}},
 		{name: "kmeans without labels", args: append(train, "--data", "three.csv", "--kmeans"), code: 2, want: []string{"--kmeans", "--label-col"}},
 		{name: "lr-kl with em", args: append(ten, "--lr-kl", "1e-3"), code: 2, want: []string{"--lr-kl", "--objective em", "no KL step"}},
+		// Were accepted and changed nothing.
+		{name: "prior of supervised", args: append(ten, "--objective", "supervised", "--prior", "learned"), code: 2, want: []string{"--prior", "supervised"}},
+		{name: "no-norm of supervised", args: append(ten, "--objective", "supervised", "--no-norm"), code: 2, want: []string{"--no-norm", "supervised"}},
 		{name: "data-on-host with vectors", args: append(ten, "--data-on-host"), code: 2, want: []string{"--data-on-host", "vectors"}},
 		{name: "hidden with images", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--hidden", "64"}, code: 2, want: []string{"--hidden", "CNN"}},
 		{name: "standardize with images", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--standardize"}, code: 2, want: []string{"--standardize", "images"}},

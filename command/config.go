@@ -203,6 +203,14 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	if obj, _ := train.LookupObjective(cfg.Objective); c.IsSet("lr-kl") && !obj.KLStep {
 		return cfg, usageError{fmt.Errorf("--lr-kl is the KL step's learning rate; --objective %s has no KL step (twofold has)", cfg.Objective)}
 	}
+	if obj, _ := train.LookupObjective(cfg.Objective); obj.Supervised {
+		// New turns the normalisation off for it, and only EM steps move the prior.
+		for _, name := range []string{"no-norm", "prior"} {
+			if c.IsSet(name) {
+				return cfg, usageError{fmt.Errorf("--%s shapes the mixture's EM step; --objective supervised trains cross-entropy on the labels, without either", name)}
+			}
+		}
+	}
 	if obj, _ := train.LookupObjective(cfg.Objective); !images && obj.Augmented {
 		return cfg, usageError{fmt.Errorf("objective %q trains on augmented copies of images; vectors (--data, digits) use --objective %s", cfg.Objective,
 			train.ObjectiveNames(func(o train.Objective) bool { return !o.Augmented }))}
