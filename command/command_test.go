@@ -465,6 +465,8 @@ func TestErrors(t *testing.T) {
 		{name: "gray vectors", args: slices.Concat(ten, []string{"--gray"}), code: 2, want: []string{"--gray", "--dataset folder"}},
 		{name: "predict of data and dataset", args: []string{"predict", "--model", "r4", "--data", "ten.csv", "--dataset", "mnist", "--out", "p.csv"}, code: 2,
 			want: []string{"--data", "--dataset"}},
+		// Was "open r4/checkpoint.safetensors/metrics.jsonl: not a directory".
+		{name: "report of a model file", args: []string{"report", "r4/checkpoint.safetensors"}, code: 2, want: []string{"is a file", "run folder (r4?)"}},
 		{name: "report of a folder without its images", args: []string{"report", "r4", "--dataset", "folder"}, code: 2, want: []string{"folder", "--data-dir"}},
 		{name: "unknown flag", args: []string{"train", "--bogus"}, code: 2, want: []string{"unknown flag --bogus", "train --help"}},
 		// Were Go's "invalid value "-1" for flag -seed: parse error", one dash and no word of what fits.

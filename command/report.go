@@ -165,6 +165,10 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 // openReportRun loads a run folder's model and its metrics.jsonl; the caller closes
 // the model.
 func openReportRun(dir string, dev torch.Device) (*train.Model, *report.Run, error) {
+	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
+		// Its curves are in the folder's metrics.jsonl: a model file alone has none.
+		return nil, nil, usageError{fmt.Errorf("%s is a file; report takes a run folder (%s?)", dir, filepath.Dir(dir))}
+	}
 	m, err := train.LoadModel(dir, dev)
 	if err != nil {
 		return nil, nil, err
