@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -142,6 +143,8 @@ func (f *Fetcher) Fetch(ctx context.Context, name, dir string, progress func(don
 	if dir == "" {
 		return fmt.Errorf("fetch %s: no directory given", name)
 	}
+	_, err := os.Stat(dir)
+	made := errors.Is(err, fs.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("fetch %s: %w", name, err)
 	}
@@ -150,6 +153,9 @@ func (f *Fetcher) Fetch(ctx context.Context, name, dir string, progress func(don
 			continue
 		}
 		if err := f.fetchOne(ctx, r, dir, progress); err != nil {
+			if made {
+				os.Remove(dir) // the folder made for it, if it stayed empty: no data set's
+			}
 			return fmt.Errorf("fetch %s: %w", name, err)
 		}
 	}

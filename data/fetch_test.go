@@ -211,7 +211,16 @@ func TestFetchErrors(t *testing.T) {
 			dir := filepath.Join(parent, "data")
 			err := f.Fetch(context.Background(), "toy", dir, nil)
 			imgWantErr(t, err, tc.want...)
-			// Nothing is left behind: no temporary file, no partial extraction.
+			// Nothing is left behind: no temporary file, no partial extraction, not
+			// the folder made for them.
+			if got := dirContents(t, parent); len(got) != 0 {
+				t.Errorf("left behind %q", got)
+			}
+			// A folder that was there stays.
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			imgWantErr(t, f.Fetch(context.Background(), "toy", dir, nil), tc.want...)
 			if got := dirContents(t, parent); !slices.Equal(got, []string{"data"}) {
 				t.Errorf("left behind %q", got)
 			}
