@@ -18,6 +18,7 @@ import (
 
 	"emclust/launch"
 	"emclust/torch"
+	"emclust/train"
 )
 
 // Main runs the command line args (args[0] is the program), writing results to stdout
@@ -105,6 +106,8 @@ func exitCode(err error) int {
 		return 2
 	case errors.As(err, &ie):
 		return 130
+	case errors.As(err, new(train.SettingsError)):
+		return 2 // a setting the data refuse: still the command line's
 	}
 	// --nproc: a rank's usage error is the command line's, shared by every rank.
 	if re := new(launch.RankError); errors.As(err, &re) && re.Code == launch.RankUsageExit {

@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"io/fs"
 	"math"
@@ -3176,5 +3178,40 @@ func TestCompareLocksOut(t *testing.T) {
 	wantError(t, r, 1, "cmp is in use", "another emclust process")
 	if m, _ := filepath.Glob(filepath.Join(dir, "cmp", "*")); len(m) != 1 {
 		t.Errorf("the refused comparison wrote beside the lock: %v", m)
+	}
+}
+
+// Settings that only the images show to be wrong are command-line mistakes, named
+// as given (were exit 1, and "--image-size 28 ... resizes them" after --image-size 16).
+func TestImageSettingsRefused(t *testing.T) {
+	dir := t.TempDir()
+	imgs := filepath.Join(dir, "imgs")
+	if err := os.MkdirAll(imgs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		im := image.NewGray(image.Rect(0, 0, 16, 16))
+		im.Pix[i] = 255
+		var b bytes.Buffer
+		if err := png.Encode(&b, im); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(imgs, fmt.Sprintf("%d.png", i)), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	train := []string{"train", "--quiet", "--dataset", "folder", "--data-dir", imgs, "--epochs", "1", "--restarts", "1", "--k", "2", "--device", "cpu"}
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		want  []string
+	}{
+		{"no network for the size", nil, []string{"16x16", "--image-size 28, 32 or 96 resizes them"}},
+		{"a size given", []string{"--image-size", "16"}, []string{"--image-size 16:", "give --image-size 28, 32 or 96"}},
+		{"the vectors' network", []string{"--image-size", "28", "--arch", "mlp"}, []string{"--arch mlp takes vectors"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantError(t, run(t, dir, append(slices.Clone(train), tc.extra...)...), 2, tc.want...)
+		})
 	}
 }

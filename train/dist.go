@@ -27,8 +27,10 @@ import (
 // An N-rank run is then the algorithm of one process at the same global batch, up to
 // floating-point summation order. Rank 0 alone writes the run folder.
 
-// SettingsError is what Join refuses in the settings the ranks were started with,
-// which a user corrects on the command line, as against a failure while joining.
+// SettingsError is a mistake in the settings that only the data show (a network for
+// another kind or size of input), or what Join refuses in the settings the ranks
+// were started with: what a user corrects on the command line, as against a failure
+// at run time.
 type SettingsError struct{ Err error }
 
 func (e SettingsError) Error() string { return e.Err.Error() }

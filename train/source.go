@@ -196,16 +196,18 @@ func (is *ImageSource) Spec(cfg *Config) (model.Spec, error) {
 	arch := cfg.Arch
 	if arch == "" {
 		a, err := model.ArchFor(is.im.H, is.im.W)
-		if err != nil {
-			if cfg.Dataset == "folder" {
-				err = fmt.Errorf("%w: --image-size 28, 32 or 96 resizes them as they load", err)
-			}
+		switch {
+		case err != nil && cfg.ImageSize > 0:
+			return model.Spec{}, SettingsError{fmt.Errorf("--image-size %d: %w: give --image-size 28, 32 or 96", cfg.ImageSize, err)}
+		case err != nil && cfg.Dataset == "folder":
+			return model.Spec{}, SettingsError{fmt.Errorf("%w: --image-size 28, 32 or 96 resizes them as they load", err)}
+		case err != nil:
 			return model.Spec{}, err
 		}
 		arch = a
 	}
 	if arch == "mlp" {
-		return model.Spec{}, fmt.Errorf("arch mlp takes vectors; images use mnist, cifar or stl10")
+		return model.Spec{}, SettingsError{fmt.Errorf("--arch mlp takes vectors; images use mnist, cifar or stl10")}
 	}
 	return model.Spec{Arch: arch, InC: 2, H: is.im.H, W: is.im.W, K: cfg.K, Heads: cfg.Heads, Norm: cfg.Norm}, nil
 }
