@@ -404,7 +404,9 @@ func TestErrors(t *testing.T) {
 		{name: "hidden auto on images", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--hidden", "auto"}, code: 2, want: []string{"--hidden auto", "CNN"}},
 		{name: "trial epochs on vectors", args: append(ten, "--restarts", "3", "--trial-epochs", "5"), code: 2, want: []string{"--trial-epochs", "images"}},
 		// Was exit 1, the line twice (each rank's) and a third naming rank 1's exit.
-		{name: "nproc with restarts", args: append(ten, "--nproc", "2", "--restarts", "3"), code: 2, want: []string{"--restarts or --trial-epochs with 2 processes"}},
+		{name: "nproc with restarts", args: append(ten, "--nproc", "2", "--restarts", "3"), code: 2, want: []string{"--restarts, --trial-epochs or --keep-by with 2 processes"}},
+		// Was accepted: the ranks train one restart, which nothing keeps.
+		{name: "nproc with keep-by", args: append(ten, "--nproc", "2", "--keep-by", "silhouette"), code: 2, want: []string{"--restarts, --trial-epochs or --keep-by with 2 processes"}},
 		{name: "trial epochs of one restart", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "1", "--trial-epochs", "5"}, code: 2, want: []string{"--trial-epochs 5", "--restarts"}},
 		{name: "trial epochs with keep-by", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "2", "--keep-by", "silhouette"}, code: 2, want: []string{"--keep-by with --trial-epochs"}},
 		{name: "trial epochs 1", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "1"}, code: 2, want: []string{"--trial-epochs 1", "2 to"}},

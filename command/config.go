@@ -267,9 +267,10 @@ func absPath(p string) string {
 type newRun struct {
 	Config                train.Config
 	KSet, ChannelsLastSet bool // else the data and the device decide (resolve)
-	// RestartsSet, TrialEpochsSet: --restarts, --trial-epochs was given. A run over
-	// several processes trains one restart unless told (runRank).
-	RestartsSet, TrialEpochsSet bool
+	// RestartsSet, TrialEpochsSet, KeepBySet: --restarts, --trial-epochs, --keep-by
+	// was given. A run over several processes trains one restart unless told
+	// (runRank), and then refuses.
+	RestartsSet, TrialEpochsSet, KeepBySet bool
 	// PrecisionSet: --precision was given, so the user has chosen (precisionHint).
 	PrecisionSet bool
 }
@@ -277,8 +278,8 @@ type newRun struct {
 func newRunFrom(c *cli.Context) (newRun, error) {
 	cfg, err := configFromFlags(c)
 	return newRun{Config: cfg, KSet: c.IsSet("k"), ChannelsLastSet: c.IsSet("channels-last"), RestartsSet: c.IsSet("restarts"),
-		TrialEpochsSet: c.IsSet("trial-epochs") && c.Int("trial-epochs") > 0,
-		PrecisionSet:   c.IsSet("precision")}, err
+		TrialEpochsSet: c.IsSet("trial-epochs") && c.Int("trial-epochs") > 0, KeepBySet: c.IsSet("keep-by"),
+		PrecisionSet: c.IsSet("precision")}, err
 }
 
 // trainsCNN reports whether cfg trains a convolutional network: images, unless --arch

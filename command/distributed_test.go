@@ -337,9 +337,9 @@ func TestDistributedErrors(t *testing.T) {
 			[][]string{append(both, "--out", "d", "--batch-size", "127")}, "does not split over 2 ranks", 2},
 		{"bad variable", [][]string{append(os.Environ(), "RANK=x", "WORLD_SIZE=2")}, [][]string{append(train, "--out", "e")}, `RANK="x"`, 0},
 		{"rank beyond world", [][]string{rankEnv(2, 2, port)}, [][]string{append(train, "--out", "f")}, "rank 2 (RANK) of a world of 2 (WORLD_SIZE)", 0},
-		{"restarts", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)}, [][]string{append(both, "--out", "g", "--restarts", "2")}, "--restarts or --trial-epochs with 2 processes", 0},
+		{"restarts", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)}, [][]string{append(both, "--out", "g", "--restarts", "2")}, "--restarts, --trial-epochs or --keep-by with 2 processes", 0},
 		{"trials", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
-			[][]string{append(both, "--out", "h", "--dataset", "mnist", "--data-dir", images, "--trial-epochs", "2")}, "--restarts or --trial-epochs with 2 processes", 0},
+			[][]string{append(both, "--out", "h", "--dataset", "mnist", "--data-dir", images, "--trial-epochs", "2")}, "--restarts, --trial-epochs or --keep-by with 2 processes", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()

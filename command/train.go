@@ -264,8 +264,8 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 	}
 	if role == nil && opts.Dist.NProc > 1 {
 		// Said once, before any rank starts, as each rank would say it (runRank).
-		if opts.Resume == "" && opts.New.Config.Restarts > 1 && (opts.New.RestartsSet || opts.New.TrialEpochsSet) {
-			return usageError{fmt.Errorf("--restarts or --trial-epochs with %d processes: train restarts in one process, or one restart at a time", opts.Dist.NProc)}
+		if opts.Resume == "" && opts.New.Config.Restarts > 1 && (opts.New.RestartsSet || opts.New.TrialEpochsSet || opts.New.KeepBySet) {
+			return usageError{fmt.Errorf("--restarts, --trial-epochs or --keep-by with %d processes: train restarts in one process, or one restart at a time", opts.Dist.NProc)}
 		}
 		if opts.Resume != "" && train.StoppedInTrials(opts.Resume) {
 			return trialsInRanks(opts.Resume, opts.Dist.NProc)
@@ -332,12 +332,12 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	var group *torch.Group
 	oneRestart := false // the default restarts dropped for ranks: said with the ranks
 	if role != nil {
-		if ckpt == nil && !opts.New.RestartsSet && !opts.New.TrialEpochsSet && (cfg.Restarts > 1 || cfg.TrialEpochs > 0) {
+		if ckpt == nil && !opts.New.RestartsSet && !opts.New.TrialEpochsSet && !opts.New.KeepBySet && (cfg.Restarts > 1 || cfg.TrialEpochs > 0) {
 			cfg.Restarts, cfg.TrialEpochs = 1, 0 // data-parallel runs are for data too large to train ten times
 			oneRestart = true
 		}
 		if cfg.Restarts > 1 && ckpt == nil {
-			return usageError{fmt.Errorf("--restarts or --trial-epochs with %d processes: train restarts in one process, or one restart at a time", role.World)}
+			return usageError{fmt.Errorf("--restarts, --trial-epochs or --keep-by with %d processes: train restarts in one process, or one restart at a time", role.World)}
 		}
 		if group, err = joinGroup(role, dev, cfg.Threads, opts.Dist); err != nil {
 			return err
