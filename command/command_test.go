@@ -3153,6 +3153,9 @@ func TestTrainFromPipe(t *testing.T) {
 	}
 	wantError(t, run(t, dir, "compare", "--data", fifo, "--label-col", "label", "--seeds", "1", "--epochs", "1"), 2,
 		fifo+" is a pipe or device", "save it to a file")
+	// Each process would read the data: they shared one stream.
+	wantError(t, run(t, dir, "train", "--data", fifo, "--label-col", "label", "--epochs", "1", "--nproc", "2"), 2,
+		fifo+" is a pipe, which 2 processes cannot each read")
 }
 
 // A table of fewer rows than a batch, with restarts: compare's config left the
@@ -3180,6 +3183,14 @@ func TestCompareLocksOut(t *testing.T) {
 	wantError(t, r, 1, "cmp is in use", "another emclust process")
 	if m, _ := filepath.Glob(filepath.Join(dir, "cmp", "*")); len(m) != 1 {
 		t.Errorf("the refused comparison wrote beside the lock: %v", m)
+	}
+	// Nor is the lock a file to write the table over.
+	wantError(t, run(t, dir, "compare", "--data", filepath.Join(fixtures, "four.csv"), "--label-col", "label",
+		"--methods", "kmeans", "--seeds", "1", "--out", "cmp2", "--markdown", "cmp2/.lock"), 2, "the comparison's own .lock")
+	// A comparison that fails before it writes anything leaves no folder for it.
+	wantError(t, run(t, dir, "compare", "--data", "missing.csv", "--label-col", "label", "--methods", "kmeans", "--seeds", "1", "--out", "new/cmp3"), 1, "missing.csv")
+	if _, err := os.Stat(filepath.Join(dir, "new")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a failed comparison left its folder: %v", err)
 	}
 }
 

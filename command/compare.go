@@ -176,6 +176,29 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 			return usageError{fmt.Errorf("%s is a pipe or device, which compare would need to read more than once; save it to a file first", f)}
 		}
 	}
+	if opts.Out != "" {
+		// Held until the tables are written: a second comparison in the folder would
+		// train the same run folders and write compare.json too, and its outputs
+		// were checked before this one wrote any.
+		out := &runFolder{dir: opts.Out, made: firstMissing(opts.Out)}
+		lock, err := train.LockDir(opts.Out)
+		if err != nil {
+			out.removeMade()
+			return err
+		}
+		defer func() {
+			lock.Close()
+			// A comparison that wrote nothing (it failed on its data, say) leaves
+			// no folder made for it.
+			if entries, err := os.ReadDir(opts.Out); err == nil && len(entries) == 1 && entries[0].Name() == train.LockName {
+				os.Remove(filepath.Join(opts.Out, train.LockName))
+				out.removeMade()
+			}
+		}()
+		if err := checkCompareOutputs(opts); err != nil {
+			return err
+		}
+	}
 	dev, err := selectDevice(opts.Run.Config.Device)
 	if err != nil {
 		return err
@@ -341,16 +364,6 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	opts.Run.resolve(&cfg, dev, src)
 	plan := ""
 	if opts.Out != "" {
-		// A second comparison in the folder would train the same run folders, and both
-		// write compare.json: its outputs were checked before this one wrote any.
-		lock, err := train.LockDir(opts.Out)
-		if err != nil {
-			return nil, err
-		}
-		defer lock.Close()
-		if err := checkCompareOutputs(opts); err != nil {
-			return nil, err
-		}
 		if plan, err = keepPlan(opts, cfg, src.Len(), dev); err != nil {
 			return nil, err
 		}
@@ -470,7 +483,7 @@ func printCompare(rep interface{ Markdown() string }, asJSON bool, stdout io.Wri
 // folders of the neural runs it finished (and of the one it stopped) stay in --out.
 func unwritten(opts compareOptions) string {
 	// With restarts, a run's folder is made once its restarts are chosen.
-	if _, err := os.Stat(opts.Out); err != nil || !slices.ContainsFunc(opts.Methods, compare.Neural) {
+	if _, err := os.Stat(filepath.Join(opts.Out, comparePlanName)); err != nil || !slices.ContainsFunc(opts.Methods, compare.Neural) {
 		return "no table was written"
 	}
 	return fmt.Sprintf("no table was written; the same command with --resume goes on with the runs %s keeps", opts.Out)
@@ -705,7 +718,7 @@ func checkCompareOutputs(opts compareOptions) error {
 	if out := opts.Out; out != "" {
 		outReal := realPath(out)
 		switch {
-		case real == filepath.Join(outReal, "compare.json") || real == filepath.Join(outReal, comparePlanName):
+		case real == filepath.Join(outReal, "compare.json") || real == filepath.Join(outReal, comparePlanName) || real == filepath.Join(outReal, train.LockName):
 			return usageError{fmt.Errorf("--markdown %s is the comparison's own %s; name another file", md, filepath.Base(md))}
 		case within(real, outReal) && filepath.Dir(real) != outReal:
 			return usageError{fmt.Errorf("--markdown %s is inside a run folder of --out %s; name a file outside them", md, out)}

@@ -41,6 +41,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	if err := train.CheckData(&cfg); err != nil {
 		return cfg, usageError{err}
 	}
+	if err := checkArrayLabelCol(cfg.DataFile, cfg.LabelCol); err != nil {
+		return cfg, err
+	}
 	if cfg.DataFile == "" && (cfg.Dataset == "" || cfg.Dataset == "digits") {
 		cfg.Dataset = "digits"
 		if c.IsSet("data-dir") {
@@ -250,6 +253,16 @@ func parseInts(flag, s string, least int) ([]int, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// checkArrayLabelCol refuses --label-col for a .npy array, which has no label
+// column: it was ignored, and the column named clustered as a feature. (Checked on
+// the command line only: runs saved before keep it in their config.)
+func checkArrayLabelCol(file, labelCol string) error {
+	if labelCol != "" && strings.EqualFold(filepath.Ext(file), ".npy") {
+		return usageError{fmt.Errorf("--label-col %s: %s is a NumPy array, which has no label column; give the labels as a CSV column, or leave --label-col out", labelCol, file)}
+	}
+	return nil
 }
 
 func absPath(p string) string {

@@ -41,9 +41,12 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 		}
 	}
 	if c.String("data") != "" || c.String("dataset") != "" {
-		named := train.Config{DataFile: d.DataFile, Dataset: d.Dataset, DataDir: d.DataDir, LabelCol: d.LabelCol}
+		named := train.Config{DataFile: d.DataFile, Dataset: d.Dataset, DataDir: d.DataDir}
 		if err := train.CheckData(&named); err != nil {
 			return d, usageError{err}
+		}
+		if err := checkArrayLabelCol(d.DataFile, d.LabelCol); err != nil {
+			return d, err
 		}
 	}
 	if c.IsSet("standardize") {

@@ -21,6 +21,7 @@ import (
 
 	"emclust/atomicfile"
 	"emclust/baseline"
+	"emclust/data"
 	"emclust/eval"
 	"emclust/launch"
 	"emclust/torch"
@@ -210,6 +211,15 @@ func checkMovedData(dir string, o resumeOverrides, saved *train.Config) error {
 	return nil
 }
 
+// streamInRanks refuses a pipe as the data of world processes: each reads the data,
+// and a pipe holds them once (they would share one stream between them).
+func streamInRanks(file string, world int) error {
+	if file != "" && data.IsStream(file) {
+		return usageError{fmt.Errorf("--data %s is a pipe, which %d processes cannot each read; save it to a file first", file, world)}
+	}
+	return nil
+}
+
 // trialsInRanks refuses to resume a run stopped among its trials in world processes.
 func trialsInRanks(dir string, world int) error {
 	return usageError{fmt.Errorf("--resume %s with %d processes: the run stopped among its trials, which train in one process; resume it in one", dir, world)}
@@ -269,6 +279,13 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		}
 		if opts.Resume != "" && train.StoppedInTrials(opts.Resume) {
 			return trialsInRanks(opts.Resume, opts.Dist.NProc)
+		}
+		file := opts.New.Config.DataFile
+		if opts.Resumed.DataFile != nil {
+			file = *opts.Resumed.DataFile
+		}
+		if err := streamInRanks(file, opts.Dist.NProc); err != nil {
+			return err
 		}
 		return spawnRanks(ctx, opts.Dist, stdout, stderr)
 	}
@@ -332,6 +349,9 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	var group *torch.Group
 	oneRestart := false // the default restarts dropped for ranks: said with the ranks
 	if role != nil {
+		if err := streamInRanks(cfg.DataFile, role.World); err != nil {
+			return err
+		}
 		if ckpt == nil && !opts.New.RestartsSet && !opts.New.TrialEpochsSet && !opts.New.KeepBySet && (cfg.Restarts > 1 || cfg.TrialEpochs > 0) {
 			cfg.Restarts, cfg.TrialEpochs = 1, 0 // data-parallel runs are for data too large to train ten times
 			oneRestart = true

@@ -514,7 +514,7 @@ func resumeRun(ctx context.Context, planned train.Config, src train.Source, dev 
 	}
 	if err == nil {
 		// A run kept from trials and killed before their folder went.
-		err = os.RemoveAll(filepath.Join(dir, train.TrialsDir))
+		err = train.RemoveTrials(dir)
 	}
 	if err != nil {
 		run.Close()

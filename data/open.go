@@ -41,12 +41,15 @@ func LoadVectors(path string, opt CSVOptions) (*Vectors, error) {
 	return nil, CheckVectorPath(path)
 }
 
-// IsStream says whether path is a pipe, socket or device, or a name in /dev or
-// /proc for something open (/dev/stdin, /dev/fd/N, even where the shell opened a
-// file there): what it holds may be there to read once.
+// IsStream says whether path is a pipe or socket, or a name in /dev or /proc for
+// a file open there (/dev/stdin, /dev/fd/N): what it holds may be there to read
+// once. Not a terminal or other device: a run resumed from one would wait on it.
 func IsStream(path string) bool {
 	st, err := os.Stat(path)
-	return err == nil && !st.IsDir() && (!st.Mode().IsRegular() || inDevOrProc(path))
+	if err != nil || st.IsDir() || st.Mode()&os.ModeDevice != 0 {
+		return false
+	}
+	return !st.Mode().IsRegular() || inDevOrProc(path)
 }
 
 func inDevOrProc(path string) bool {
@@ -62,6 +65,9 @@ func readStream(path string, opt CSVOptions) (*Vectors, error) {
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
 	if head, _ := br.Peek(len(npyMagic)); string(head) == npyMagic {
+		if opt.LabelCol != "" {
+			return nil, fmt.Errorf("%s: a NumPy array, which has no label column for --label-col %s; give the labels as a CSV column, or leave --label-col out", path, opt.LabelCol)
+		}
 		return parseNPY(br, path, -1)
 	}
 	return parseCSV(br, path, opt, -1)
@@ -83,8 +89,12 @@ func CheckVectorPath(path string) error {
 	case IsStream(path):
 		return nil
 	case inDevOrProc(path):
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		st, err := os.Stat(path)
+		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%s: no such pipe or device (a pipe is read once: a run trained on one needs its data again, with --data)", path)
+		}
+		if err == nil && st.Mode()&os.ModeDevice != 0 {
+			return fmt.Errorf("%s is a terminal or device, not data; give a file or a pipe (a run trained on a pipe needs its data again, with --data)", path)
 		}
 	}
 	return fmt.Errorf("%s: unknown vector file type; want .csv, .tsv or .txt (each optionally .gz) or .npy", path)

@@ -118,8 +118,23 @@ func TestLoadVectorsFromPipe(t *testing.T) {
 			}
 		})
 	}
+	// A label column of an array through a pipe is refused as of a .npy file.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w.Write(npy) // fits in the pipe's buffer
+	w.Close()
+	if _, err := LoadVectors(fmt.Sprintf("/dev/fd/%d", r.Fd()), CSVOptions{LabelCol: "0"}); err == nil || !strings.Contains(err.Error(), "NumPy array, which has no label column") {
+		t.Errorf("--label-col of a piped array: err = %v", err)
+	}
+	// A device is no data (a terminal's /dev/stdin: a resume would wait on it).
+	if _, err := LoadVectors("/dev/null", CSVOptions{}); err == nil || !strings.Contains(err.Error(), "/dev/null is a terminal or device") {
+		t.Errorf("a device: err = %v", err)
+	}
 	// A pipe gone (a run trained on one, resumed later) is named as such.
-	_, err := LoadVectors("/dev/fd/987654", CSVOptions{})
+	_, err = LoadVectors("/dev/fd/987654", CSVOptions{})
 	if err == nil || !strings.Contains(err.Error(), "/dev/fd/987654: no such pipe or device") {
 		t.Errorf("a closed pipe: err = %v", err)
 	}

@@ -97,7 +97,7 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 
 // ErrInterruptedStarting is an interrupt that Spawn passed on to a rank still
 // starting, which it ended: the run trained no further.
-var ErrInterruptedStarting = errors.New("interrupted before the ranks began to train; nothing new was saved")
+var ErrInterruptedStarting = errors.New("interrupted before the ranks began to train")
 
 // RankUsageExit is a rank's exit status under --nproc for a mistake in the command
 // line, which every rank shares: sysexits' EX_USAGE, as Go's runtime exits 2 on a

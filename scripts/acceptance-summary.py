@@ -71,9 +71,14 @@ def train_run(d, speed):
         run["achieved_tflops"] = bench["gflop_per_step"] * epochs[-1]["steps"] / run["median_epoch_seconds"] / 1000
     keys = ("epoch", "acc", "nmi", "ari", "agreement")
     run["last"] = {k: epochs[-1].get(k) for k in keys}
+    # As train's Chosen.AgreesMore: of the epochs with an agreement, fewest clusters
+    # empty first, then the highest agreement (the first of equals).
     chosen = None
     for e in epochs:
-        if e.get("agreement") is not None and (chosen is None or e["agreement"] > chosen["agreement"]):
+        if e.get("agreement") is None:
+            continue
+        rank = (-e.get("empty_clusters", 0), e["agreement"])
+        if chosen is None or rank > (-chosen.get("empty_clusters", 0), chosen["agreement"]):
             chosen = e
     run["chosen"] = {k: chosen.get(k) for k in keys} if chosen else None
     return run

@@ -29,14 +29,7 @@ func CheckData(cfg *Config) error {
 	case cfg.DataFile != "" && cfg.Dataset != "":
 		return errors.New("give either --data FILE or --dataset NAME, not both")
 	case cfg.DataFile != "":
-		if err := data.CheckVectorPath(cfg.DataFile); err != nil {
-			return err
-		}
-		if cfg.LabelCol != "" && strings.EqualFold(filepath.Ext(cfg.DataFile), ".npy") {
-			// Was ignored: the column named was clustered as a feature.
-			return fmt.Errorf("--label-col %s: %s is a NumPy array, which has no label column; give the labels as a CSV column, or leave --label-col out", cfg.LabelCol, cfg.DataFile)
-		}
-		return nil
+		return data.CheckVectorPath(cfg.DataFile)
 	case cfg.Dataset == "" || slices.Contains(data.TableNames(), cfg.Dataset):
 		return nil
 	case cfg.Dataset == "folder" && cfg.DataDir == "":
@@ -265,7 +258,9 @@ func (m *Model) CheckInput(modelPath string, src Source, cfg *Config) error {
 	want := m.Net.Spec
 	got, err := src.Spec(cfg)
 	if err != nil {
-		return fmt.Errorf("the model in %s takes %s input, and %s: %w", modelPath, describeInput(want), src.Describe(), err)
+		// Not wrapped: a SettingsError is the command line's, and here the data
+		// and the model disagree (exit 1, as other input of the wrong shape).
+		return fmt.Errorf("the model in %s takes %s input, and %s: %v", modelPath, describeInput(want), src.Describe(), err)
 	}
 	if got.In != want.In || got.H != want.H || got.W != want.W || got.InC != want.InC {
 		msg := fmt.Sprintf("%s, but the model in %s takes %s input", src.Describe(), modelPath, describeInput(want))

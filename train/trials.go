@@ -138,6 +138,9 @@ func RemoveTrials(dir string) error {
 		return err
 	}
 	for _, d := range append(seeds, trials) {
+		if st, err := os.Lstat(d); err != nil || !st.IsDir() {
+			continue // not a trial's folder (a file of the user's named seed-…), or gone
+		}
 		var names []string
 		for _, f := range RunFiles {
 			partial, _ := filepath.Glob(filepath.Join(d, "."+f+".tmp*"))
