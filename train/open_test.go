@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -76,6 +77,12 @@ func TestMatchFeatures(t *testing.T) {
 }
 
 func TestDataName(t *testing.T) {
+	r, w, err := os.Pipe() // as a shell's <(...), whose /dev/fd/63 says less
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
 	for _, tc := range []struct {
 		cfg  Config
 		want string
@@ -86,7 +93,7 @@ func TestDataName(t *testing.T) {
 		{Config{Dataset: "folder", DataDir: "/data/photos/"}, "photos"},
 		{Config{Dataset: "folder", DataDir: "/"}, "folder"},
 		{Config{Dataset: "fashion-mnist", DataDir: "/data/fm"}, "fashion-mnist"},
-		{Config{DataFile: "/dev/stdin"}, "pipe"}, // a shell's <(...) is /dev/fd/63, which says less
+		{Config{DataFile: fmt.Sprintf("/dev/fd/%d", r.Fd())}, "pipe"},
 	} {
 		if got := DataName(tc.cfg); got != tc.want {
 			t.Errorf("DataName(%+v) = %q, want %q", tc.cfg, got, tc.want)
