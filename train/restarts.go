@@ -585,13 +585,20 @@ func chooseNetwork(runs []*Run, src Source) (networkChoice, error) {
 	}
 	used := make([]int, len(runs))
 	for i, c := range clusterings {
-		for _, n := range eval.ClusterSizes(c, k) {
-			if n > 0 {
-				used[i]++
-			}
-		}
+		used[i] = clustersUsed(c)
 	}
 	return networkChoice{index: betterNetwork(used, sil), silhouettes: sil, clusters: used}, nil
+}
+
+// clustersUsed is how many clusters hold a row of the clustering.
+func clustersUsed[L int | int32](cluster []L) int {
+	used := 0
+	for _, n := range eval.ClusterSizes(cluster, 0) {
+		if n > 0 {
+			used++
+		}
+	}
+	return used
 }
 
 // betterNetwork is the index of the most clusters used and, among those, the highest

@@ -1039,11 +1039,7 @@ func compareHeads(heads []*Prediction) ([]HeadMetrics, int, error) {
 	best := 0
 	for i, h := range heads {
 		out[i] = HeadMetrics{Head: i, Agreement: round6(sum[i] / float64(len(heads)-1)), Criteria: h.Criteria}
-		for _, n := range eval.ClusterSizes(h.Cluster, 0) {
-			if n > 0 {
-				used[i]++
-			}
-		}
+		used[i] = clustersUsed(h.Cluster)
 		if used[i] > used[best] || (used[i] == used[best] && out[i].Agreement > out[best].Agreement) {
 			best = i
 		}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 
@@ -141,13 +142,9 @@ func RemoveTrials(dir string) error {
 		if st, err := os.Lstat(d); err != nil || !st.IsDir() {
 			continue // not a trial's folder (a file of the user's named seed-…), or gone
 		}
-		var names []string
-		for _, f := range RunFiles {
-			partial, _ := filepath.Glob(filepath.Join(d, "."+f+".tmp*"))
-			names = append(append(names, filepath.Join(d, f)), partial...)
-		}
-		for _, f := range append(names, filepath.Join(d, LockName)) {
-			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		removeStale(d)
+		for _, f := range append(slices.Clone(RunFiles), LockName) {
+			if err := os.Remove(filepath.Join(d, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("remove the trials' folders: %w", err)
 			}
 		}
