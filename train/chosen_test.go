@@ -194,3 +194,28 @@ func pairARI(a, b []int32) float64 {
 	expected := inA * inB / pairs
 	return (both - expected) / ((inA+inB)/2 - expected)
 }
+
+// The chosen epoch ranks fewer empty clusters first: evaluations that put every row
+// in one cluster agree perfectly with one another (adjusted Rand index 1).
+func TestChosenAgreesMore(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name string
+		c, o Chosen
+		want bool
+	}{
+		{"higher agreement", Chosen{Agreement: f(0.8)}, Chosen{Agreement: f(0.7)}, true},
+		{"lower agreement", Chosen{Agreement: f(0.7)}, Chosen{Agreement: f(0.8)}, false},
+		{"equal agreement: the earlier stays", Chosen{Agreement: f(0.8)}, Chosen{Agreement: f(0.8)}, false},
+		{"over the first evaluation", Chosen{Agreement: f(0.1)}, Chosen{}, true},
+		{"the first evaluation", Chosen{}, Chosen{Agreement: f(0.1)}, false},
+		{"fewer empty, lower agreement", Chosen{Agreement: f(0.4)}, Chosen{Agreement: f(1), Empty: 2}, true},
+		{"more empty, perfect agreement", Chosen{Agreement: f(1), Empty: 2}, Chosen{Agreement: f(0.4)}, false},
+		{"the first evaluation, none empty", Chosen{}, Chosen{Agreement: f(1), Empty: 1}, false},
+		{"over the first evaluation, one empty", Chosen{Agreement: f(1), Empty: 1}, Chosen{}, true},
+	} {
+		if got := tc.c.AgreesMore(tc.o); got != tc.want {
+			t.Errorf("%s: AgreesMore = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -213,3 +213,21 @@ func TestHeadsConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// Of heads, one that uses every cluster is selected over constant heads, which agree
+// perfectly with one another.
+func TestCompareHeadsPrefersClustersUsed(t *testing.T) {
+	constant := []int{1, 1, 1, 1, 1, 1}
+	real := []int{0, 0, 1, 1, 2, 2}
+	heads := []*Prediction{{Cluster: constant}, {Cluster: slices.Clone(constant)}, {Cluster: real}}
+	out, best, err := compareHeads(heads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if best != 2 {
+		t.Errorf("selected head %d (agreements %v), want the one using three clusters", best, out)
+	}
+	if out[0].Agreement <= out[2].Agreement {
+		t.Errorf("the constant heads' agreement %v is not above the other's %v: the case tests nothing", out[0].Agreement, out[2].Agreement)
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"emclust/data"
 	"emclust/torch"
 )
 
@@ -266,15 +265,7 @@ func TestDetachForgetsChosenFile(t *testing.T) {
 // The trial kept goes on to the epochs and evaluations New gives its seed's own run:
 // epochs raised to make MinSteps evaluate as often as the epochs asked for would have.
 func TestGoOnResolvesAsNew(t *testing.T) {
-	v, err := data.Digits()
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := NewVectorSource(v, testDevice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src := digitsSource(t)
 	cfg := VectorDefaults() // 30 epochs of 14 steps, raised to 72 for 1000 steps
 	cfg.EvalEvery, cfg.Restarts, cfg.TrialEpochs = 1, 2, 3
 	whole := newRun(t, cfg, src, "")
