@@ -84,7 +84,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	prepareCommands(app.Commands, "")
 	if err := app.Run(args); err != nil {
 		var se silentError
-		if !errors.As(err, &se) {
+		// --nproc: a rank that exits for the command line has said why.
+		re := new(launch.RankError)
+		ranksSaid := errors.As(err, &re) && re.Code == launch.RankUsageExit
+		if !errors.As(err, &se) && !ranksSaid {
 			fmt.Fprintln(stderr, "emclust: "+oneLine(err.Error()))
 		}
 		code := exitCode(err)

@@ -332,6 +332,8 @@ func TestErrors(t *testing.T) {
 		{name: "unknown label column", args: append(train, "--data", "ten.csv", "--label-col", "nope"), code: 1,
 			want: []string{"ten.csv", `"nope"`, "label"}},
 		{name: "k above rows", args: append(ten, "--k", "50"), code: 2, want: []string{"--k 50", "10 rows", "ten.csv"}},
+		// Was accepted: one cluster takes every row, whatever is trained.
+		{name: "one cluster", args: append(ten, "--k", "1"), code: 2, want: []string{"--k 1", "at least 2 clusters"}},
 		// Was exit 1 and "unknown vector file type" for a folder.
 		{name: "data is a folder", args: append(train, "--data", "mnist"), code: 2, want: []string{"mnist is a folder", "--dataset folder --data-dir"}},
 		{name: "unknown file type", args: append(train, "--data", "ten.xlsx"), code: 2, want: []string{"ten.xlsx", "unknown vector file type"}},
@@ -432,8 +434,8 @@ func TestErrors(t *testing.T) {
 		// the loss of the one step was finite, the network it left was not.
 		{name: "lr 1e20", args: append(ten, "--lr", "1e20", "--restarts", "1"), code: 1,
 			want: []string{"epoch 1", "outputs are not finite", "diverged", "--lr"}},
-		// Was a NaN posterior with exit 0: the batch was lowered to the 1 row.
-		{name: "one row", args: append(train, "--data", "one.csv", "--k", "1"), code: 1, want: []string{"1 row", "at least 2 rows"}},
+		// Was a NaN posterior with exit 0 at --k 1: the batch was lowered to the 1 row.
+		{name: "one row", args: append(train, "--data", "one.csv", "--k", "2"), code: 2, want: []string{"more clusters than the 1 row of", "one.csv"}},
 		// Was accepted, then failed writing config.json without naming the flag.
 		{name: "lr inf", args: append(ten, "--lr", "inf"), code: 2, want: []string{"lr +Inf", "finite"}},
 		{name: "lr-kl NaN", args: append(train, "--dataset", "mnist", "--data-dir", "mnist", "--lr-kl", "NaN"), code: 2, want: []string{"lr-kl NaN", "finite"}},

@@ -255,12 +255,13 @@ func TestDataParallelEquivalence(t *testing.T) {
 	}
 }
 
-// --nproc exits as its ranks' command-line mistake does: 2 (was 1).
+// --nproc exits as its ranks' command-line mistake does: 2 (was 1), and leaves the
+// saying to them (it added "exit code 64", a detail of its own).
 func TestNProcUsageExit(t *testing.T) {
 	dir := t.TempDir()
 	r := runProc(t, dir, append([]string{"train", "--quiet", "--kmeans=false", "--dataset", "iris", "--nproc", "2", "--batch-size", "5", "--out", "odd"}, distDevice()...)...)
 	noCrash(t, r)
-	if r.code != 2 || !strings.Contains(r.stderr, "does not split over 2 ranks") || !strings.Contains(r.stderr, fmt.Sprintf("exit code %d", launch.RankUsageExit)) {
+	if r.code != 2 || !strings.Contains(r.stderr, ": batch size 5 does not split over 2 ranks") || strings.Contains(r.stderr, fmt.Sprintf("exit code %d", launch.RankUsageExit)) {
 		t.Errorf("exit %d, stderr %q; want 2 and the batch named", r.code, r.stderr)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "odd")); !errors.Is(err, fs.ErrNotExist) {

@@ -386,7 +386,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		if src.Len() == 0 {
 			return fmt.Errorf("%s holds no rows or images to cluster", name)
 		}
-		return usageError{fmt.Errorf("--k %d: more clusters than the %d rows of %s", cfg.K, src.Len(), name)}
+		return usageError{fmt.Errorf("--k %d: more clusters than the %s of %s", cfg.K, plural(src.Len(), "row"), name)}
 	}
 	log := stderr
 	if opts.Quiet {

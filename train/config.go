@@ -197,8 +197,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	switch {
-	case c.K < 1:
-		return fmt.Errorf("--k %d: want at least 1 cluster", c.K)
+	case c.K < 2:
+		// One cluster takes every row whatever the network learns.
+		return fmt.Errorf("--k %d: want at least 2 clusters", c.K)
 	case c.Epochs < 1:
 		return fmt.Errorf("--epochs %d: want at least 1", c.Epochs)
 	case c.MinSteps < 0:

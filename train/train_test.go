@@ -254,7 +254,8 @@ func TestConfigErrors(t *testing.T) {
 		want string
 	}{
 		{func(c *Config) { c.K = 5000 }, "larger than the 1797 rows"},
-		{func(c *Config) { c.K = 0 }, "at least 1 cluster"},
+		{func(c *Config) { c.K = 0 }, "at least 2 clusters"},
+		{func(c *Config) { c.K = 1 }, "--k 1: want at least 2"},
 		{func(c *Config) { c.Objective = "kmeans" }, "objective"},
 		{func(c *Config) { c.BatchSize = 1 }, "--batch-size"},
 		{func(c *Config) { c.Gamma = "-2" }, "gamma"},
