@@ -102,6 +102,11 @@ func torchrunRole(getenv func(string) string) (*Role, error) {
 		rd.err = fmt.Errorf("PET_NPROC_PER_NODE=%d without LOCAL_RANK: WORLD_SIZE counts %d processes a pod, and this pod started one; run emclust under torchrun in the pod, or set nprocPerNode to 1", n, n)
 	}
 	r.MasterAddr = getenv("MASTER_ADDR")
+	if r.MasterAddr == "" && r.World == 1 {
+		// A world of one serves its own store; with no host it waited on "" until
+		// the timeout.
+		r.MasterAddr = "127.0.0.1"
+	}
 	r.MasterPort = rd.int("MASTER_PORT", 1, 29500) // torch.distributed's default
 	switch {
 	case getenv("EMCLUST_LAUNCHER") != "":
