@@ -331,6 +331,8 @@ func TestDistributedErrors(t *testing.T) {
 		code int // the exit status where it is settled: 2 for a command-line mistake
 	}{
 		{"no master", [][]string{rankEnv(1, 2, port)}, [][]string{append(train, "--out", "a")}, "rank 1: join 2 ranks at 127.0.0.1", 0},
+		// Was "Socket Timeout" alone.
+		{"no other rank", [][]string{rankEnv(0, 2, unusedPort(t))}, [][]string{append(train, "--out", "a0")}, "did not all come within --dist-timeout 3s", 0},
 		{"port in use", [][]string{rankEnv(0, 2, busyPort)}, [][]string{append(train, "--out", "b")}, "rank 0: join 2 ranks", 0},
 		{"different flags", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
 			[][]string{append(both, "--out", "c"), append(both, "--out", "c", "--lr", "0.01")}, "config differs", 2},
