@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 
@@ -88,6 +89,15 @@ func benchOptionsFrom(c *cli.Context) (benchOptions, error) {
 	for _, m := range opts.Models {
 		if _, ok := benchShapes[m]; !ok {
 			return opts, usageError{fmt.Errorf("bench: unknown model %q: want mlp, mnist, cifar or stl10", m)}
+		}
+	}
+	for _, name := range opts.Objectives {
+		obj, err := train.LookupObjective(name)
+		if err != nil {
+			return opts, usageError{err}
+		}
+		if obj.Augmented && slices.Contains(opts.Models, "mlp") {
+			return opts, usageError{fmt.Errorf("--objective %s trains on transformed images: time it on mnist, cifar or stl10, not mlp", name)}
 		}
 	}
 	for _, p := range opts.Precisions {

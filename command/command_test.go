@@ -539,6 +539,9 @@ func TestErrors(t *testing.T) {
 		{name: "bench of an unknown model", args: []string{"bench", "--model", "resnet"}, code: 2, want: []string{`"resnet"`}},
 		{name: "bench of an unknown precision", args: []string{"bench", "--model", "mlp", "--precision", "fp32,int8"}, code: 2, want: []string{"--precision", `"int8"`}},
 		{name: "bench of a bad layout", args: []string{"bench", "--model", "mlp", "--channels-last", "yes"}, code: 2, want: []string{"--channels-last", `"yes"`}},
+		// Were exit 1, found when the model came to be timed.
+		{name: "bench of an unknown objective", args: []string{"bench", "--model", "mlp", "--objective", "bar"}, code: 2, want: []string{`--objective "bar"`, "em-aug"}},
+		{name: "bench of twofold on vectors", args: []string{"bench", "--model", "mnist,mlp", "--objective", "twofold"}, code: 2, want: []string{"--objective twofold", "not mlp"}},
 	}
 	// In this process, one row after another: the rows name fixtures by relative
 	// paths, and a process per row cost a libtorch start each.
