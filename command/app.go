@@ -209,16 +209,36 @@ func prepareCommands(cmds []*cli.Command, parent string) {
 			}
 			return usageError{fmt.Errorf("%s: %w (see emclust %s --help)", name, err, name)}
 		}
-		if cmd.ArgsUsage == "" && len(cmd.Subcommands) == 0 {
+		if len(cmd.Subcommands) == 0 {
 			cmd.Before = func(c *cli.Context) error {
-				if c.Args().Present() {
+				if cmd.ArgsUsage == "" && c.Args().Present() {
 					return usageError{fmt.Errorf("%s takes flags only; unexpected %q", name, c.Args().First())}
 				}
-				return nil
+				return refuseBlank(c, name)
 			}
 		}
 		prepareCommands(cmd.Subcommands, name)
 	}
+}
+
+// refuseBlank refuses an empty flag value or argument: no flag of emclust's takes
+// one, and `--data "$F"` with F unset read the embedded digits in its place.
+func refuseBlank(c *cli.Context, cmd string) error {
+	for _, f := range c.Command.Flags {
+		if _, ok := f.(*cli.StringFlag); !ok {
+			continue
+		}
+		name := f.Names()[0]
+		if c.IsSet(name) && strings.TrimSpace(c.String(name)) == "" {
+			return usageError{fmt.Errorf("%s: --%s %q: empty (an unset shell variable?)", cmd, name, c.String(name))}
+		}
+	}
+	for _, a := range c.Args().Slice() {
+		if strings.TrimSpace(a) == "" {
+			return usageError{fmt.Errorf("%s: an empty argument (an unset shell variable?)", cmd)}
+		}
+	}
+	return nil
 }
 
 // requireFlags returns a usage error naming the first of the flags c lacks. It stands

@@ -380,7 +380,12 @@ func TestErrors(t *testing.T) {
 		{name: "seed list with a gap", args: []string{"compare", "--data", "ten.csv", "--seed-list", "1,,2"}, code: 2, want: []string{`--seed-list "1,,2"`, "empty entry"}},
 		{name: "methods with a trailing comma", args: []string{"compare", "--data", "ten.csv", "--methods", "kmeans,"}, code: 2, want: []string{`--methods "kmeans,"`, "empty entry"}},
 		{name: "bench models with a gap", args: []string{"bench", "--model", "mlp,,mnist"}, code: 2, want: []string{`--model "mlp,,mnist"`, "empty entry"}},
-		{name: "bench of no precision", args: []string{"bench", "--model", "mlp", "--precision", ""}, code: 2, want: []string{"--precision", "nothing to time"}},
+		{name: "bench of no precision", args: []string{"bench", "--model", "mlp", "--precision", ","}, code: 2, want: []string{"--precision", "empty entry"}},
+		// Were the embedded digits, a new run, or "open : no such file": `--data "$F"` with F unset.
+		{name: "blank data", args: []string{"train", "--data", ""}, code: 2, want: []string{`--data ""`, "empty"}},
+		{name: "blank dataset", args: []string{"compare", "--dataset", " "}, code: 2, want: []string{`--dataset " "`, "empty"}},
+		{name: "blank resume", args: []string{"train", "--resume", ""}, code: 2, want: []string{`--resume ""`, "empty"}},
+		{name: "blank run", args: []string{"report", ""}, code: 2, want: []string{"report: an empty argument"}},
 		{name: "k sweep with a repeat", args: []string{"compare", "--data", "ten.csv", "--k", "2,3,2"}, code: 2, want: []string{"--k", "K = 2 given twice"}},
 		{name: "k not a number", args: []string{"compare", "--data", "ten.csv", "--k", "2,x"}, code: 2, want: []string{"--k", `"2,x"`}},
 		{name: "k sweep of a baseline", args: []string{"compare", "--data", "ten.csv", "--k", "2,3", "--methods", "kmeans"}, code: 2, want: []string{"--methods kmeans", "one neural method"}},
