@@ -386,6 +386,9 @@ func TestErrors(t *testing.T) {
 		{name: "blank dataset", args: []string{"compare", "--dataset", " "}, code: 2, want: []string{`--dataset " "`, "empty"}},
 		{name: "blank resume", args: []string{"train", "--resume", ""}, code: 2, want: []string{`--resume ""`, "empty"}},
 		{name: "blank run", args: []string{"report", ""}, code: 2, want: []string{"report: an empty argument"}},
+		// Was a set of one image (a folder walk from a file visits the file).
+		{name: "data-dir is a file", args: []string{"train", "--dataset", "folder", "--data-dir", "ten.csv"}, code: 2, want: []string{"--data-dir ten.csv is a file"}},
+		{name: "data-dir alone is a file", args: []string{"eval", "--model", "r4", "--data-dir", "ten.csv"}, code: 2, want: []string{"--data-dir ten.csv is a file"}},
 		{name: "k sweep with a repeat", args: []string{"compare", "--data", "ten.csv", "--k", "2,3,2"}, code: 2, want: []string{"--k", "K = 2 given twice"}},
 		{name: "k not a number", args: []string{"compare", "--data", "ten.csv", "--k", "2,x"}, code: 2, want: []string{"--k", `"2,x"`}},
 		{name: "k sweep of a baseline", args: []string{"compare", "--data", "ten.csv", "--k", "2,3", "--methods", "kmeans"}, code: 2, want: []string{"--methods kmeans", "one neural method"}},

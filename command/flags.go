@@ -139,6 +139,9 @@ func without(flags []cli.Flag, names ...string) []cli.Flag {
 // gives them expects them to act.
 func checkDataFlags(c *cli.Context) error {
 	dataset := c.String("dataset")
+	if err := checkDataDir(c); err != nil {
+		return err
+	}
 	switch {
 	case c.IsSet("data-dir") && c.IsSet("data"):
 		return usageError{errors.New("--data-dir with --data: --data names the file itself; --data-dir holds an image set's files")}
@@ -156,6 +159,19 @@ func checkDataFlags(c *cli.Context) error {
 			flag = "--gray"
 		}
 		return usageError{fmt.Errorf("%s is for --dataset folder (images of any size in class folders); other data sets have sizes of their own", flag)}
+	}
+	return nil
+}
+
+// checkDataDir refuses a file as --data-dir: a folder walk from a PNG read it as an
+// image set of one.
+func checkDataDir(c *cli.Context) error {
+	if !c.IsSet("data-dir") {
+		return nil
+	}
+	dir := c.String("data-dir")
+	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
+		return usageError{fmt.Errorf("--data-dir %s is a file; name the folder that holds the image set's files", dir)}
 	}
 	return nil
 }

@@ -116,6 +116,9 @@ func trainOptionsFrom(c *cli.Context) (trainOptions, error) {
 	if err := checkResumeFlags(c); err != nil {
 		return opts, err
 	}
+	if err := checkDataDir(c); err != nil {
+		return opts, err
+	}
 	o := &opts.Resumed
 	if c.IsSet("epochs") {
 		o.Epochs = ptr(c.Int("epochs"))
