@@ -49,6 +49,11 @@ func readLabels(r io.Reader, name string) ([]int, error) {
 	for sc.Scan() {
 		line++
 		s := sc.Text()
+		if strings.HasPrefix(s, "\xff\xfe") || strings.HasPrefix(s, "\xfe\xff") || strings.IndexByte(s, 0) >= 0 {
+			// PowerShell's Out-File writes UTF-16: a 0 byte beside each digit made
+			// "0" on line 1 another label than "0" on line 3.
+			return nil, fmt.Errorf("%s:%d: UTF-16 text or a binary file; save the labels as UTF-8 text (iconv -f UTF-16 -t UTF-8)", name, line)
+		}
 		if line == 1 {
 			s = strings.TrimPrefix(s, "\ufeff") // byte order mark
 		}

@@ -71,6 +71,9 @@ func TestReadLabelsErrors(t *testing.T) {
 		// Cut at 40 bytes, before the "é" that would straddle the cut, not through it.
 		{"long row cut", strings.Repeat("a", 39) + "é,1\n", `:1: "` + strings.Repeat("a", 39) + `…" is a row of columns, not a label: give one label a line (predict's assignments: the cluster column alone)`},
 		{"only blank lines", "\n \n\n", ": no labels"},
+		// Were labels of their own: "0" on line 1 carried the byte-order mark, the others a 0 byte.
+		{"UTF-16 with its mark", "\xff\xfe0\x00\r\x00\n\x001\x00\r\x00\n\x000\x00", ":1: UTF-16 text or a binary file; save the labels as UTF-8 text (iconv -f UTF-16 -t UTF-8)"},
+		{"UTF-16 without a mark", "0\x00\n\x001\x00\n\x00", ":1: UTF-16 text or a binary file; save the labels as UTF-8 text (iconv -f UTF-16 -t UTF-8)"},
 		{"line too long", "1\n" + strings.Repeat("x", maxLabelLine+1) + "\n", ":2: bufio.Scanner: token too long"},
 	}
 	for _, tt := range tests {
