@@ -16,7 +16,9 @@ func TestSpawnSignals(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	time.AfterFunc(300*time.Millisecond, cancel)
-	err := Spawn(ctx, "/bin/sleep", []string{"30"}, 2, io.Discard, io.Discard)
+	// env resets SIGINT: a shell without job control starts its background jobs
+	// with it ignored, and sleep would keep that.
+	err := Spawn(ctx, "/usr/bin/env", []string{"--default-signal=INT", "/bin/sleep", "30"}, 2, io.Discard, io.Discard)
 	if !errors.Is(err, ErrInterruptedStarting) {
 		t.Errorf("interrupted while starting: %v", err)
 	}
