@@ -51,7 +51,7 @@ func runScore(_ context.Context, opts scoreOptions, stdout, _ io.Writer) error {
 	}
 	sc, err := eval.Score(truth, pred)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s against %s: %w", opts.Pred, opts.Truth, err)
 	}
 	if opts.JSON {
 		b, _ := json.Marshal(map[string]float64{"acc": sc.ACC, "nmi": sc.NMI, "ari": sc.ARI})

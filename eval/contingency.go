@@ -33,6 +33,11 @@ func Contingency[L Label](truth, pred []L) (table [][]int, classes, clusters []L
 	}
 	classes, classIdx := index(truth)
 	clusters, clusterIdx := index(pred)
+	if len(classes)*len(clusters) > MaxTableCells {
+		// The table, and accuracy's cost matrix beside it: 100 000 distinct ids
+		// against themselves ran a machine out of memory.
+		return nil, nil, nil, fmt.Errorf("eval: %d classes × %d clusters make a table of more than %d cells: is one labelling a column of ids or scores?", len(classes), len(clusters), MaxTableCells)
+	}
 	cells := make([]int, len(classes)*len(clusters))
 	table = make([][]int, len(classes))
 	for i := range table {
@@ -43,6 +48,10 @@ func Contingency[L Label](truth, pred []L) (table [][]int, classes, clusters []L
 	}
 	return table, classes, clusters, nil
 }
+
+// MaxTableCells bounds the contingency table: 256 MiB of counts, as much again
+// for accuracy's costs.
+const MaxTableCells = 1 << 25
 
 // Label is the type of a labelling's entries: int, or int32 where millions of rows
 // are kept at once (a run's restarts).

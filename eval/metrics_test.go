@@ -293,6 +293,23 @@ func TestContingency(t *testing.T) {
 	}
 }
 
+// A labelling of ids against itself was a table of n² counts: at 100 000 rows, out
+// of memory.
+func TestContingencyTooLarge(t *testing.T) {
+	n := 6000 // 36 million cells, above MaxTableCells
+	ids := make([]int, n)
+	for i := range ids {
+		ids[i] = i
+	}
+	_, _, _, err := Contingency(ids, ids)
+	if err == nil || !strings.Contains(err.Error(), "6000 classes × 6000 clusters") {
+		t.Errorf("err = %v, want the table refused", err)
+	}
+	if _, err := Score(ids[:2000], ids[:2000]); err != nil {
+		t.Errorf("2000 × 2000, under the bound: %v", err)
+	}
+}
+
 func TestClusterSizes(t *testing.T) {
 	tests := []struct {
 		pred []int
