@@ -334,6 +334,11 @@ func TestErrors(t *testing.T) {
 		{name: "k above rows", args: append(ten, "--k", "50"), code: 2, want: []string{"--k 50", "10 rows", "ten.csv"}},
 		// Was accepted: one cluster takes every row, whatever is trained.
 		{name: "one cluster", args: append(ten, "--k", "1"), code: 2, want: []string{"--k 1", "at least 2 clusters"}},
+		// Were K = 50, a cluster a row: a column of values all different given as labels.
+		{name: "labels all different", args: append(train, "--data", "four-unlabelled.csv", "--label-col", "0"), code: 2,
+			want: []string{"label column 0 has 50 classes in 50 rows", "give --k"}},
+		{name: "labels all different, compare", args: []string{"compare", "--data", "four-unlabelled.csv", "--label-col", "0", "--seeds", "1"}, code: 2,
+			want: []string{"label column 0 has 50 classes in 50 rows"}},
 		// Was exit 1 and "unknown vector file type" for a folder.
 		{name: "data is a folder", args: append(train, "--data", "mnist"), code: 2, want: []string{"mnist is a folder", "--dataset folder --data-dir"}},
 		{name: "unknown file type", args: append(train, "--data", "ten.xlsx"), code: 2, want: []string{"ten.xlsx", "unknown vector file type"}},
@@ -1956,7 +1961,9 @@ func keepPlanOf(t *testing.T, dir string, args []string) error {
 			return err
 		}
 		defer src.Close()
-		opts.Run.resolve(&cfg, torch.CPU, src)
+		if err := opts.Run.resolve(&cfg, torch.CPU, src); err != nil {
+			return err
+		}
 		_, plan = keepPlan(opts, cfg, src.Len(), torch.CPU)
 		return nil
 	}

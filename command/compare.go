@@ -361,7 +361,9 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	if labels == nil {
 		return nil, fmt.Errorf("%s has no labels, and compare scores every run against them (give --label-col for a CSV)", src.Describe())
 	}
-	opts.Run.resolve(&cfg, dev, src)
+	if err := opts.Run.resolve(&cfg, dev, src); err != nil {
+		return nil, err
+	}
 	plan := ""
 	if opts.Out != "" {
 		if plan, err = keepPlan(opts, cfg, src.Len(), dev); err != nil {
@@ -855,7 +857,9 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 		return err
 	}
 	defer src.Close()
-	opts.Run.resolve(&cfg, dev, src)
+	if err := opts.Run.resolve(&cfg, dev, src); err != nil {
+		return err
+	}
 	if err := compare.CheckKs(opts.Ks, src.Len()); err != nil {
 		return usageError{fmt.Errorf("--k: %w", err)} // as train's --k above the rows
 	}

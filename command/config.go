@@ -303,14 +303,22 @@ func trainsCNN(cfg *train.Config) bool {
 
 // resolve settles in cfg what the flags left to the network and the data:
 // channels-last (on for CNNs), K from the labels. (train.New settles the rest: the
-// batch clamp, γ auto and the network for the data.)
-func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) {
+// batch clamp, γ auto and the network for the data.) It refuses a label column
+// of about as many classes as rows.
+func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) error {
 	if !n.ChannelsLastSet {
 		cfg.ChannelsLast = defaultChannelsLast(trainsCNN(cfg))
 	}
 	if !n.KSet {
-		if k := numClasses(src.Labels()); k > 0 {
+		k := numClasses(src.Labels())
+		if k > 2 && 2*k > src.Len() {
+			// A column of ids made K the rows: a run 20 times slower that used
+			// few of its clusters.
+			return usageError{fmt.Errorf("label column %s has %d classes in %s, and K defaults to the classes: is it a column of ids? give --k", cfg.LabelCol, k, plural(src.Len(), "row"))}
+		}
+		if k > 0 {
 			cfg.K = k
 		}
 	}
+	return nil
 }

@@ -377,7 +377,9 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	}
 	defer src.Close()
 	if ckpt == nil && !resumeTrials {
-		opts.New.resolve(&cfg, dev, src)
+		if err := opts.New.resolve(&cfg, dev, src); err != nil {
+			return err
+		}
 	} else if err := checkResumedData(ckpt, began, beganLabels, cfg, src, runDir); err != nil {
 		return err
 	}
