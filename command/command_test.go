@@ -1088,6 +1088,30 @@ func TestPredictKeepsTrainingData(t *testing.T) {
 	if b, _ := os.ReadFile(data); !bytes.Equal(b, orig) {
 		t.Error("predict wrote over the data its model trained on")
 	}
+	// Through a link: the write replaced the run's config.json, exit 0.
+	conf := filepath.Join(dir, "run", "config.json")
+	before, _ := os.ReadFile(conf)
+	os.Symlink(conf, filepath.Join(dir, "link.csv"))
+	wantError(t, run(t, dir, "predict", "--model", "run", "--out", "link.csv", "--force"), 2, "--out link.csv", "belongs to the run")
+	if b, _ := os.ReadFile(conf); !bytes.Equal(b, before) {
+		t.Error("predict wrote over the run's config.json through a link")
+	}
+
+	// An image set's folder, --force or not: a PNG there was replaced by CSV text.
+	images := filepath.Join(dir, "images")
+	writeIDXSet(t, images, 48, 16)
+	if r := run(t, dir, "train", "--dataset", "mnist", "--data-dir", images, "--device", "cpu", "--epochs", "1", "--restarts", "1", "--batch-size", "32", "--quiet", "--out", "cnn"); r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	files, _ := os.ReadDir(images)
+	first := filepath.Join(images, files[0].Name())
+	orig, _ = os.ReadFile(first)
+	for _, out := range []string{first, filepath.Join(images, "p.csv")} {
+		wantError(t, run(t, dir, "predict", "--model", "cnn", "--out", out, "--force"), 2, "inside the data's folder")
+	}
+	if b, _ := os.ReadFile(first); !bytes.Equal(b, orig) {
+		t.Errorf("predict wrote over %s", first)
+	}
 }
 
 // compare keeps an earlier comparison's files unless told --force; before, a second

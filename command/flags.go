@@ -28,15 +28,18 @@ func checkOutputFlag(flag, out string, force bool, inputs ...string) error {
 	if strings.TrimSpace(out) == "" {
 		return usageError{fmt.Errorf("%s %q: name a file", flag, out)}
 	}
-	// Whether or not the file exists yet: a run still training writes it later.
-	dir, base := filepath.Split(out)
-	for _, owned := range append(train.RunFiles, train.LockName) {
-		if base != owned {
-			continue
-		}
-		for _, marker := range []string{"checkpoint.safetensors", "config.json"} {
-			if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
-				return usageError{fmt.Errorf("%s %s belongs to the run in %s; name a file outside the run folder", flag, out, filepath.Clean(dir))}
+	// Whether or not the file exists yet: a run still training writes it later. As
+	// typed and with its links resolved: the write replaces a link's target.
+	for _, path := range []string{out, realPath(out)} {
+		dir, base := filepath.Split(path)
+		for _, owned := range append(train.RunFiles, train.LockName) {
+			if base != owned {
+				continue
+			}
+			for _, marker := range []string{"checkpoint.safetensors", "config.json"} {
+				if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
+					return usageError{fmt.Errorf("%s %s belongs to the run in %s; name a file outside the run folder", flag, out, filepath.Clean(dir))}
+				}
 			}
 		}
 	}

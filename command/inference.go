@@ -170,6 +170,11 @@ func openInferenceTo(opts modelOptions, out string, force bool, log io.Writer) (
 		in.Close()
 		return nil, err
 	}
+	if dataDir := imageDir(*in.Cfg); dataDir != "" && within(realPath(out), realPath(dataDir)) {
+		// --force or not: a file there may be an image or a label file of the set.
+		in.Close()
+		return nil, usageError{fmt.Errorf("--out %s is inside the data's folder %s; name a file outside the data", out, dataDir)}
+	}
 	return in, nil
 }
 
