@@ -1290,6 +1290,18 @@ func TestReportGuardsOutput(t *testing.T) {
 		t.Fatalf("report --force: exit %d: %s", r.code, r.stderr)
 	}
 
+	// What a report killed while writing leaves is its own: was refused as foreign,
+	// --force or not, for ever.
+	killed := filepath.Join(dir, "killed")
+	os.MkdirAll(killed, 0o755)
+	os.WriteFile(filepath.Join(killed, ".scores.svg.tmp418026605"), []byte("<svg"), 0o644)
+	if r := run(t, dir, append(slices.Clone(args[:len(args)-3]), killed, "--device", "cpu")...); r.code != 0 {
+		t.Fatalf("report into a killed report's folder: exit %d: %s", r.code, r.stderr)
+	}
+	if left, _ := filepath.Glob(filepath.Join(killed, ".*.tmp*")); len(left) > 0 {
+		t.Errorf("partial files left: %v", left)
+	}
+
 	// A folder of the user's files: its loss.svg was replaced without a word.
 	mine := filepath.Join(dir, "mine")
 	os.MkdirAll(mine, 0o755)

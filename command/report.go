@@ -12,6 +12,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"emclust/atomicfile"
 	"emclust/report"
 	"emclust/torch"
 	"emclust/train"
@@ -191,11 +192,13 @@ func checkReportDir(out string, force bool) error {
 	if err != nil || len(entries) == 0 {
 		return nil // a new folder, or an empty one (what is not a folder fails when written)
 	}
-	var foreign, figures []string
+	var foreign, figures, partial []string
 	hasReport := false
 	for _, e := range entries {
 		name := e.Name()
 		switch {
+		case e.Type().IsRegular() && isReportTemp(name):
+			partial = append(partial, name) // a report killed while writing this file
 		case name == "index.html" && e.Type().IsRegular():
 			if !isReportPage(filepath.Join(out, name)) {
 				return usageError{fmt.Errorf("--out %s holds an index.html that no emclust report wrote; name another folder", out)}
@@ -210,12 +213,27 @@ func checkReportDir(out string, force bool) error {
 	switch {
 	case len(foreign) > 0:
 		return usageError{fmt.Errorf("--out %s holds files a report does not write (%s); name a new or empty folder", out, someNames(foreign))}
-	case force:
+	case force || len(figures) == 0 && !hasReport:
+		for _, name := range partial {
+			os.Remove(filepath.Join(out, name))
+		}
 		return nil
 	case hasReport:
 		return usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
 	}
 	return usageError{fmt.Errorf("--out %s holds figures but no finished report (%s); name a new or empty folder, or pass --force to write the report over them (a report stopped before its end leaves only its figures)", out, someNames(figures))}
+}
+
+// isReportTemp says whether name is a temporary file atomicfile.Write leaves when a
+// report is killed while writing index.html or a figure.
+func isReportTemp(name string) bool {
+	i := strings.LastIndex(name, ".tmp")
+	if i < 0 {
+		return false
+	}
+	base := strings.TrimPrefix(name[:i], ".")
+	isFile := base == "index.html" || strings.HasSuffix(base, ".png") || strings.HasSuffix(base, ".svg")
+	return isFile && !strings.ContainsRune(base, '/') && atomicfile.IsTemp(name, base)
 }
 
 // isReportPage says whether the file at path is a report's index.html: its title,
