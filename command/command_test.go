@@ -2032,6 +2032,25 @@ func TestCompareResumeRefused(t *testing.T) {
 	}
 }
 
+// A comparison killed while writing its tables leaves partial files, which the next
+// one in the folder removes (they outlived a finished --resume or --force).
+func TestCompareRemovesPartialFiles(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"compare", "--quiet", "--dataset", "iris", "--methods", "kmeans", "--seeds", "1", "--device", "cpu", "--out", "cmp"}
+	if r := run(t, dir, args...); r.code != 0 {
+		t.Fatalf("compare: exit %d: %s", r.code, r.stderr)
+	}
+	for _, name := range []string{".compare.json.tmp3152235370", "." + comparePlanName + ".tmp12"} {
+		os.WriteFile(filepath.Join(dir, "cmp", name), []byte("{"), 0o644)
+	}
+	if r := run(t, dir, append(args, "--force")...); r.code != 0 {
+		t.Fatalf("compare --force: exit %d: %s", r.code, r.stderr)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "cmp", ".*.tmp*")); len(left) > 0 {
+		t.Errorf("partial files left: %v", left)
+	}
+}
+
 // Values far beyond the training data's range end predict and eval with a line that
 // names the data and the row: a standardized model's z-score that passes float32
 // (was a nil-pointer panic), and a raw model whose network overflows (was cluster 0

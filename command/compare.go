@@ -198,6 +198,11 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 		if err := checkCompareOutputs(opts); err != nil {
 			return err
 		}
+		// What a comparison killed while writing them left; the lock keeps out any
+		// other writer.
+		for _, name := range []string{"compare.json", comparePlanName} {
+			atomicfile.RemoveStale(filepath.Join(opts.Out, name))
+		}
 	}
 	dev, err := selectDevice(opts.Run.Config.Device)
 	if err != nil {
