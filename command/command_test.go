@@ -1811,6 +1811,9 @@ func TestTrainTrialsKilled(t *testing.T) {
 	wantError(t, run(t, dir, "train", "--resume", "killed", "--device", "cpu", "--nproc", "2"), 2, "stopped among its trials", "in one")
 	// Was written into the trials' config.json, which no resume could read after.
 	wantError(t, run(t, dir, "train", "--resume", "killed", "--device", "cpu", "--precision", "bf32"), 2, `--precision "bf32"`)
+	// A trial alone went past --trial-epochs, and the run scored it there.
+	wantError(t, run(t, dir, "train", "--resume", filepath.Join("killed", "trials", "seed-1"), "--device", "cpu", "--epochs", "3"), 2,
+		"is a trial of the run in", "resume that run")
 	if now, _ := os.ReadFile(filepath.Join(dir, "killed", "trials", "config.json")); !bytes.Equal(now, plan) {
 		t.Errorf("a refused resume rewrote the trials' config.json")
 	}

@@ -1222,6 +1222,15 @@ func checkRunDir(dir string) error {
 		// A run writes its folder: a checkpoint file alone has none to write.
 		return usageError{fmt.Errorf("resume: %s is a file; --resume takes the run folder that holds checkpoint.safetensors (%s?)", dir, filepath.Dir(dir))}
 	}
+	if abs := absPath(dir); filepath.Base(filepath.Dir(abs)) == train.TrialsDir && strings.HasPrefix(filepath.Base(abs), "seed-") {
+		// Trained on alone, the trial would pass --trial-epochs and be scored there.
+		run := filepath.Dir(filepath.Dir(abs))
+		for _, conf := range []string{filepath.Join(run, "config.json"), filepath.Join(run, train.TrialsDir, "config.json")} {
+			if _, err := os.Stat(conf); err == nil {
+				return usageError{fmt.Errorf("resume: %s is a trial of the run in %s; resume that run", dir, run)}
+			}
+		}
+	}
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); errors.Is(err, os.ErrNotExist) {
 		// A run killed while writing its first checkpoint left the partial file.
 		if err := train.RemoveStale(dir); err != nil {
