@@ -70,7 +70,7 @@ func (z ZScore) Apply(rows []float32) {
 const SpreadToStandardize = 10
 
 // FeatureSpread is the largest column standard deviation over the median of the
-// non-zero ones: near 1 when the features share a unit (pixels, lengths), hundreds
+// non-zero ones (over the smaller of two): near 1 when the features share a unit (pixels, lengths), hundreds
 // when they do not (an area beside a ratio). 0 when every column is constant.
 func (v *Vectors) FeatureSpread() float64 {
 	_, sd, constant := v.columnMoments()
@@ -85,7 +85,12 @@ func (v *Vectors) FeatureSpread() float64 {
 	}
 	slices.Sort(nonzero)
 	median := nonzero[len(nonzero)/2]
-	if len(nonzero)%2 == 0 {
+	switch {
+	case len(nonzero) == 2:
+		// The median of two is their mean, which the larger decides: the spread was
+		// at most 2, and an income beside a 0/1 column was never standardized.
+		median = nonzero[0]
+	case len(nonzero)%2 == 0:
 		median = (median + nonzero[len(nonzero)/2-1]) / 2
 	}
 	return nonzero[len(nonzero)-1] / median
