@@ -178,6 +178,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 	}
 
 	header := hdr == "yes"
+	guessedData, first := false, line // line 1 taken for data, for want of names
 	if hdr == "auto" {
 		if labelName != "" {
 			if !p.looksLikeHeader(rec) {
@@ -189,6 +190,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 			if header, err = p.headerOrData(rec, line); err != nil {
 				return nil, err
 			}
+			guessedData = !header && p.labelCol >= 0
 		}
 	}
 	if labelName != "" && !header {
@@ -241,6 +243,12 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 	}
 	if p.n == 0 {
 		return nil, fmt.Errorf("%s: no data rows", name)
+	}
+	if guessedData && p.n >= 3 && len(p.classes) < p.n && slices.Index(p.labels[1:], p.labels[0]) < 0 {
+		// A header of numbers (wavelengths, years) beside the label's name: its
+		// row was a class of its own and values hundreds of spreads out.
+		return nil, fmt.Errorf("%s:%d: the label %s is on no other line: is line %d a header of numeric names? say --header yes or --header no",
+			name, first, quoteClip(p.classes[p.labels[0]]), first)
 	}
 
 	v := &Vectors{X: p.x, N: p.n, D: p.d, Source: name}

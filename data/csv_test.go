@@ -426,6 +426,13 @@ func TestReadCSVErrors(t *testing.T) {
 			want:    []string{`is line 1 a header? say --header yes or --header no; or, if column 2 holds class labels, --label-col 2`},
 		},
 		{
+			// Was read as a row of class "class", 400 spreads from the rest.
+			name:    "numeric names beside the label's, label by index",
+			content: "400,410,class\n0.03,0.5,a\n0.04,0.6,b\n0.02,0.4,a\n",
+			opt:     CSVOptions{LabelCol: "-1"},
+			want:    []string{`x.csv:1: the label "class" is on no other line: is line 1 a header of numeric names? say --header yes or --header no`},
+		},
+		{
 			name:    "a word with a label column given",
 			content: "5.1,x,setosa\n4,5,b\n",
 			opt:     CSVOptions{Header: "no", LabelCol: "2"},
