@@ -118,8 +118,17 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 	}
 	// Excel's "Unicode text" and PowerShell write UTF-16: every other byte is 0, which
 	// the messages below would quote as names.
-	if head, _ := br.Peek(min(br.Size(), 4096)); isUTF16(head) {
+	head, _ := br.Peek(min(br.Size(), 4096))
+	switch {
+	case isUTF16(head):
 		return nil, fmt.Errorf("%s: UTF-16 text; save it as UTF-8 (CSV UTF-8 in a spreadsheet, or iconv -f UTF-16 -t UTF-8)", name)
+	case bytes.HasPrefix(head, []byte(npyMagic)):
+		// Was ":2: 1 fields, want 5" for a renamed (or gzip'd) array.
+		return nil, fmt.Errorf("%s: a NumPy array, not text; name it .npy (or .npy.gz)", name)
+	case bytes.HasPrefix(head, []byte("\x89PNG")):
+		return nil, fmt.Errorf("%s: a PNG image, not a table; images are read with --dataset folder --data-dir FOLDER", name)
+	case bytes.IndexByte(head, 0) >= 0:
+		return nil, fmt.Errorf("%s: binary data (a 0 byte at byte %d), not a text table", name, bytes.IndexByte(head, 0))
 	}
 	// Classic Mac OS ended lines with CR alone: the whole file is one line, which
 	// the messages below would quote whole.
@@ -316,6 +325,10 @@ func (c *countingReader) Read(b []byte) (int, error) {
 // labelHint names --label-col for a column of words when no label column was given:
 // class names left among the features are the likeliest cause.
 func (p *csvParser) labelHint(j int) string {
+	if p.ncol == 1 {
+		// A comma file named .tsv read as one column: "--label-col a,b,c" misled.
+		return " (the file reads as one column: is it separated by another character than its name says? .tsv is read by tabs)"
+	}
 	if p.labelCol >= 0 {
 		return ""
 	}

@@ -426,6 +426,28 @@ func TestReadCSVErrors(t *testing.T) {
 			want:    []string{`is line 1 a header? say --header yes or --header no; or, if column 2 holds class labels, --label-col 2`},
 		},
 		{
+			// Were ":2: 1 fields, want 5", and a hint to pass --label-col with the PNG's bytes.
+			name:    "an array named .csv",
+			content: "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }\n",
+			want:    []string{"x.csv: a NumPy array, not text; name it .npy"},
+		},
+		{
+			name:    "one column of commas",
+			content: "a,b,c\n1,2,3\n",
+			opt:     CSVOptions{Comma: '\t'},
+			want:    []string{`x.csv:2: column 0 ("a,b,c"): "1,2,3" is not a number (the file reads as one column`},
+		},
+		{
+			name:    "a PNG named .csv",
+			content: "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+			want:    []string{"x.csv: a PNG image, not a table"},
+		},
+		{
+			name:    "binary",
+			content: "1,2,3\n4,\x00,6\n",
+			want:    []string{"x.csv: binary data (a 0 byte at byte 8), not a text table"},
+		},
+		{
 			// Was read as a row of class "class", 400 spreads from the rest.
 			name:    "numeric names beside the label's, label by index",
 			content: "400,410,class\n0.03,0.5,a\n0.04,0.6,b\n0.02,0.4,a\n",
