@@ -108,7 +108,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		defer zr.Close()
-		br = bufio.NewReaderSize(&lineLimit{r: zr, max: maxLineBytes}, 64<<10)
+		br = bufio.NewReaderSize(&lineLimit{r: gzipErrors{zr}, max: maxLineBytes}, 64<<10)
 		size = -1
 	}
 	// Spreadsheets start UTF-8 CSVs with a byte-order mark. Left in, it hides in the
@@ -308,6 +308,17 @@ func (p *csvParser) presize(read float64) {
 	if p.labelCol >= 0 {
 		p.labels = slices.Grow(p.labels, rows-len(p.labels))
 	}
+}
+
+// gzipErrors says where a read error comes from: a bare "unexpected EOF" did not.
+type gzipErrors struct{ r io.Reader }
+
+func (g gzipErrors) Read(b []byte) (int, error) {
+	n, err := g.r.Read(b)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("gzip data: %w (a file cut short, or bytes after its end? gunzip -t says)", err)
+	}
+	return n, err
 }
 
 // countingReader counts the bytes read through it.

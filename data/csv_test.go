@@ -496,6 +496,14 @@ func TestParseCSVBadGzip(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "bad.csv.gz: ") {
 		t.Fatalf("err = %v, want an error naming bad.csv.gz", err)
 	}
+	// Cut short, and with bytes after its end: was a bare "unexpected EOF".
+	whole := gzipVecBytes(t, []byte("a,b\n1,2\n3,4\n"))
+	for name, b := range map[string][]byte{"cut": whole[:len(whole)-6], "garbage after": append(slices.Clone(whole), "garbage"...)} {
+		_, err := ParseCSV(bytes.NewReader(b), "t.csv.gz", CSVOptions{})
+		if err == nil || !strings.Contains(err.Error(), "t.csv.gz") || !strings.Contains(err.Error(), "gzip data: ") {
+			t.Errorf("%s: err = %v, want the gzip data named", name, err)
+		}
+	}
 }
 
 // A line past maxLineBytes is refused with its number, as it streams in, plain or
