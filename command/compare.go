@@ -292,6 +292,10 @@ func suiteTables(arg string) ([]string, error) {
 	}
 	var files []string
 	for _, f := range names {
+		if base := strings.ToLower(strings.TrimSuffix(f, ".gz")); strings.HasSuffix(base, ".npy") {
+			// Was "has no labels (give --label-col for a CSV)", --label-col given.
+			return nil, usageError{fmt.Errorf("--tables: %s is a NumPy array, which holds no labels; the suite scores CSV tables by their --label-col", f)}
+		}
 		if _, err := os.Stat(f); err != nil {
 			return nil, fmt.Errorf("--tables: %w", err)
 		}
@@ -364,7 +368,7 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	defer src.Close()
 	labels := src.Labels()
 	if labels == nil {
-		return nil, fmt.Errorf("%s has no labels, and compare scores every run against them (give --label-col for a CSV)", src.Describe())
+		return nil, usageError{fmt.Errorf("%s has no labels, and compare scores every run against them (give --label-col for a CSV)", src.Describe())}
 	}
 	if err := opts.Run.resolve(&cfg, dev, src); err != nil {
 		return nil, err
