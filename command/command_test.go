@@ -376,6 +376,9 @@ func TestErrors(t *testing.T) {
 		{name: "nproc 0", args: append(ten, "--nproc", "0"), code: 2, want: []string{"--nproc 0", "1 to 1024"}},
 		{name: "suite with data", args: []string{"compare", "--suite", "--data", "ten.csv"}, code: 2, want: []string{"--data with --suite"}},
 		{name: "suite with header", args: []string{"compare", "--suite", "--header", "no"}, code: 2, want: []string{"--header with --suite"}},
+		// Were exit 1, "mkdir …: not a directory".
+		{name: "report into a file", args: []string{"report", "r4", "--out", "ten.csv"}, code: 2, want: []string{"--out ten.csv is a file"}},
+		{name: "fetch into a file", args: []string{"data", "fetch", "mnist", "--dir", "ten.csv"}, code: 2, want: []string{"--dir ten.csv is a file"}},
 		{name: "suite of an array", args: []string{"compare", "--suite", "--tables", "ten.npy", "--label-col", "0"}, code: 2, want: []string{"--tables: ten.npy is a NumPy array"}},
 		// Was exit 1: the command line's, as eval's is.
 		{name: "compare without labels", args: []string{"compare", "--data", "three.csv", "--methods", "kmeans"}, code: 2, want: []string{"three.csv", "has no labels"}},

@@ -188,6 +188,9 @@ func openReportRun(dir string, dev torch.Device) (*train.Model, *report.Run, err
 // told from a user's.) Even with --force it refuses an index.html that is no
 // report's and files other than figures, which a report never writes.
 func checkReportDir(out string, force bool) error {
+	if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
+		return usageError{fmt.Errorf("--out %s is a file; a report is a folder: name a new or empty one", out)}
+	}
 	entries, err := os.ReadDir(out)
 	if err != nil || len(entries) == 0 {
 		return nil // a new folder, or an empty one (what is not a folder fails when written)
