@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -17,8 +18,9 @@ const maxLabelLine = 1 << 20
 
 // ReadLabels reads one label per line from the file at path.
 //
-// If every label is a non-negative integer the values are used as they
-// are, so cluster ids written by this tool read back unchanged. Otherwise
+// If every label is a non-negative integer (1.0 and 1e3 are too) the values
+// are used as they are, so cluster ids written by this tool read back
+// unchanged. Otherwise
 // each distinct string (such as "cat" or "-1") is given an id in order of
 // first appearance; the metrics do not depend on which ids the labels get,
 // only on which points share one.
@@ -70,6 +72,11 @@ func readLabels(r io.Reader, name string) ([]int, error) {
 		if strings.ContainsAny(s, ",\t") || numberFields(s) {
 			// A CSV's every line would be a label of its own, and the scores nonsense.
 			return nil, fmt.Errorf("%s:%d: %q is a row of columns, not a label: give one label a line (predict's assignments: the cluster column alone)", name, line, truncate(s, 40))
+		}
+		if f, err := strconv.ParseFloat(s, 64); err == nil && f == math.Trunc(f) && f >= 0 && f < 1<<31 {
+			// pandas writes an integer column with a missing value as floats:
+			// "1.0" is the class "1" of the other file.
+			s = strconv.Itoa(int(f))
 		}
 		if allNumber {
 			if v, err := strconv.Atoi(s); err != nil || v < 0 {

@@ -40,6 +40,9 @@ func TestReadLabels(t *testing.T) {
 		{"mixed", "7\nx\n7\n0\n", []int{0, 1, 0, 2}},
 		// Negative ids (noise in DBSCAN-style output) become ordinary labels.
 		{"negative", "-1\n0\n-1\n", []int{0, 1, 0}},
+		// Were three labels: "1.0" is the 1 beside it.
+		{"integers written as floats", "1.0\n1\n2.0\n1e1\n", []int{1, 1, 2, 10}},
+		{"a float among names", "0.5\ncat\n0.5\n", []int{0, 1, 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
