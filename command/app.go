@@ -190,7 +190,7 @@ func flagWants(cmd *cli.Command, name string) string {
 // prepareCommands makes a flag parse error of any command a one-line usage error on
 // stderr (without it urfave/cli prints the command's whole help to stdout, which
 // scripts read, and exits 1), and refuses positional arguments where a command takes
-// none (ArgsUsage empty).
+// none (ArgsUsage empty) and empty values (refuseBlank).
 func prepareCommands(cmds []*cli.Command, parent string) {
 	for _, cmd := range cmds {
 		name := strings.TrimPrefix(parent+" "+cmd.Name, " ")

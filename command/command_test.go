@@ -113,6 +113,7 @@ func makeFixtures(dir string) error {
 		"ragged.csv":          "1,2,3\n4,5\n",
 		"empty.csv":           "",
 		"one.csv":             "1,2,3\n",
+		"oneclass.csv":        "x,y,c\n1,2,a\n1.1,2.1,a\n5,6,a\n5.1,6.2,a\n",
 		"huge.csv":            hugeCSV(),
 		"ten.csv":             randomCSV(10, 4, 2, 1, true),
 		"four.csv":            randomCSV(200, 4, 2, 2, true),
@@ -337,6 +338,9 @@ func TestErrors(t *testing.T) {
 		// Were K = 50, a cluster a row: a column of values all different given as labels.
 		{name: "labels all different", args: append(train, "--data", "four-unlabelled.csv", "--label-col", "0"), code: 2,
 			want: []string{"label column 0 has 50 classes in 50 rows", "give --k"}},
+		// Was "--k 1: want at least 2 clusters", exit 1, of a --k not given.
+		{name: "labels of one class", args: append(train, "--data", "oneclass.csv", "--label-col", "c"), code: 2,
+			want: []string{"label column c holds one class", "give --k"}},
 		{name: "labels all different, compare", args: []string{"compare", "--data", "four-unlabelled.csv", "--label-col", "0", "--seeds", "1"}, code: 2,
 			want: []string{"label column 0 has 50 classes in 50 rows"}},
 		// Was exit 1 and "unknown vector file type" for a folder.
@@ -1112,11 +1116,15 @@ func TestPredictKeepsTrainingData(t *testing.T) {
 	files, _ := os.ReadDir(images)
 	first := filepath.Join(images, files[0].Name())
 	orig, _ = os.ReadFile(first)
-	for _, out := range []string{first, filepath.Join(images, "p.csv")} {
-		wantError(t, run(t, dir, "predict", "--model", "cnn", "--out", out, "--force"), 2, "inside the data's folder")
+	for _, out := range []string{first, filepath.Join(images, "p.png")} {
+		wantError(t, run(t, dir, "predict", "--model", "cnn", "--out", out, "--force"), 2, "is a file of the data's folder")
 	}
 	if b, _ := os.ReadFile(first); !bytes.Equal(b, orig) {
 		t.Errorf("predict wrote over %s", first)
+	}
+	// A new CSV there is no file of the set.
+	if r := run(t, dir, "predict", "--model", "cnn", "--out", filepath.Join(images, "p.csv")); r.code != 0 {
+		t.Errorf("predict to a new CSV in the data's folder: exit %d: %s", r.code, r.stderr)
 	}
 }
 

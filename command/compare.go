@@ -670,9 +670,10 @@ func checkCompareOutputs(opts compareOptions) error {
 	var taken, runDirs []string
 	if dir := opts.Out; dir != "" {
 		// Found only when the results are written, a file here cost every run.
-		if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-			return usageError{fmt.Errorf("--out %s is a file; name a folder", dir)}
-		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := refuseFile("--out", dir, "name a folder"); err != nil {
+			return err
+		}
+		if _, err := os.Stat(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return usageError{fmt.Errorf("--out %s: %w", dir, err)}
 		}
 		// A folder of anything but comparisons (a run folder, /) is the user's, or a run's.

@@ -103,7 +103,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 			return cfg, usageError{errors.New("--hidden auto chooses between an MLP and a linear map for vectors; images train a CNN")}
 		}
 		cfg.HiddenAuto = true
-	case v == "none" || v == "":
+	case v == "none":
 		cfg.Hidden, cfg.HiddenAuto = nil, false // the scores are a linear map of the features
 	default:
 		hidden, err := parseInts("hidden", v, 1)
@@ -303,15 +303,18 @@ func trainsCNN(cfg *train.Config) bool {
 
 // resolve settles in cfg what the flags left to the network and the data:
 // channels-last (on for CNNs), K from the labels. (train.New settles the rest: the
-// batch clamp, γ auto and the network for the data.) It refuses a label column
-// of about as many classes as rows.
+// batch clamp, γ auto and the network for the data.) It refuses a K from a label
+// column of one class, or of about as many classes as rows.
 func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) error {
 	if !n.ChannelsLastSet {
 		cfg.ChannelsLast = defaultChannelsLast(trainsCNN(cfg))
 	}
 	if !n.KSet {
 		k := numClasses(src.Labels())
-		if k > 2 && 2*k > src.Len() {
+		switch {
+		case k == 1:
+			return usageError{fmt.Errorf("label column %s holds one class, and K defaults to the classes: give --k", cfg.LabelCol)}
+		case k > 2 && 10*k > 9*src.Len():
 			// A column of ids made K the rows: a run 20 times slower that used
 			// few of its clusters.
 			return usageError{fmt.Errorf("label column %s has %d classes in %s, and K defaults to the classes: is it a column of ids? give --k", cfg.LabelCol, k, plural(src.Len(), "row"))}

@@ -61,8 +61,8 @@ func fetchOptionsFrom(c *cli.Context) (fetchOptions, error) {
 	if err := requireFlags(c, "dir"); err != nil {
 		return fetchOptions{}, err
 	}
-	if fi, err := os.Stat(c.String("dir")); err == nil && !fi.IsDir() {
-		return fetchOptions{}, usageError{fmt.Errorf("--dir %s is a file; name the folder to put the data set in", c.String("dir"))}
+	if err := refuseFile("--dir", c.String("dir"), "name the folder to put the data set in"); err != nil {
+		return fetchOptions{}, err
 	}
 	return fetchOptions{Name: args[0], Dir: c.String("dir"), Quiet: c.Bool("quiet")}, nil
 }

@@ -121,7 +121,7 @@ func joinGroup(role *launch.Role, dev torch.Device, threads int, o distOptions) 
 	})
 	if err != nil {
 		hint := ""
-		if strings.Contains(strings.ToLower(err.Error()), "timeout") || strings.Contains(err.Error(), "timed out") {
+		if msg := strings.ToLower(err.Error()); strings.Contains(msg, "timeout") || strings.Contains(msg, "timed out") {
 			hint = fmt.Sprintf(" (the %d ranks did not all come within --dist-timeout %v: were they all started, with the same MASTER_ADDR and MASTER_PORT?)", role.World, o.Timeout)
 		}
 		return nil, fmt.Errorf("join %d ranks at %s:%d as rank %d (%s, %v): %w%s", role.World, role.MasterAddr, role.MasterPort, role.Rank, role.Launcher, backend, err, hint)

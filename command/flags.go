@@ -82,7 +82,7 @@ func threadsFlag() cli.Flag {
 }
 
 // autoStandardizeHelp says what train and compare do when --standardize is not given.
-var autoStandardizeHelp = fmt.Sprintf("auto: on when the columns' standard deviations differ as units do (the largest over the median above %d)", data.SpreadToStandardize)
+var autoStandardizeHelp = fmt.Sprintf("auto: on when the columns' standard deviations differ as units do (the largest over the lower median above %d)", data.SpreadToStandardize)
 
 // dataFlags select what to cluster, for train and compare (the verbs that apply a
 // model take inferenceDataFlags or imageDataFlags). dflt says what is read when none
@@ -172,9 +172,14 @@ func checkDataDir(c *cli.Context) error {
 	if !c.IsSet("data-dir") {
 		return nil
 	}
-	dir := c.String("data-dir")
-	if fi, err := os.Stat(dir); err == nil && !fi.IsDir() {
-		return usageError{fmt.Errorf("--data-dir %s is a file; name the folder that holds the image set's files", dir)}
+	return refuseFile("--data-dir", c.String("data-dir"), "name the folder that holds the image set's files")
+}
+
+// refuseFile refuses a file where flag names a folder, before any work: found when
+// written, it cost a run, or read "mkdir …: not a directory" (exit 1).
+func refuseFile(flag, path, want string) error {
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() {
+		return usageError{fmt.Errorf("%s %s is a file; %s", flag, path, want)}
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -170,12 +171,27 @@ func openInferenceTo(opts modelOptions, out string, force bool, log io.Writer) (
 		in.Close()
 		return nil, err
 	}
-	if dataDir := imageDir(*in.Cfg); dataDir != "" && within(realPath(out), realPath(dataDir)) {
-		// --force or not: a file there may be an image or a label file of the set.
+	if dataDir := imageDir(*in.Cfg); dataDir != "" && within(realPath(out), realPath(dataDir)) && (exists(out) || isImageName(out)) {
+		// --force or not: a file there is an image or a file of the set (a PNG was
+		// replaced by CSV text), and a new image would join the set.
 		in.Close()
-		return nil, usageError{fmt.Errorf("--out %s is inside the data's folder %s; name a file outside the data", out, dataDir)}
+		return nil, usageError{fmt.Errorf("--out %s is a file of the data's folder %s; name another file", out, dataDir)}
 	}
 	return in, nil
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// isImageName says whether an image folder's reader would take path for an image.
+func isImageName(path string) bool {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".png", ".jpg", ".jpeg":
+		return true
+	}
+	return false
 }
 
 // predict clusters the data; an error names them.

@@ -188,8 +188,8 @@ func openReportRun(dir string, dev torch.Device) (*train.Model, *report.Run, err
 // told from a user's.) Even with --force it refuses an index.html that is no
 // report's and files other than figures, which a report never writes.
 func checkReportDir(out string, force bool) error {
-	if fi, err := os.Stat(out); err == nil && !fi.IsDir() {
-		return usageError{fmt.Errorf("--out %s is a file; a report is a folder: name a new or empty one", out)}
+	if err := refuseFile("--out", out, "a report is a folder: name a new or empty one"); err != nil {
+		return err
 	}
 	entries, err := os.ReadDir(out)
 	if err != nil || len(entries) == 0 {
@@ -236,7 +236,7 @@ func isReportTemp(name string) bool {
 	}
 	base := strings.TrimPrefix(name[:i], ".")
 	isFile := base == "index.html" || strings.HasSuffix(base, ".png") || strings.HasSuffix(base, ".svg")
-	return isFile && !strings.ContainsRune(base, '/') && atomicfile.IsTemp(name, base)
+	return isFile && atomicfile.IsTemp(name, base)
 }
 
 // isReportPage says whether the file at path is a report's index.html: its title,

@@ -253,7 +253,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 	if p.n == 0 {
 		return nil, fmt.Errorf("%s: no data rows", name)
 	}
-	if guessedData && p.n >= 3 && len(p.classes) < p.n && slices.Index(p.labels[1:], p.labels[0]) < 0 {
+	if guessedData && p.n >= 3 && len(p.classes) < p.n && slices.Index(p.labels[1:], p.labels[0]) < 0 && p.firstRowApart() {
 		// A header of numbers (wavelengths, years) beside the label's name: its
 		// row was a class of its own and values hundreds of spreads out.
 		return nil, fmt.Errorf("%s:%d: the label %s is on no other line: is line %d a header of numeric names? say --header yes or --header no",
@@ -273,6 +273,22 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 		v.Labels, v.Classes = p.sortedLabels()
 	}
 	return v, nil
+}
+
+// firstRowApart says whether every value of the first row lies further from the
+// other rows' range, in its column, than the range is wide: what a row of column
+// names does (400 nm beside reflectances of 0.03), and a row of data seldom.
+func (p *csvParser) firstRowApart() bool {
+	for j := range p.d {
+		lo, hi := p.x[p.d+j], p.x[p.d+j]
+		for i := 2; i < p.n; i++ {
+			lo, hi = min(lo, p.x[i*p.d+j]), max(hi, p.x[i*p.d+j])
+		}
+		if v, span := p.x[j], hi-lo; v >= lo-span && v <= hi+span {
+			return false
+		}
+	}
+	return true
 }
 
 // csvParser accumulates rows and knows enough about the columns to describe

@@ -134,6 +134,16 @@ func TestReadCSV(t *testing.T) {
 			classes: []string{"-1", "2", "10"},
 		},
 		{
+			// Its class on no other line, but its values among theirs: data, not names.
+			name:    "a first row of a class of its own",
+			content: "1.0,2.0,9\n1.1,2.1,0\n1.2,2.2,0\n1.3,2.3,1\n",
+			opt:     CSVOptions{LabelCol: "-1"},
+			n:       4, d: 2,
+			x:       []float32{1.0, 2.0, 1.1, 2.1, 1.2, 2.2, 1.3, 2.3},
+			labels:  []int{2, 0, 0, 1},
+			classes: []string{"0", "1", "9"},
+		},
+		{
 			name:    "string labels sort lexically",
 			content: "1,cat\n2,dog\n3,ant\n4,cat\n",
 			opt:     CSVOptions{LabelCol: "-1"},

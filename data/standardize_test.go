@@ -183,12 +183,13 @@ func TestFeatureSpread(t *testing.T) {
 	}{
 		// Columns of population std 1, 2 and 3 (values ±s): max 3 over median 2.
 		{"one unit", &Vectors{N: 2, D: 3, X: []float32{1, 2, 3, -1, -2, -3}}, 1.5},
-		// Std 1, 1000, 0.5, 1: max 1000 over the median of four, (1+1)/2.
+		// Std 1, 1000, 0.5, 1: max 1000 over the lower median of four, 1.
 		{"two units", &Vectors{N: 2, D: 4, X: []float32{1, 1000, 0.5, 1, -1, -1000, -0.5, -1}}, 1000},
 		// A constant column does not count towards the median; of two, the smaller is it.
 		{"constant column", &Vectors{N: 2, D: 3, X: []float32{5, 2, 4, 5, -2, -4}}, 2},
-		// Was 2 (50000 over the mean of 50000 and 1): two columns were never standardized.
+		// Were 2 and 2.67 (over the mean of the middle two): never standardized.
 		{"two columns of two units", &Vectors{N: 2, D: 2, X: []float32{50000, 1, -50000, -1}}, 50000},
+		{"two and two", &Vectors{N: 2, D: 4, X: []float32{50000, 40000, 1, 0.5, -50000, -40000, -1, -0.5}}, 50000},
 		{"all constant", &Vectors{N: 2, D: 2, X: []float32{5, 6, 5, 6}}, 0},
 	} {
 		if got := tc.v.FeatureSpread(); math.Abs(got-tc.want) > 1e-9*tc.want {
