@@ -2049,6 +2049,32 @@ func TestCompareResumeRefused(t *testing.T) {
 	}
 }
 
+// compare --force replaces its runs, never a user's file in their folders, and takes
+// with a run its report (which described the model replaced).
+func TestCompareForceKeepsUserFiles(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"compare", "--quiet", "--dataset", "iris", "--methods", "em", "--seeds", "1", "--restarts", "1", "--epochs", "2", "--device", "cpu", "--out", "cmp"}
+	if r := run(t, dir, args...); r.code != 0 {
+		t.Fatalf("compare: exit %d: %s", r.code, r.stderr)
+	}
+	if r := run(t, dir, "report", filepath.Join("cmp", "em-s1"), "--no-tsne", "--quiet", "--device", "cpu"); r.code != 0 {
+		t.Fatalf("report: exit %d: %s", r.code, r.stderr)
+	}
+	mine := filepath.Join(dir, "cmp", "em-s1", "mine.txt")
+	os.WriteFile(mine, []byte("precious"), 0o644)
+	wantError(t, run(t, dir, append(args, "--force")...), 2, "em-s1 holds files no emclust command wrote (mine.txt)")
+	if b, _ := os.ReadFile(mine); string(b) != "precious" {
+		t.Errorf("mine.txt: %q", b)
+	}
+	os.Remove(mine)
+	if r := run(t, dir, append(args, "--force")...); r.code != 0 {
+		t.Fatalf("compare --force: exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cmp", "em-s1", "report")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the replaced run's report is left: %v", err)
+	}
+}
+
 // A comparison killed while writing its tables leaves partial files, which the next
 // one in the folder removes (they outlived a finished --resume or --force).
 func TestCompareRemovesPartialFiles(t *testing.T) {

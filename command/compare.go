@@ -700,6 +700,11 @@ func checkCompareOutputs(opts compareOptions) error {
 	// Even with --force: a run folder of files no run wrote is the user's.
 	for _, run := range runDirs {
 		if _, err := os.Stat(filepath.Join(run, "checkpoint.safetensors")); err == nil {
+			// An earlier comparison's run: its files are replaced, and any other
+			// file in it was kept beside a model it no longer described.
+			if foreign := foreignInRun(run); len(foreign) > 0 {
+				return usageError{fmt.Errorf("%s holds files no emclust command wrote (%s), which a comparison would leave beside another run; move them, or pick another --out", run, someNames(foreign))}
+			}
 			continue
 		}
 		if train.StoppedInTrials(run) && isRunConfig(filepath.Join(run, train.TrialsDir, "config.json")) {
@@ -742,6 +747,25 @@ func checkCompareOutputs(opts compareOptions) error {
 	inputs := append([]string{opts.Run.Config.DataFile}, opts.Tables...)
 	// A resumed comparison writes the file its first sitting was to write.
 	return checkOutputFlag("--markdown", md, opts.Force || (opts.Resume && plannedMarkdown(opts.Out) == absPath(md)), inputs...)
+}
+
+// foreignInRun lists what in an earlier comparison's run folder no emclust command
+// wrote: not the run's files, its result, trials, lock or partial files, nor a
+// report of it (report RUN writes RUN/report), which compare.ClearRun removes.
+func foreignInRun(run string) []string {
+	entries, _ := os.ReadDir(run)
+	var foreign []string
+	for _, e := range entries {
+		name := e.Name()
+		switch {
+		case slices.Contains(train.RunFiles, name), name == compare.ResultName, name == train.LockName, isPartialRunFile(name):
+		case name == train.TrialsDir && e.IsDir():
+		case name == compare.ReportDir && e.IsDir() && isReportPage(filepath.Join(run, name, "index.html")):
+		default:
+			foreign = append(foreign, name)
+		}
+	}
+	return foreign
 }
 
 // within says whether path lies in dir or below it (both absolute).

@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"emclust/atomicfile"
+	"emclust/compare"
 	"emclust/report"
 	"emclust/torch"
 	"emclust/train"
@@ -86,7 +87,7 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 		Report: report.Options{Out: c.String("out"), TSNEPoints: c.Int("tsne-points"), Seed: c.Uint64("seed"),
 			ActMax: report.ActMaxConfig{Steps: c.Int("steps")}, Clusters: clusters}}
 	if opts.Out == "" {
-		opts.Out = filepath.Join(opts.Run, "report")
+		opts.Out = filepath.Join(opts.Run, compare.ReportDir)
 	}
 	if c.Bool("no-tsne") {
 		if c.IsSet("tsne-points") {

@@ -188,6 +188,10 @@ type Result struct {
 // scored, for a resumed comparison (Options.Resume).
 const ResultName = "result.json"
 
+// ReportDir is where emclust report writes a run's report by default: in a run
+// folder retrained, it would describe a model no longer there.
+const ReportDir = "report"
+
 // Run makes every (method, seed) run on src, methods in order and each over all
 // seeds, and returns their results. Everything that can be checked without training
 // is checked before the first run. When ctx is cancelled, Run returns the runs
@@ -353,7 +357,7 @@ func ClearRun(dir string) error {
 		return fmt.Errorf("compare: %w", err)
 	}
 	defer lock.Close()
-	for _, name := range append([]string{ResultName, train.TrialsDir}, train.RunFiles...) {
+	for _, name := range append([]string{ResultName, train.TrialsDir, ReportDir}, train.RunFiles...) {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("compare: %w", err)
 		}
