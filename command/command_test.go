@@ -385,6 +385,8 @@ func TestErrors(t *testing.T) {
 		{name: "fetch into a file", args: []string{"data", "fetch", "mnist", "--dir", "ten.csv"}, code: 2, want: []string{"--dir ten.csv is a file"}},
 		{name: "suite of an array", args: []string{"compare", "--suite", "--tables", "ten.npy", "--label-col", "0"}, code: 2, want: []string{"--tables: ten.npy is a NumPy array"}},
 		// Was exit 1: the command line's, as eval's is.
+		// Was exit 1, "compare: k = 50: want 1 to 10 (the rows of data)".
+		{name: "compare K above the rows", args: []string{"compare", "--data", "ten.csv", "--label-col", "label", "--k", "50", "--methods", "kmeans"}, code: 2, want: []string{"--k 50: more clusters than the 10 rows"}},
 		{name: "compare without labels", args: []string{"compare", "--data", "three.csv", "--methods", "kmeans"}, code: 2, want: []string{"three.csv", "has no labels"}},
 		// Found after every run, with no table printed.
 		{name: "compare out a file", args: []string{"compare", "--data", "ten.csv", "--methods", "kmeans", "--out", "ten.csv"}, code: 2, want: []string{"--out ten.csv is a file"}},

@@ -259,8 +259,8 @@ func (opt *Options) check(src train.Source) error {
 	if len(labels) != src.Len() {
 		return fmt.Errorf("compare: %d labels for %d rows", len(labels), src.Len())
 	}
-	if k := opt.Train.K; k < 1 || k > src.Len() {
-		return fmt.Errorf("compare: k = %d: want 1 to %d (the rows of data)", k, src.Len())
+	if k := opt.Train.K; k < 2 || k > src.Len() {
+		return fmt.Errorf("compare: k = %d: want 2 to %d (the rows of data)", k, src.Len())
 	}
 	for _, m := range opt.Methods {
 		if !Neural(m) {
