@@ -116,7 +116,10 @@ func CheckCompare(run, other *Run) error {
 func checkCompareSpec(run, other *Run) error {
 	a, b := run.Net.Spec, other.Net.Spec
 	switch {
-	case b.Arch != "mlp" || b.In != 2:
+	case b.Arch != "mlp":
+		// Was "takes 0 features": a CNN's input is an image.
+		return fmt.Errorf("--compare-run %s is a %s network of images, not one of 2-d points", other.Dir, b.Arch)
+	case b.In != 2:
 		return fmt.Errorf("--compare-run %s takes %d features, not 2-d points", other.Dir, b.In)
 	case b.K != a.K:
 		return fmt.Errorf("--compare-run %s has K = %d, %s has %d", other.Dir, b.K, run.Dir, a.K)

@@ -486,3 +486,22 @@ func TestDegenerateCurves(t *testing.T) {
 		}
 	}
 }
+
+// --compare-run names what the other run is: a CNN's was "takes 0 features".
+func TestCheckCompareSpec(t *testing.T) {
+	run := &Run{Dir: "a", Net: &model.Net{Spec: model.Spec{Arch: "mlp", In: 2, K: 10}}}
+	for _, tc := range []struct {
+		spec model.Spec
+		want string
+	}{
+		{model.Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 10}, "b is a mnist network of images"},
+		{model.Spec{Arch: "mlp", In: 4, K: 10}, "b takes 4 features, not 2-d points"},
+		{model.Spec{Arch: "mlp", In: 2, K: 3}, "b has K = 3, a has 10"},
+		{model.Spec{Arch: "mlp", In: 2, K: 10}, ""},
+	} {
+		err := checkCompareSpec(run, &Run{Dir: "b", Net: &model.Net{Spec: tc.spec}})
+		if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v, want %q", tc.spec, err, tc.want)
+		}
+	}
+}
