@@ -2051,6 +2051,25 @@ func TestCompareResumeRefused(t *testing.T) {
 	}
 }
 
+// An interrupted comparison's JSON says so: it was valid JSON of the runs done,
+// which a script could take for the whole.
+func TestPrintPartialJSON(t *testing.T) {
+	rep := &compare.Report{Data: "iris", N: 150, K: 3, Seeds: []uint64{1, 2}, Device: "cpu"}
+	for _, partial := range []bool{false, true} {
+		var b bytes.Buffer
+		if err := printReport(rep, true, partial, &b); err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(b.Bytes(), &got); err != nil {
+			t.Fatalf("%s: %v", b.String(), err)
+		}
+		if _, marked := got["interrupted"]; marked != partial || got["data"] != "iris" || got["n"] != 150.0 {
+			t.Errorf("interrupted %v: %s", partial, b.String())
+		}
+	}
+}
+
 // compare --force replaces its runs, never a user's file in their folders, and takes
 // with a run its report (which described the model replaced).
 func TestCompareForceKeepsUserFiles(t *testing.T) {

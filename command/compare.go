@@ -246,21 +246,21 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 	if errors.As(err, &ie) && rep != nil && len(rep.Runs) > 0 {
 		// Print what finished, but write no files: a partial table saved under the
 		// name asked for could later pass for the whole comparison.
-		if perr := printCompare(rep, opts.JSON, stdout); perr != nil {
+		if perr := printPartial(rep, opts.JSON, stdout); perr != nil {
 			return perr
 		}
-		return interruptedError{fmt.Errorf("interrupted after %d of %d runs; the table above covers those, and %s",
-			len(rep.Runs), len(opts.Methods)*len(opts.Seeds), unwritten(opts))}
+		return interruptedError{fmt.Errorf("interrupted after %d of %d runs; %s covers those, and %s",
+			len(rep.Runs), len(opts.Methods)*len(opts.Seeds), above(opts.JSON), unwritten(opts))}
 	}
 	if err != nil {
 		return err
 	}
 	if err := baselinesOnOtherFeatures(ctx, opts, opts.Run.Config, rep, dev, log); err != nil {
 		if errors.As(err, &ie) {
-			if perr := printCompare(rep, opts.JSON, stdout); perr != nil {
+			if perr := printPartial(rep, opts.JSON, stdout); perr != nil {
 				return perr
 			}
-			return interruptedError{fmt.Errorf("interrupted while the baselines ran on the other choice of standardisation; the table above shows every run on the features the rule chose, and %s", unwritten(opts))}
+			return interruptedError{fmt.Errorf("interrupted while the baselines ran on the other choice of standardisation; %s shows every run on the features the rule chose, and %s", above(opts.JSON), unwritten(opts))}
 		}
 		return err
 	}
@@ -482,16 +482,37 @@ func dataLabel(cfg train.Config) string {
 // printCompare prints a report (a comparison or a K sweep): the table, or the JSON
 // with --json.
 func printCompare(rep interface{ Markdown() string }, asJSON bool, stdout io.Writer) error {
+	return printReport(rep, asJSON, false, stdout)
+}
+
+// printPartial prints the report of an interrupted comparison: its JSON says so
+// ("interrupted": true), which a script reading it could not tell otherwise.
+func printPartial(rep interface{ Markdown() string }, asJSON bool, stdout io.Writer) error {
+	return printReport(rep, asJSON, true, stdout)
+}
+
+func printReport(rep interface{ Markdown() string }, asJSON, interrupted bool, stdout io.Writer) error {
 	if asJSON {
 		js, err := json.Marshal(rep)
 		if err != nil {
 			return fmt.Errorf("compare: %w", err)
+		}
+		if interrupted && len(js) > 2 {
+			js = append([]byte(`{"interrupted":true,`), js[1:]...)
 		}
 		fmt.Fprintln(stdout, string(js))
 		return nil
 	}
 	fmt.Fprint(stdout, rep.Markdown())
 	return nil
+}
+
+// above names what an interrupted comparison printed.
+func above(asJSON bool) string {
+	if asJSON {
+		return "the JSON above"
+	}
+	return "the table above"
 }
 
 // unwritten says what an interrupted comparison did not write: its tables. The
@@ -924,7 +945,7 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 	}
 	if interrupted {
 		if len(runs) > 0 {
-			if perr := printCompare(rep, opts.JSON, stdout); perr != nil {
+			if perr := printPartial(rep, opts.JSON, stdout); perr != nil {
 				return perr
 			}
 		}
