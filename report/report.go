@@ -253,6 +253,12 @@ func (b *builder) header() error {
 		{"Batch size, learning rate", fmt.Sprintf("%d, %s", cfg.BatchSize, lr)},
 		{"Prior, seed", fmt.Sprintf("%s, %d", cfg.Prior, cfg.Seed)},
 	}
+	if o, err := train.LookupObjective(cfg.Objective); err == nil && o.Supervised {
+		// Cross-entropy on the labels: no γ, no relevance normalisation, no prior.
+		b.page.Facts = slices.DeleteFunc(b.page.Facts, func(f [2]string) bool {
+			return f[0] == "γ" || f[0] == "Relevance normalisation"
+		})
+	}
 	for i := len(b.run.History) - 1; i >= 0; i-- {
 		m := b.run.History[i]
 		if m.Sizes == nil {
@@ -335,7 +341,7 @@ func (b *builder) curves() error {
 	}
 	if p != nil {
 		f, err := b.w.savePlot(p, curveW, curveH, "criteria.svg",
-			fmt.Sprintf("Without labels, at evaluated epochs: the mean ARI with the %d evaluations before, whose highest picks chosen.safetensors, and the mean max posterior", train.AgreementWindow))
+			fmt.Sprintf("Without labels, at evaluated epochs: the mean ARI with the %d evaluations before, whose highest, of those leaving the fewest clusters empty, is the chosen epoch where a run keeps one (chosen.safetensors), and the mean max posterior", train.AgreementWindow))
 		if err != nil {
 			return err
 		}

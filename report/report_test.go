@@ -199,10 +199,23 @@ func TestReportPlaneCompare(t *testing.T) {
 	if has(names, "tsne.png") == nil {
 		t.Error("t-SNE drawn with TSNEPoints 0")
 	}
-	for _, s := range []string{"with normalisation", "without normalisation", "avg_dist"} {
+	for _, s := range []string{"with normalisation", "without normalisation", "avg_dist", "Relevance normalisation"} {
 		if !strings.Contains(page, s) {
 			t.Errorf("page does not mention %q", s)
 		}
+	}
+	// A supervised run's header had γ and "Relevance normalisation: off (the paper's
+	// ablation)", neither of which its cross-entropy has.
+	sup := *run
+	supCfg := *run.Cfg
+	supCfg.Objective = "supervised"
+	sup.Cfg = &supCfg
+	index, err = Write(&sup, src, Options{Out: filepath.Join(t.TempDir(), "s")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page, _ := checkPage(t, index); strings.Contains(page, "Relevance normalisation") || strings.Contains(page, "<th>γ</th>") {
+		t.Error("a supervised run's report names γ or the relevance normalisation")
 	}
 
 	// Another K, or another scaling of the features, is refused before any work:
