@@ -2051,6 +2051,32 @@ func TestCompareResumeRefused(t *testing.T) {
 	}
 }
 
+// predict --out - writes the rows to stdout, as the file would hold them, and its
+// summary line to stderr (was a file named "-").
+func TestPredictToStdout(t *testing.T) {
+	dir := t.TempDir()
+	model := filepath.Join(fixtures, "r4")
+	data := filepath.Join(fixtures, "four.csv")
+	file := run(t, dir, "predict", "--model", model, "--data", data, "--label-col", "label", "--out", "a.csv")
+	if file.code != 0 {
+		t.Fatalf("predict: exit %d: %s", file.code, file.stderr)
+	}
+	piped := run(t, dir, "predict", "--model", model, "--data", data, "--label-col", "label", "--out", "-")
+	if piped.code != 0 {
+		t.Fatalf("predict --out -: exit %d: %s", piped.code, piped.stderr)
+	}
+	want, _ := os.ReadFile(filepath.Join(dir, "a.csv"))
+	if piped.stdout != string(want) {
+		t.Errorf("stdout is not the file's rows: %d bytes against %d", len(piped.stdout), len(want))
+	}
+	if !strings.Contains(piped.stderr, "200 rows → stdout") || !strings.Contains(piped.stderr, strings.TrimSpace(file.stdout)) {
+		t.Errorf("stderr %q lacks the summary %q", piped.stderr, file.stdout)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "-")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a file named -: %v", err)
+	}
+}
+
 // An interrupted comparison's JSON says so: it was valid JSON of the runs done,
 // which a script could take for the whole.
 func TestPrintPartialJSON(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"emclust/atomicfile"
 	"emclust/torch"
 )
 
@@ -22,7 +21,7 @@ func embedCommand() *cli.Command {
 		UsageText: "emclust embed --model RUN [--dataset NAME --data-dir D] --out points.csv",
 		Flags: append(imageDataFlags("the images the model trained on"),
 			&cli.StringFlag{Name: "model", Usage: "run folder of a supervised mnist2d run, as emclust train --arch mnist2d --objective supervised makes (required)"},
-			&cli.StringFlag{Name: "out", Value: "points.csv", Usage: "CSV with columns x,y[,label], written atomically"},
+			&cli.StringFlag{Name: "out", Value: "points.csv", Usage: "CSV with columns x,y[,label], written atomically; - writes it to stdout"},
 			deviceFlag(),
 			forceFlag,
 		),
@@ -41,7 +40,7 @@ type embedOptions struct {
 	Force bool
 }
 
-func runEmbed(_ context.Context, opts embedOptions, _, stderr io.Writer) error {
+func runEmbed(_ context.Context, opts embedOptions, stdout, stderr io.Writer) error {
 	in, err := openInferenceTo(opts.modelOptions, opts.Out, opts.Force, stderr)
 	if err != nil {
 		return err
@@ -71,7 +70,7 @@ func runEmbed(_ context.Context, opts embedOptions, _, stderr io.Writer) error {
 		return errors.New("embed: bottleneck is not 2-d")
 	}
 	labels := src.Labels()
-	err = atomicfile.Write(opts.Out, func(w io.Writer) error {
+	err = writeOut(opts.Out, stdout, func(w io.Writer) error {
 		head := "x,y"
 		if labels != nil {
 			head += ",label"

@@ -160,6 +160,9 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 // before the model loads, and again against the data once they are known (without
 // --data, the model's training data).
 func openInferenceTo(opts modelOptions, out string, force bool, log io.Writer) (*inference, error) {
+	if out == "-" {
+		return openInference(opts, log) // stdout
+	}
 	if err := checkOutput(out, force, opts.Model, opts.Data.DataFile); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,21 +15,18 @@ import (
 // writeAssignments writes index,cluster,posterior[,label] atomically. The label is
 // the class's name as the data give it (src's Classes) where known, else its id.
 func writeAssignments(path string, pred *train.Prediction, src train.Source) error {
-	return writeClusters(path, pred, src, false)
+	return writeClusters(path, nil, pred, src, false)
 }
 
-// writePosteriors writes every cluster's posterior (p0..pK-1) instead of the winner's.
-func writePosteriors(path string, pred *train.Prediction, src train.Source) error {
-	return writeClusters(path, pred, src, true)
-}
-
-func writeClusters(path string, pred *train.Prediction, src train.Source, all bool) error {
+// writeClusters writes the assignments, or with all every cluster's posterior
+// (p0..pK-1) instead of the winner's, to path, or to stdout where path is "-".
+func writeClusters(path string, stdout io.Writer, pred *train.Prediction, src train.Source, all bool) error {
 	labels := src.Labels()
 	var classes []string
 	if c, ok := src.(interface{ Classes() []string }); ok && labels != nil {
 		classes = c.Classes()
 	}
-	return atomicfile.Write(path, func(w io.Writer) error {
+	return writeOut(path, stdout, func(w io.Writer) error {
 		head := "index,cluster,posterior"
 		if all {
 			head = "index,cluster"
@@ -70,6 +68,19 @@ func writeClusters(path string, pred *train.Prediction, src train.Source, all bo
 		}
 		return nil
 	})
+}
+
+// writeOut writes path atomically with fill, or, where path is "-" and stdout is
+// given, to stdout (a pipe's reader sees the rows as they come).
+func writeOut(path string, stdout io.Writer, fill func(io.Writer) error) error {
+	if path != "-" || stdout == nil {
+		return atomicfile.Write(path, fill)
+	}
+	bw := bufio.NewWriter(stdout)
+	if err := fill(bw); err != nil {
+		return err
+	}
+	return bw.Flush()
 }
 
 // appendCSVField appends s as one CSV field, quoted where it holds a delimiter, a

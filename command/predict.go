@@ -25,7 +25,7 @@ func predictCommand() *cli.Command {
 		UsageText: "emclust predict --model RUN [--data FILE.csv | --dataset NAME --data-dir D] --out assignments.csv",
 		Flags: append(inferenceDataFlags("the data the model trained on"),
 			&cli.StringFlag{Name: "model", Usage: "run folder or checkpoint file (required)"},
-			&cli.StringFlag{Name: "out", Value: "assignments.csv", Usage: "CSV of index,cluster,posterior (and label when known), written atomically"},
+			&cli.StringFlag{Name: "out", Value: "assignments.csv", Usage: "CSV of index,cluster,posterior (and label when known), written atomically; - writes it to stdout"},
 			deviceFlag(),
 			&cli.BoolFlag{Name: "all-posteriors", Usage: "write the posterior of every cluster (columns p0..pK-1) in place of the assigned cluster's (column posterior)"},
 			forceFlag,
@@ -50,15 +50,14 @@ func runPredict(_ context.Context, opts predictOptions, stdout, stderr io.Writer
 		return err
 	}
 	labels := in.src.Labels()
-	if opts.AllPosteriors {
-		err = writePosteriors(opts.Out, pred, in.src)
-	} else {
-		err = writeAssignments(opts.Out, pred, in.src)
-	}
-	if err != nil {
+	if err := writeClusters(opts.Out, stdout, pred, in.src, opts.AllPosteriors); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "emclust: %d rows → %s; cluster sizes %v\n", len(pred.Cluster), opts.Out, eval.ClusterSizes(pred.Cluster, pred.K))
+	to := opts.Out
+	if to == "-" {
+		to, stdout = "stdout", stderr // the rows took stdout: the summary line goes with the log
+	}
+	fmt.Fprintf(stderr, "emclust: %d rows → %s; cluster sizes %v\n", len(pred.Cluster), to, eval.ClusterSizes(pred.Cluster, pred.K))
 	if labels != nil {
 		sc, err := eval.Score(labels, pred.Cluster)
 		if err != nil {
