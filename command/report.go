@@ -32,7 +32,7 @@ func reportCommand() *cli.Command {
 		Flags: append(inferenceDataFlags("the data the run trained on"),
 			&cli.StringFlag{Name: "out", Usage: "report folder", DefaultText: "RUN/report"},
 			deviceFlag(),
-			&cli.IntFlag{Name: "tsne-points", Value: 2000, Usage: "rows, drawn at random, in the t-SNE map of the final-layer responses"},
+			&cli.IntFlag{Name: "tsne-points", Value: 2000, Usage: "rows, drawn at random, in the t-SNE map of the final-layer responses (0: no map)"},
 			&cli.BoolFlag{Name: "no-tsne", Usage: "leave out the t-SNE map (it takes a while on a CPU)"},
 			&cli.StringFlag{Name: "compare-run", Usage: "2-d data: a second run on the same data (say, trained with --no-norm) whose distributions are drawn beside RUN's"},
 			&cli.StringFlag{Name: "clusters", Usage: "2-d data: the clusters whose distributions are drawn, e.g. 3,5,9", DefaultText: "all, at most 12"},
@@ -73,7 +73,7 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 	}
 	// Exact t-SNE holds three n×n matrices of float64: 10 000 points take 2.4 GB.
 	if n := c.Int("tsne-points"); n < 0 || (n > 0 && n < 5) || n > maxTSNEPoints {
-		return opts, usageError{fmt.Errorf("--tsne-points %d: want 5 to %d (or --no-tsne)", n, maxTSNEPoints)}
+		return opts, usageError{fmt.Errorf("--tsne-points %d: want 5 to %d, or 0 (no map, as --no-tsne)", n, maxTSNEPoints)}
 	}
 	if c.Int("steps") < 1 {
 		return opts, usageError{fmt.Errorf("--steps %d: want ≥ 1", c.Int("steps"))}
