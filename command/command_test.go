@@ -337,12 +337,12 @@ func TestErrors(t *testing.T) {
 		{name: "one cluster", args: append(ten, "--k", "1"), code: 2, want: []string{"--k 1", "at least 2 clusters"}},
 		// Were K = 50, a cluster a row: a column of values all different given as labels.
 		{name: "labels all different", args: append(train, "--data", "four-unlabelled.csv", "--label-col", "0"), code: 2,
-			want: []string{"label column 0 has 50 classes in 50 rows", "give --k"}},
+			want: []string{"label column 0: 50 classes in 50 rows", "give --k"}},
 		// Was "--k 1: want at least 2 clusters", exit 1, of a --k not given.
 		{name: "labels of one class", args: append(train, "--data", "oneclass.csv", "--label-col", "c"), code: 2,
-			want: []string{"label column c holds one class", "give --k"}},
+			want: []string{"label column c: one class", "give --k"}},
 		{name: "labels all different, compare", args: []string{"compare", "--data", "four-unlabelled.csv", "--label-col", "0", "--seeds", "1"}, code: 2,
-			want: []string{"label column 0 has 50 classes in 50 rows"}},
+			want: []string{"label column 0: 50 classes in 50 rows"}},
 		// Was exit 1 and "unknown vector file type" for a folder.
 		{name: "data is a folder", args: append(train, "--data", "mnist"), code: 2, want: []string{"mnist is a folder", "--dataset folder --data-dir"}},
 		{name: "unknown file type", args: append(train, "--data", "ten.xlsx"), code: 2, want: []string{"ten.xlsx", "unknown vector file type"}},

@@ -311,13 +311,17 @@ func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) e
 	}
 	if !n.KSet {
 		k := numClasses(src.Labels())
+		labels := "the labels of " + src.Describe() // an image folder's class folders
+		if cfg.LabelCol != "" {
+			labels = "label column " + cfg.LabelCol
+		}
 		switch {
 		case k == 1:
-			return usageError{fmt.Errorf("label column %s holds one class, and K defaults to the classes: give --k", cfg.LabelCol)}
+			return usageError{fmt.Errorf("%s: one class, and K defaults to the classes: give --k", labels)}
 		case k > 2 && 10*k > 9*src.Len():
 			// A column of ids made K the rows: a run 20 times slower that used
 			// few of its clusters.
-			return usageError{fmt.Errorf("label column %s has %d classes in %s, and K defaults to the classes: is it a column of ids? give --k", cfg.LabelCol, k, plural(src.Len(), "row"))}
+			return usageError{fmt.Errorf("%s: %d classes in %s, and K defaults to the classes: a column of ids? give --k", labels, k, plural(src.Len(), "row"))}
 		}
 		if k > 0 {
 			cfg.K = k
