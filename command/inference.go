@@ -6,10 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"emclust/data"
 	"emclust/torch"
 	"emclust/train"
 )
@@ -174,7 +174,7 @@ func openInferenceTo(opts modelOptions, out string, force bool, log io.Writer) (
 		in.Close()
 		return nil, err
 	}
-	if dataDir := imageDir(*in.Cfg); dataDir != "" && within(realPath(out), realPath(dataDir)) && (exists(out) || isImageName(out)) {
+	if dataDir := imageDir(*in.Cfg); dataDir != "" && within(realPath(out), realPath(dataDir)) && (exists(out) || data.IsImageName(out)) {
 		// --force or not: a file there is an image or a file of the set (a PNG was
 		// replaced by CSV text), and a new image would join the set.
 		in.Close()
@@ -186,15 +186,6 @@ func openInferenceTo(opts modelOptions, out string, force bool, log io.Writer) (
 func exists(path string) bool {
 	_, err := os.Lstat(path)
 	return err == nil
-}
-
-// isImageName says whether an image folder's reader would take path for an image.
-func isImageName(path string) bool {
-	switch strings.ToLower(filepath.Ext(path)) {
-	case ".png", ".jpg", ".jpeg":
-		return true
-	}
-	return false
 }
 
 // predict clusters the data; an error names them.

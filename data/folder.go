@@ -18,6 +18,15 @@ import (
 	"sync/atomic"
 )
 
+// IsImageName says whether ListImageFiles takes a file of this name for an image.
+func IsImageName(path string) bool {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".png", ".jpg", ".jpeg":
+		return true
+	}
+	return false
+}
+
 // ListImageFiles returns the PNG and JPEG files under dir, recursively, as sorted paths
 // relative to dir. Files are recognised by extension (.png, .jpg, .jpeg, in any case);
 // names starting with a dot are skipped, so editor and macOS metadata files (._x.jpg)
@@ -50,9 +59,7 @@ func ListImageFiles(dir string) ([]string, error) {
 		if d.IsDir() {
 			return nil
 		}
-		switch strings.ToLower(filepath.Ext(path)) {
-		case ".png", ".jpg", ".jpeg":
-		default:
+		if !IsImageName(path) {
 			return nil
 		}
 		rel, err := filepath.Rel(root, path)
