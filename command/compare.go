@@ -373,10 +373,6 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	if err := opts.Run.resolve(&cfg, dev, src); err != nil {
 		return nil, err
 	}
-	if cfg.K > src.Len() {
-		// As train says it (was exit 1, "k = 151: want 1 to 150").
-		return nil, usageError{fmt.Errorf("--k %d: more clusters than the %s of %s", cfg.K, plural(src.Len(), "row"), src.Describe())}
-	}
 	plan := ""
 	if opts.Out != "" {
 		if plan, err = keepPlan(opts, cfg, src.Len(), dev); err != nil {

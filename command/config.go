@@ -304,7 +304,7 @@ func trainsCNN(cfg *train.Config) bool {
 // resolve settles in cfg what the flags left to the network and the data:
 // channels-last (on for CNNs), K from the labels. (train.New settles the rest: the
 // batch clamp, γ auto and the network for the data.) It refuses a K from a label
-// column of one class, or of about as many classes as rows.
+// column of one class, or of about as many classes as rows, and any K above the rows.
 func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) error {
 	if !n.ChannelsLastSet {
 		cfg.ChannelsLast = defaultChannelsLast(trainsCNN(cfg))
@@ -326,6 +326,16 @@ func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) e
 		if k > 0 {
 			cfg.K = k
 		}
+	}
+	name := cfg.DataFile
+	if name == "" {
+		name = cfg.Dataset
+	}
+	if src.Len() == 0 {
+		return fmt.Errorf("%s holds no rows or images to cluster", name)
+	}
+	if cfg.K > src.Len() {
+		return usageError{fmt.Errorf("--k %d: more clusters than the %s of %s", cfg.K, plural(src.Len(), "row"), name)}
 	}
 	return nil
 }

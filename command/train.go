@@ -383,16 +383,6 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	} else if err := checkResumedData(ckpt, began, beganLabels, cfg, src, runDir); err != nil {
 		return err
 	}
-	if cfg.K > src.Len() {
-		name := cfg.DataFile
-		if name == "" {
-			name = cfg.Dataset
-		}
-		if src.Len() == 0 {
-			return fmt.Errorf("%s holds no rows or images to cluster", name)
-		}
-		return usageError{fmt.Errorf("--k %d: more clusters than the %s of %s", cfg.K, plural(src.Len(), "row"), name)}
-	}
 	log := stderr
 	if opts.Quiet {
 		log = io.Discard
