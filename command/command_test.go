@@ -2077,6 +2077,37 @@ func TestPredictToStdout(t *testing.T) {
 	}
 }
 
+// embed writes the bottleneck of a supervised mnist2d run, to a file or to stdout
+// with the same rows; the log names where they went (was "→ -").
+func TestEmbedToStdout(t *testing.T) {
+	dir := t.TempDir()
+	writeIDXSet(t, dir, 48, 16)
+	tr := run(t, dir, "train", "--quiet", "--dataset", "mnist", "--data-dir", dir, "--device", "cpu", "--arch", "mnist2d",
+		"--objective", "supervised", "--epochs", "1", "--batch-size", "16", "--out", "sup")
+	if tr.code != 0 {
+		t.Fatalf("train: exit %d: %s", tr.code, tr.stderr)
+	}
+	file := run(t, dir, "embed", "--model", "sup", "--data-dir", dir, "--out", "points.csv")
+	if file.code != 0 {
+		t.Fatalf("embed: exit %d: %s", file.code, file.stderr)
+	}
+	want, _ := os.ReadFile(filepath.Join(dir, "points.csv"))
+	lines := strings.Split(strings.TrimSpace(string(want)), "\n")
+	if len(lines) != 65 || lines[0] != "x,y,label" { // both splits, as training reads them
+		t.Fatalf("points.csv: %d lines, header %q", len(lines), lines[0])
+	}
+	piped := run(t, dir, "embed", "--model", "sup", "--data-dir", dir, "--out", "-")
+	if piped.code != 0 {
+		t.Fatalf("embed --out -: exit %d: %s", piped.code, piped.stderr)
+	}
+	if piped.stdout != string(want) {
+		t.Errorf("stdout is not the file's rows: %d bytes against %d", len(piped.stdout), len(want))
+	}
+	if !strings.Contains(piped.stderr, "64 2-d points → stdout") {
+		t.Errorf("stderr %q does not name stdout", piped.stderr)
+	}
+}
+
 // An interrupted comparison's JSON says so: it was valid JSON of the runs done,
 // which a script could take for the whole.
 func TestPrintPartialJSON(t *testing.T) {

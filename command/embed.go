@@ -95,6 +95,6 @@ func runEmbed(_ context.Context, opts embedOptions, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "emclust: %d 2-d points → %s\n", n, opts.Out)
+	fmt.Fprintf(stderr, "emclust: %d 2-d points → %s\n", n, outName(opts.Out))
 	return nil
 }

@@ -83,6 +83,14 @@ func writeOut(path string, stdout io.Writer, fill func(io.Writer) error) error {
 	return bw.Flush()
 }
 
+// outName names path for the log line that follows the write: "stdout" for "-".
+func outName(path string) string {
+	if path == "-" {
+		return "stdout"
+	}
+	return path
+}
+
 // appendCSVField appends s as one CSV field, quoted where it holds a delimiter, a
 // quote, a line break or surrounding blanks (RFC 4180).
 func appendCSVField(buf []byte, s string) []byte {

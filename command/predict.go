@@ -53,11 +53,10 @@ func runPredict(_ context.Context, opts predictOptions, stdout, stderr io.Writer
 	if err := writeClusters(opts.Out, stdout, pred, in.src, opts.AllPosteriors); err != nil {
 		return err
 	}
-	to := opts.Out
-	if to == "-" {
-		to, stdout = "stdout", stderr // the rows took stdout: the summary line goes with the log
+	if opts.Out == "-" {
+		stdout = stderr // the rows took stdout: the summary line goes with the log
 	}
-	fmt.Fprintf(stderr, "emclust: %d rows → %s; cluster sizes %v\n", len(pred.Cluster), to, eval.ClusterSizes(pred.Cluster, pred.K))
+	fmt.Fprintf(stderr, "emclust: %d rows → %s; cluster sizes %v\n", len(pred.Cluster), outName(opts.Out), eval.ClusterSizes(pred.Cluster, pred.K))
 	if labels != nil {
 		sc, err := eval.Score(labels, pred.Cluster)
 		if err != nil {
