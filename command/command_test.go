@@ -1306,6 +1306,29 @@ func TestReportGuardsOutput(t *testing.T) {
 		t.Fatalf("report --force: exit %d: %s", r.code, r.stderr)
 	}
 
+	// A report writing the folder holds its lock: a second one, --force or not, was
+	// let in, and took the first one's temporary files for a killed report's.
+	f, err := os.OpenFile(filepath.Join(dir, "rep", train.LockName), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	writing := filepath.Join(dir, "rep", ".index.html.tmp123456789")
+	os.WriteFile(writing, []byte("<html"), 0o644)
+	wantError(t, runProc(t, dir, append(args, "--force")...), 1, "rep is in use")
+	if _, err := os.Stat(writing); err != nil {
+		t.Errorf("the refused report removed the writer's file: %v", err)
+	}
+	f.Close()
+	if r := run(t, dir, append(args, "--force")...); r.code != 0 {
+		t.Fatalf("report --force after the lock: exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(writing); err == nil {
+		t.Error("a killed report's file outlived the next report")
+	}
+
 	// What a report killed while writing leaves is its own: was refused as foreign,
 	// --force or not, for ever.
 	killed := filepath.Join(dir, "killed")

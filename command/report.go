@@ -100,7 +100,8 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 
 func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) error {
 	runDir, out := opts.Run, opts.Out
-	if err := checkReportDir(out, opts.Force); err != nil {
+	partial, err := checkReportDir(out, opts.Force)
+	if err != nil {
 		return err
 	}
 	dev, err := selectDevice(opts.Device)
@@ -156,6 +157,15 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 		opt.Log = io.Discard
 	}
 	opt.Compare = other
+	// Two reports into one folder would each take the other's files for its own.
+	lock, err := train.LockDir(out)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	for _, name := range partial {
+		os.Remove(filepath.Join(out, name))
+	}
 	index, err := report.Write(run, src, opt)
 	if err != nil {
 		return err
@@ -187,25 +197,28 @@ func openReportRun(dir string, dev torch.Device) (*train.Model, *report.Run, err
 // figures: the report would replace files of the same names. (A report stopped before
 // index.html, its last file, leaves figures that are refused alike: they cannot be
 // told from a user's.) Even with --force it refuses an index.html that is no
-// report's and files other than figures, which a report never writes.
-func checkReportDir(out string, force bool) error {
+// report's and files other than figures, which a report never writes. It returns the
+// temporary files of a killed report, for the caller to remove under the lock.
+func checkReportDir(out string, force bool) (partial []string, err error) {
 	if err := refuseFile("--out", out, "a report is a folder: name a new or empty one"); err != nil {
-		return err
+		return nil, err
 	}
 	entries, err := os.ReadDir(out)
 	if err != nil || len(entries) == 0 {
-		return nil // a new folder, or an empty one (what is not a folder fails when written)
+		return nil, nil // a new folder, or an empty one (what is not a folder fails when written)
 	}
-	var foreign, figures, partial []string
+	var foreign, figures []string
 	hasReport := false
 	for _, e := range entries {
 		name := e.Name()
 		switch {
+		case name == train.LockName && e.Type().IsRegular() && train.IsRunLock(filepath.Join(out, name)):
+			// an earlier report's, or one writing now, which the lock will tell
 		case e.Type().IsRegular() && isReportTemp(name):
 			partial = append(partial, name) // a report killed while writing this file
 		case name == "index.html" && e.Type().IsRegular():
 			if !isReportPage(filepath.Join(out, name)) {
-				return usageError{fmt.Errorf("--out %s holds an index.html that no emclust report wrote; name another folder", out)}
+				return nil, usageError{fmt.Errorf("--out %s holds an index.html that no emclust report wrote; name another folder", out)}
 			}
 			hasReport = true
 		case e.Type().IsRegular() && (strings.HasSuffix(name, ".png") || strings.HasSuffix(name, ".svg")):
@@ -216,16 +229,13 @@ func checkReportDir(out string, force bool) error {
 	}
 	switch {
 	case len(foreign) > 0:
-		return usageError{fmt.Errorf("--out %s holds files a report does not write (%s); name a new or empty folder", out, someNames(foreign))}
+		return nil, usageError{fmt.Errorf("--out %s holds files a report does not write (%s); name a new or empty folder", out, someNames(foreign))}
 	case force || len(figures) == 0 && !hasReport:
-		for _, name := range partial {
-			os.Remove(filepath.Join(out, name))
-		}
-		return nil
+		return partial, nil // removed once the folder's lock is held
 	case hasReport:
-		return usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
+		return nil, usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
 	}
-	return usageError{fmt.Errorf("--out %s holds figures but no finished report (%s); name a new or empty folder, or pass --force to write the report over them (a report stopped before its end leaves only its figures)", out, someNames(figures))}
+	return nil, usageError{fmt.Errorf("--out %s holds figures but no finished report (%s); name a new or empty folder, or pass --force to write the report over them (a report stopped before its end leaves only its figures)", out, someNames(figures))}
 }
 
 // isReportTemp says whether name is a temporary file atomicfile.Write leaves when a
