@@ -3225,16 +3225,15 @@ func saveRunAs(t *testing.T, from, to string, edit func(*train.Config)) {
 	}
 }
 
-// SIGINT while a k-means baseline runs stops it where it is: compare ends with the
-// runs that finished (none here), and train, whose run is whole by then, leaves the
-// baselines out and says so. Both waited for the whole baseline before.
-func TestInterruptBaselines(t *testing.T) {
-	dir := t.TempDir()
-	bigCSV(t, dir)
-	data := []string{"--data", "big.csv", "--label-col", "label", "--k", "40", "--device", "cpu"} // seconds a baseline there
-
-	cmd := exec.Command(bin, append([]string{"compare", "--methods", "kmeans", "--seeds", "2"}, data...)...)
+// interruptAt runs emclust in dir and sends it SIGINT once a line of its stderr
+// holds trigger; it returns the stdout, the stderr's lines (at least one) and the
+// exit code.
+func interruptAt(t *testing.T, dir, trigger string, args ...string) (string, []string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
@@ -3243,48 +3242,48 @@ func TestInterruptBaselines(t *testing.T) {
 	go func() { cmd.Wait(); pw.Close() }()
 	t.Cleanup(func() { cmd.Process.Kill() })
 	lines := bufio.NewScanner(pr)
-	var all []string
+	all := []string{""}
 	for lines.Scan() {
 		all = append(all, lines.Text())
-		if strings.Contains(lines.Text(), "kmeans × 2 seeds") { // the line before the first run
+		if strings.Contains(lines.Text(), trigger) {
 			if err := cmd.Process.Signal(os.Interrupt); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	last := ""
-	if len(all) > 0 {
-		last = all[len(all)-1]
+	if len(all) > 1 {
+		all = all[1:]
 	}
-	if code := cmd.ProcessState.ExitCode(); code != 130 || !strings.Contains(last, "interrupted before the first of 2 runs finished") {
+	return stdout.String(), all, cmd.ProcessState.ExitCode()
+}
+
+// SIGINT while a k-means baseline runs stops it where it is: compare ends with the
+// runs that finished (none here), and train, whose run is whole by then, leaves the
+// baselines out and says so. Both waited for the whole baseline before.
+func TestInterruptBaselines(t *testing.T) {
+	dir := t.TempDir()
+	bigCSV(t, dir)
+	data := []string{"--data", "big.csv", "--label-col", "label", "--k", "40", "--device", "cpu"} // seconds a baseline there
+
+	_, all, code := interruptAt(t, dir, "kmeans × 2 seeds", append([]string{"compare", "--methods", "kmeans", "--seeds", "2"}, data...)...) // the line before the first run
+	if last := all[len(all)-1]; code != 130 || !strings.Contains(last, "interrupted before the first of 2 runs finished") {
 		t.Errorf("compare, SIGINT in the first k-means: exit %d, last line %q; want 130 and no run finished", code, last)
 	}
 	noCrash(t, result{stderr: strings.Join(all, "\n")})
 
+	// After a run, the table of the runs done: its heading named both seeds, and the
+	// last line said "no table was written" below the table.
+	out, all, code := interruptAt(t, dir, "[1/2] kmeans", append([]string{"compare", "--methods", "kmeans", "--seeds", "2", "--markdown", "m.md"}, data...)...)
+	if last := all[len(all)-1]; code != 130 || !strings.Contains(last, "interrupted after 1 of 2 runs; the table above covers those, and m.md was not written") {
+		t.Errorf("compare, SIGINT after a run: exit %d, last line %q", code, last)
+	}
+	if !strings.HasPrefix(out, "Interrupted: kmeans 1 of 2 seeds;") || !strings.Contains(out, "| kmeans") {
+		t.Errorf("compare, SIGINT after a run printed:\n%s", out)
+	}
+
 	// The suite names the table it stopped on; it printed "context canceled" alone.
-	suite := exec.Command(bin, "compare", "--suite", "--tables", "big.csv", "--label-col", "label", "--k", "40", "--methods", "kmeans", "--seeds", "2", "--device", "cpu")
-	suite.Dir = dir
-	pr, pw = io.Pipe()
-	suite.Stderr = pw
-	if err := suite.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { suite.Wait(); pw.Close() }()
-	t.Cleanup(func() { suite.Process.Kill() })
-	lines = bufio.NewScanner(pr)
-	all = nil
-	for lines.Scan() {
-		all = append(all, lines.Text())
-		if strings.Contains(lines.Text(), "kmeans × 2 seeds") {
-			if err := suite.Process.Signal(os.Interrupt); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if len(all) > 0 {
-		last = all[len(all)-1]
-	}
-	if code := suite.ProcessState.ExitCode(); code != 130 || !strings.Contains(last, "interrupted on big, after 0 of 1 tables") {
+	_, all, code = interruptAt(t, dir, "kmeans × 2 seeds", "compare", "--suite", "--tables", "big.csv", "--label-col", "label", "--k", "40", "--methods", "kmeans", "--seeds", "2", "--device", "cpu")
+	if last := all[len(all)-1]; code != 130 || !strings.Contains(last, "interrupted on big, after 0 of 1 tables") {
 		t.Errorf("compare --suite, SIGINT in the first k-means: exit %d, last line %q; want 130 and the table named", code, last)
 	}
 

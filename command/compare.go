@@ -246,7 +246,10 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 	if errors.As(err, &ie) && rep != nil && len(rep.Runs) > 0 {
 		// Print what finished, but write no files: a partial table saved under the
 		// name asked for could later pass for the whole comparison.
-		if perr := printPartial(rep, opts.JSON, stdout); perr != nil {
+		done := seedsDone(opts.Methods, len(opts.Seeds), func(i int) int {
+			return len(slices.DeleteFunc(slices.Clone(rep.Runs), func(r compare.Result) bool { return r.Method != opts.Methods[i] }))
+		})
+		if perr := printPartial(rep, opts.JSON, done, stdout); perr != nil {
 			return perr
 		}
 		return interruptedError{fmt.Errorf("interrupted after %d of %d runs; %s covers those, and %s",
@@ -257,7 +260,7 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 	}
 	if err := baselinesOnOtherFeatures(ctx, opts, opts.Run.Config, rep, dev, log); err != nil {
 		if errors.As(err, &ie) {
-			if perr := printPartial(rep, opts.JSON, stdout); perr != nil {
+			if perr := printPartial(rep, opts.JSON, "every run on the features the rule chose, none of the baselines' on the others", stdout); perr != nil {
 				return perr
 			}
 			return interruptedError{fmt.Errorf("interrupted while the baselines ran on the other choice of standardisation; %s shows every run on the features the rule chose, and %s", above(opts.JSON), unwritten(opts))}
@@ -483,8 +486,22 @@ func printCompare(rep interface{ Markdown() string }, asJSON bool, stdout io.Wri
 
 // printPartial prints the report of an interrupted comparison: its JSON says so
 // ("interrupted": true), which a script reading it could not tell otherwise.
-func printPartial(rep interface{ Markdown() string }, asJSON bool, stdout io.Writer) error {
+// printPartial prints what an interrupted comparison finished, after a line saying
+// how much that is (done): the table's heading names every seed asked for.
+func printPartial(rep interface{ Markdown() string }, asJSON bool, done string, stdout io.Writer) error {
+	if !asJSON {
+		fmt.Fprintf(stdout, "Interrupted: %s; each row is over the seeds it finished.\n\n", done)
+	}
 	return printReport(rep, asJSON, true, stdout)
+}
+
+// seedsDone says for each of names how many of its seeds finished, by count.
+func seedsDone(names []string, seeds int, count func(i int) int) string {
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %d of %d seeds", name, count(i), seeds)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func printReport(rep interface{ Markdown() string }, asJSON, interrupted bool, stdout io.Writer) error {
@@ -515,10 +532,24 @@ func above(asJSON bool) string {
 // folders of the neural runs it finished (and of the one it stopped) stay in --out.
 func unwritten(opts compareOptions) string {
 	// With restarts, a run's folder is made once its restarts are chosen.
-	if _, err := os.Stat(filepath.Join(opts.Out, comparePlanName)); err != nil || !slices.ContainsFunc(opts.Methods, compare.Neural) {
-		return "no table was written"
+	var files []string
+	if opts.Out != "" {
+		files = append(files, filepath.Join(opts.Out, "compare.json"))
 	}
-	return fmt.Sprintf("no table was written; the same command with --resume goes on with the runs %s keeps", opts.Out)
+	if opts.Markdown != "" {
+		files = append(files, opts.Markdown)
+	}
+	none := "no file was written"
+	switch len(files) {
+	case 1:
+		none = files[0] + " was not written"
+	case 2:
+		none = fmt.Sprintf("neither %s nor %s was written", files[0], files[1])
+	}
+	if _, err := os.Stat(filepath.Join(opts.Out, comparePlanName)); err != nil || !slices.ContainsFunc(opts.Methods, compare.Neural) {
+		return none
+	}
+	return fmt.Sprintf("%s; the same command with --resume goes on with the runs %s keeps", none, opts.Out)
 }
 
 // plannedMarkdown is the --markdown file of the comparison planned in dir, "" if none.
@@ -941,7 +972,14 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 	}
 	if interrupted {
 		if len(runs) > 0 {
-			if perr := printPartial(rep, opts.JSON, stdout); perr != nil {
+			ks := make([]string, len(opts.Ks))
+			for i, k := range opts.Ks {
+				ks[i] = fmt.Sprintf("K %d", k)
+			}
+			done := seedsDone(ks, len(opts.Seeds), func(i int) int {
+				return len(slices.DeleteFunc(slices.Clone(runs), func(r compare.KRun) bool { return r.K != opts.Ks[i] }))
+			})
+			if perr := printPartial(rep, opts.JSON, done, stdout); perr != nil {
 				return perr
 			}
 		}
