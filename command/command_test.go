@@ -547,6 +547,8 @@ func TestErrors(t *testing.T) {
 		{name: "embed of vectors", args: []string{"embed", "--model", "r4", "--data", "ten.csv"}, code: 2, want: []string{"unknown flag --data"}},
 		{name: "embed onto an existing file", args: []string{"embed", "--model", "r4", "--out", "ten.csv"}, code: 2,
 			want: []string{"--out ten.csv", "--force"}},
+		// Was exit 1, as if the model had failed to run.
+		{name: "embed of an MLP", args: []string{"embed", "--model", "r4", "--out", "e.csv"}, code: 2, want: []string{"r4 holds a model of --arch mlp", "--arch mnist2d"}},
 		{name: "eval without labels", args: []string{"eval", "--model", "r4", "--data", "four-unlabelled.csv"}, code: 2,
 			want: []string{"four-unlabelled.csv", "no labels", "--label-col"}},
 		{name: "score of different lengths", args: []string{"score", "--truth", "truth.txt", "--pred", "short.txt"}, code: 1,

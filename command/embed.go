@@ -48,7 +48,7 @@ func runEmbed(_ context.Context, opts embedOptions, stdout, stderr io.Writer) er
 	defer in.Close()
 	net, src := in.Net, in.src
 	if net.Spec.Arch != "mnist2d" {
-		return fmt.Errorf("%s holds a %s model; embed needs one trained with --arch mnist2d --objective supervised", opts.Model, net.Spec.Arch)
+		return usageError{fmt.Errorf("%s holds a model of --arch %s; embed needs one trained with --arch mnist2d --objective supervised", opts.Model, net.Spec.Arch)}
 	}
 	n := src.Len()
 	points := make([]float32, 0, 2*n)
