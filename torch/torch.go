@@ -23,7 +23,7 @@ package torch
 
 /*
 #cgo CXXFLAGS: -std=c++17
-#cgo LDFLAGS: -L${SRCDIR}/../build -lemtorch -Wl,-rpath,${SRCDIR}/../build -Wl,-rpath,$ORIGIN
+#cgo LDFLAGS: -L${SRCDIR}/../build -lemtorch -Wl,-rpath,$ORIGIN -Wl,-rpath,${SRCDIR}/../build
 #include <stdlib.h>
 #include "csrc/emtorch.h"
 */
