@@ -1048,7 +1048,7 @@ func TestResumeWithMovedData(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"data gone", nil, 1, []string{old}},
+		{"data gone", nil, 1, []string{"run trained on " + old, "not there now", "--data-dir D"}},
 		{"a file for an image set", []string{"--data", filepath.Join(fixtures, "four.csv")}, 2, []string{"--data with --resume", "not on a file"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1056,6 +1056,8 @@ func TestResumeWithMovedData(t *testing.T) {
 			wantError(t, r, tc.code, tc.want...)
 		})
 	}
+	// predict says the same (was "lstat DIR: no such file or directory").
+	wantError(t, run(t, dir, "predict", "--model", "run", "--out", "p.csv"), 1, "run trained on "+old, "--data-dir D")
 	r = run(t, dir, "train", "--quiet", "--resume", "run", "--epochs", "2", "--device", "cpu", "--data-dir", moved)
 	if r.code != 0 {
 		t.Fatalf("resume with --data-dir: exit %d: %s", r.code, r.stderr)

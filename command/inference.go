@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -67,7 +68,30 @@ func (d dataOptions) configFor(model string, trained *train.Config) (*train.Conf
 	if !d.Given && d.DataDir != "" && (trained.DataFile != "" || !train.IsImageSet(trained.Dataset)) {
 		return nil, usageError{fmt.Errorf("--data-dir without --data or --dataset: %s was trained on %s, which is not an image set", model, train.DataName(*trained))}
 	}
-	return d.config(trained), nil
+	cfg := d.config(trained)
+	if !d.Given && d.DataDir == "" {
+		if err := savedDataGone(model, cfg); err != nil {
+			return nil, err
+		}
+	}
+	return cfg, nil
+}
+
+// savedDataGone says, when the file or folder a run trained on is no longer where its
+// config recorded it, which flag names it where it moved (was "lstat DIR: no such
+// file or directory").
+func savedDataGone(run string, cfg *train.Config) error {
+	path, flag := cfg.DataFile, "--data FILE"
+	if path == "" {
+		path, flag = cfg.DataDir, "--data-dir D"
+	}
+	if path == "" || data.IsStream(path) {
+		return nil // an embedded table, a default folder, a pipe: said where read
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("%s trained on %s, which is not there now; where it moved, give %s", run, path, flag)
 }
 
 // config is the model's training config with the data these options name, or the

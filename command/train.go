@@ -210,6 +210,8 @@ func checkMovedData(dir string, o resumeOverrides, saved *train.Config) error {
 		return usageError{fmt.Errorf("--data with --resume: %s was trained on %s, not on a file", dir, train.DataName(*saved))}
 	case o.DataDir != nil && (saved.DataFile != "" || !train.IsImageSet(saved.Dataset)):
 		return usageError{fmt.Errorf("--data-dir with --resume: %s was trained on %s, which is not an image set; --data names a moved file", dir, train.DataName(*saved))}
+	case o.DataFile == nil && o.DataDir == nil:
+		return savedDataGone(dir, saved)
 	}
 	return nil
 }

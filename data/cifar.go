@@ -171,6 +171,6 @@ func findDataDir(dir, sub string, names []string) (string, error) {
 			return "", err
 		}
 	}
-	return "", fmt.Errorf("no %s in %s or %s (want %s)",
-		names[0], dir, filepath.Join(dir, sub), strings.Join(names, ", "))
+	return "", missingFilesError{fmt.Sprintf("no %s in %s or %s (want %s)",
+		names[0], dir, filepath.Join(dir, sub), strings.Join(names, ", "))}
 }

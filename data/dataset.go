@@ -1,6 +1,7 @@
 package data
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -51,6 +52,9 @@ func LoadImages(name, dir string) (*Images, error) {
 		im, err = LoadCIFAR100(dir)
 	case "stl10":
 		im, err = LoadSTL10(dir)
+	}
+	if missing := (missingFilesError{}); errors.As(err, &missing) {
+		return nil, fmt.Errorf("%w; `emclust data fetch %s --dir %s` downloads them where the machine can", err, name, dir)
 	}
 	if err != nil {
 		return nil, err

@@ -62,6 +62,12 @@ func TestLoadImages(t *testing.T) {
 	imgWantErr(t, err, `unknown image data set "imagenet" (want one of mnist, fashion-mnist, cifar10, cifar100, stl10)`)
 	_, err = LoadImages("cifar100", "")
 	imgWantErr(t, err, "cifar100: no data directory given")
+	// A folder without the files says how to fetch them, as the missing --data-dir did.
+	for _, name := range []string{"stl10", "mnist"} {
+		empty := t.TempDir()
+		_, err = LoadImages(name, empty)
+		imgWantErr(t, err, "`emclust data fetch "+name+" --dir "+empty+"`")
+	}
 	_, err = LoadImages("stl10", t.TempDir())
 	imgWantErr(t, err, "stl10: no train_X.bin")
 }

@@ -205,8 +205,14 @@ func findIDX(dir, name, base string) (string, error) {
 			return "", err
 		}
 	}
-	return "", fmt.Errorf("%s: no %s or %s.gz in %s", name, base, base, dir)
+	return "", missingFilesError{fmt.Sprintf("%s: no %s or %s.gz in %s", name, base, base, dir)}
 }
+
+// missingFilesError says a folder lacks a data set's files, which LoadImages follows
+// with how to fetch them.
+type missingFilesError struct{ msg string }
+
+func (e missingFilesError) Error() string { return e.msg }
 
 // concatImages joins image sets of the same shape into one, in order. Labels and Fine
 // are kept only when every part has them.
