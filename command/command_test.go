@@ -1333,6 +1333,21 @@ func TestReportGuardsOutput(t *testing.T) {
 		t.Error("a killed report's file outlived the next report")
 	}
 
+	// A report replaced without its t-SNE map took the old map away: it stayed
+	// beside the new index.html, which no longer showed it.
+	stale := []string{"report", filepath.Join(fixtures, "r4"), "--quiet", "--out", "stale", "--device", "cpu"}
+	if r := run(t, dir, append(stale, "--tsne-points", "50")...); r.code != 0 {
+		t.Fatalf("report with a map: exit %d: %s", r.code, r.stderr)
+	}
+	before, _ := filepath.Glob(filepath.Join(dir, "stale", "*"))
+	if r := run(t, dir, append(stale, "--no-tsne", "--force")...); r.code != 0 {
+		t.Fatalf("report --no-tsne --force: exit %d: %s", r.code, r.stderr)
+	}
+	after, _ := filepath.Glob(filepath.Join(dir, "stale", "*"))
+	if !slices.Contains(before, filepath.Join(dir, "stale", "tsne.png")) || slices.Contains(after, filepath.Join(dir, "stale", "tsne.png")) || len(after) != len(before)-1 {
+		t.Errorf("files before the --no-tsne report %v, after %v; want tsne.png alone gone", before, after)
+	}
+
 	// What a report killed while writing leaves is its own: was refused as foreign,
 	// --force or not, for ever.
 	killed := filepath.Join(dir, "killed")

@@ -100,7 +100,7 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 
 func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) error {
 	runDir, out := opts.Run, opts.Out
-	partial, err := checkReportDir(out, opts.Force)
+	partial, replaced, err := checkReportDir(out, opts.Force)
 	if err != nil {
 		return err
 	}
@@ -157,6 +157,7 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 		opt.Log = io.Discard
 	}
 	opt.Compare = other
+	opt.Replaces = replaced
 	// Two reports into one folder would each take the other's files for its own.
 	lock, err := train.LockDir(out)
 	if err != nil {
@@ -198,14 +199,15 @@ func openReportRun(dir string, dev torch.Device) (*train.Model, *report.Run, err
 // index.html, its last file, leaves figures that are refused alike: they cannot be
 // told from a user's.) Even with --force it refuses an index.html that is no
 // report's and files other than figures, which a report never writes. It returns the
-// temporary files of a killed report, for the caller to remove under the lock.
-func checkReportDir(out string, force bool) (partial []string, err error) {
+// temporary files of a killed report, for the caller to remove under the lock, and,
+// replacing a report, its figures.
+func checkReportDir(out string, force bool) (partial, replaced []string, err error) {
 	if err := refuseFile("--out", out, "a report is a folder: name a new or empty one"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	entries, err := os.ReadDir(out)
 	if err != nil || len(entries) == 0 {
-		return nil, nil // a new folder, or an empty one (what is not a folder fails when written)
+		return nil, nil, nil // a new folder, or an empty one (what is not a folder fails when written)
 	}
 	var foreign, figures []string
 	hasReport := false
@@ -218,7 +220,7 @@ func checkReportDir(out string, force bool) (partial []string, err error) {
 			partial = append(partial, name) // a report killed while writing this file
 		case name == "index.html" && e.Type().IsRegular():
 			if !isReportPage(filepath.Join(out, name)) {
-				return nil, usageError{fmt.Errorf("--out %s holds an index.html that no emclust report wrote; name another folder", out)}
+				return nil, nil, usageError{fmt.Errorf("--out %s holds an index.html that no emclust report wrote; name another folder", out)}
 			}
 			hasReport = true
 		case e.Type().IsRegular() && (strings.HasSuffix(name, ".png") || strings.HasSuffix(name, ".svg")):
@@ -229,13 +231,15 @@ func checkReportDir(out string, force bool) (partial []string, err error) {
 	}
 	switch {
 	case len(foreign) > 0:
-		return nil, usageError{fmt.Errorf("--out %s holds files a report does not write (%s); name a new or empty folder", out, someNames(foreign))}
+		return nil, nil, usageError{fmt.Errorf("--out %s holds files a report does not write (%s); name a new or empty folder", out, someNames(foreign))}
+	case force && hasReport:
+		return partial, figures, nil // the report's own figures: those not written again go
 	case force || len(figures) == 0 && !hasReport:
-		return partial, nil // removed once the folder's lock is held
+		return partial, nil, nil // removed once the folder's lock is held
 	case hasReport:
-		return nil, usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
+		return nil, nil, usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
 	}
-	return nil, usageError{fmt.Errorf("--out %s holds figures but no finished report (%s); name a new or empty folder, or pass --force to write the report over them (a report stopped before its end leaves only its figures)", out, someNames(figures))}
+	return nil, nil, usageError{fmt.Errorf("--out %s holds figures but no finished report (%s); name a new or empty folder, or pass --force to write the report over them (a report stopped before its end leaves only its figures)", out, someNames(figures))}
 }
 
 // isReportTemp says whether name is a temporary file atomicfile.Write leaves when a

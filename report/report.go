@@ -59,6 +59,10 @@ type Options struct {
 	Compare *Run
 	// Log receives one line per slow step; nil for none.
 	Log io.Writer
+	// Replaces names the figures of an earlier report in Out that this one
+	// replaces: those it does not write again (a t-SNE map left out) are removed
+	// once its index.html is written.
+	Replaces []string
 }
 
 // CheckPlane refuses, before any work, what the 2-d distributions of a network of
@@ -170,6 +174,11 @@ func Write(run *Run, src train.Source, opt Options) (string, error) {
 	index := filepath.Join(opt.Out, "index.html")
 	if err := atomicfile.WriteBytes(index, buf.Bytes()); err != nil {
 		return "", fmt.Errorf("report: %w", err)
+	}
+	for _, name := range opt.Replaces {
+		if !slices.Contains(b.w.files, name) && filepath.Base(name) == name {
+			os.Remove(filepath.Join(opt.Out, name))
+		}
 	}
 	return index, nil
 }
