@@ -60,12 +60,15 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			running--
 			if e.err != nil && first == nil {
 				first = &e
-				if !interrupted {
-					// The others would only wait for the lost rank until their timeout.
-					for q, c := range cmds {
-						if q != e.rank {
-							c.Process.Kill()
-						}
+			}
+			// The others would only wait for the lost rank until their timeout, or,
+			// one of them stopped for good (SIGSTOP, a hung device), for ever. A
+			// rank that stopped on the interrupt passed on (130) is no loss: the
+			// others are saving as it did.
+			if e.err != nil && (!interrupted || exitCode(e.err) != 130) {
+				for q, c := range cmds {
+					if q != e.rank {
+						c.Process.Kill()
 					}
 				}
 			}
@@ -93,6 +96,15 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 		return &RankError{Rank: first.rank, World: n, Code: ee.ExitCode()}
 	}
 	return fmt.Errorf("rank %d of %d: %w", first.rank, n, first.err)
+}
+
+// exitCode is the exit status in err from exec.Cmd.Wait, or -1.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
 }
 
 // ErrInterruptedStarting is an interrupt that Spawn passed on to a rank still

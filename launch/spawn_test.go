@@ -23,6 +23,27 @@ func TestSpawnSignals(t *testing.T) {
 		t.Errorf("interrupted while starting: %v", err)
 	}
 
+	// Interrupted, one rank fails and the other never stops (a rank whose peer was
+	// lost, and that peer frozen): the frozen one is killed. Spawn waited for it for
+	// ever.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(300*time.Millisecond, cancel)
+	script := `if [ "$RANK" = 0 ]; then trap 'exit 1' INT; else trap '' INT; fi; while :; do sleep 0.05; done`
+	done := make(chan error, 1)
+	go func() {
+		done <- Spawn(ctx, "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", script}, 2, io.Discard, io.Discard)
+	}()
+	select {
+	case err = <-done:
+		var re *RankError
+		if !errors.As(err, &re) || re.Rank != 0 || re.Code != 1 {
+			t.Errorf("a rank failed after the interrupt, the other frozen: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Spawn still waits for a frozen rank 20 s after the other failed")
+	}
+
 	err = Spawn(context.Background(), "/bin/sh", []string{"-c", "kill -KILL $$"}, 2, io.Discard, io.Discard)
 	if err == nil || errors.Is(err, ErrInterruptedStarting) || !strings.Contains(err.Error(), "was killed (killed)") {
 		t.Errorf("a rank killed: %v", err)
