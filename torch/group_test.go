@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -317,6 +319,41 @@ func TestReduceGradsWithoutGradient(t *testing.T) {
 	}
 }
 
+// A ReduceGrads that fails gives no gradient to a parameter that had none: it left
+// the zeros it sends in their place, on which Adam would step.
+func TestReduceGradsFailedLeavesNoGradient(t *testing.T) {
+	port := freePort(t)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", Port: port, ServeStore: r == 0,
+				Prefix: t.Name(), Rank: r, World: 2, Timeout: 2 * time.Second, Interface: "lo"})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer g.Close()
+			if r == 1 {
+				return // leaves: rank 0's all-reduce has no peer
+			}
+			s := NewScope()
+			defer s.Close()
+			p := s.Full([]int{3}, 1, Float32, CPU)
+			s.Fail(p.SetRequiresGrad(true))
+			if err := g.ReduceGrads([]*Tensor{p}, 1); err == nil {
+				errs[r] = errors.New("ReduceGrads without its peer succeeded")
+			} else if s.Grad(p) != nil {
+				errs[r] = fmt.Errorf("after a failed ReduceGrads (%v) the parameter has a gradient", err)
+			}
+		}()
+	}
+	wg.Wait()
+	noErrors(t, errs)
+}
+
 // A closed group or optimiser gives errors; its handle reached the shim as null and
 // faulted there.
 func TestClosedHandles(t *testing.T) {
@@ -387,6 +424,19 @@ func BenchmarkAllReduce(b *testing.B) {
 
 // A backward through AllReduceSum after its group was closed is an error naming
 // the group, not a use of the freed group.
+// A process in a group ignores SIGPIPE: Gloo's threads write to a lost peer's socket
+// without MSG_NOSIGNAL, and the signal ended the rank without a word.
+func TestGroupIgnoresSIGPIPE(t *testing.T) {
+	g, err := NewGroup(GroupConfig{Host: "127.0.0.1", Port: freePort(t), ServeStore: true, Rank: 0, World: 1, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	if !signal.Ignored(syscall.SIGPIPE) {
+		t.Error("SIGPIPE is not ignored in a process that joined a group")
+	}
+}
+
 func TestAllReduceSumAfterClose(t *testing.T) {
 	g, err := NewGroup(GroupConfig{Host: "127.0.0.1", Port: freePort(t), ServeStore: true, Rank: 0, World: 1, Timeout: 10 * time.Second})
 	if err != nil {

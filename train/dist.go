@@ -47,7 +47,7 @@ func (r *Run) Join(g *torch.Group) error {
 		return fmt.Errorf("config says world size %d, but the group has %d ranks", r.Cfg.WorldSize, w)
 	}
 	if r.Cfg.BatchSize%w != 0 {
-		return SettingsError{fmt.Errorf("batch size %d does not split over %d ranks: pass a --batch-size that %d divides (it is the global batch)", r.Cfg.BatchSize, w, w)}
+		return SettingsError{fmt.Errorf("batch size %d does not split over %d ranks: start a number of ranks that divides %d, or, training anew, pass a --batch-size that %d divides (it is the global batch)", r.Cfg.BatchSize, w, r.Cfg.BatchSize, w)}
 	}
 	if r.Cfg.LocalStats && r.Cfg.BatchSize/w < 2 {
 		return SettingsError{fmt.Errorf("batch size %d over %d ranks leaves %d row per rank, and local statistics need at least 2", r.Cfg.BatchSize, w, r.Cfg.BatchSize/w)}
@@ -136,12 +136,12 @@ func sameProgress(g *torch.Group, mine string) error {
 // value differs, with it (-1 where all agree).
 func firstOther(g *torch.Group, key, mine string) (int, string, error) {
 	if err := g.Set(fmt.Sprintf("%s/%d", key, g.Rank()), mine); err != nil {
-		return 0, "", fmt.Errorf("rank %d: publish %s: %w", g.Rank(), key, err)
+		return 0, "", fmt.Errorf("publish %s: %w", key, err) // the caller names this rank
 	}
 	for q := 0; q < g.Size(); q++ {
 		theirs, err := g.Get(fmt.Sprintf("%s/%d", key, q))
 		if err != nil {
-			return 0, "", fmt.Errorf("rank %d: read rank %d's %s: %w", g.Rank(), q, key, err)
+			return 0, "", fmt.Errorf("read rank %d's %s: %w", q, key, err)
 		}
 		if theirs != mine {
 			return q, theirs, nil

@@ -1367,8 +1367,9 @@ et_error et_group_reduce_grads(et_group g, const et_tensor *params, int n, doubl
   for (int i = 0; i < n; i++) {
     auto &p = need(params[i], "reduce_grads");
     had[i] = p.grad().defined();
-    if (!had[i]) p.mutable_grad() = at::zeros_like(p);
-    grads.push_back(p.grad());
+    // Zeros of its own: p takes a gradient only once the all-reduce has succeeded,
+    // not the zeros a failed one would leave (which Adam would then step on).
+    grads.push_back(had[i] ? p.grad() : at::zeros_like(p));
   }
   // Training gives every parameter a gradient on every rank: then the count is one
   // fill, and nothing is read back (which would wait for the device each step).
@@ -1387,7 +1388,7 @@ et_error et_group_reduce_grads(et_group g, const et_tensor *params, int n, doubl
   if (!all) {
     at::Tensor counted = flat.narrow(0, flat.numel() - n, n).to(at::kCPU, at::kFloat);
     for (int i = 0; i < n; i++)
-      if (!had[i] && counted[i].item<float>() == 0) need(params[i], "reduce_grads").mutable_grad().reset();
+      if (!had[i] && counted[i].item<float>() != 0) need(params[i], "reduce_grads").mutable_grad() = grads[i];
   }
 #else
   ET_NEED_DIST;
