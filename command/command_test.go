@@ -1339,6 +1339,7 @@ func TestReportGuardsOutput(t *testing.T) {
 	if r := run(t, dir, append(stale, "--tsne-points", "50")...); r.code != 0 {
 		t.Fatalf("report with a map: exit %d: %s", r.code, r.stderr)
 	}
+	os.WriteFile(filepath.Join(dir, "stale", "mine.png"), []byte("mine"), 0o644) // no report shows it
 	before, _ := filepath.Glob(filepath.Join(dir, "stale", "*"))
 	if r := run(t, dir, append(stale, "--no-tsne", "--force")...); r.code != 0 {
 		t.Fatalf("report --no-tsne --force: exit %d: %s", r.code, r.stderr)
@@ -1346,6 +1347,48 @@ func TestReportGuardsOutput(t *testing.T) {
 	after, _ := filepath.Glob(filepath.Join(dir, "stale", "*"))
 	if !slices.Contains(before, filepath.Join(dir, "stale", "tsne.png")) || slices.Contains(after, filepath.Join(dir, "stale", "tsne.png")) || len(after) != len(before)-1 {
 		t.Errorf("files before the --no-tsne report %v, after %v; want tsne.png alone gone", before, after)
+	}
+
+	// A report that passed the folder's check while another was writing there was
+	// let in after it, and rewrote its index.html without --force: the check is made
+	// again under the lock. The late one reads its rows from a FIFO, so it waits,
+	// past its first check, while the other writes.
+	rows := filepath.Join(dir, "rows")
+	if err := syscall.Mkfifo(rows, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	late := exec.Command(bin, "report", filepath.Join(fixtures, "r4"), "--no-tsne", "--quiet", "--out", "race", "--device", "cpu", "--data", rows, "--label-col", "label")
+	late.Dir = dir
+	var lateErr bytes.Buffer
+	late.Stderr = &lateErr
+	if err := late.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { late.Process.Kill() })
+	var w *os.File
+	for deadline := time.Now().Add(time.Minute); w == nil; { // opens once the late report reads
+		var err error
+		if w, err = os.OpenFile(rows, os.O_WRONLY|syscall.O_NONBLOCK, 0); err != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("the late report never opened its rows: %v; %s", err, lateErr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if r := run(t, dir, "report", filepath.Join(fixtures, "r4"), "--no-tsne", "--quiet", "--out", "race", "--device", "cpu"); r.code != 0 {
+		t.Fatalf("the first report: exit %d: %s", r.code, r.stderr)
+	}
+	first, _ := os.ReadFile(filepath.Join(dir, "race", "index.html"))
+	body, _ := os.ReadFile(filepath.Join(fixtures, "four.csv"))
+	syscall.SetNonblock(int(w.Fd()), false)
+	w.Write(body)
+	w.Close()
+	err = late.Wait()
+	if code := late.ProcessState.ExitCode(); code != 2 || !strings.Contains(lateErr.String(), "holds a report already") {
+		t.Errorf("the late report: exit %d (%v): %s", code, err, lateErr.String())
+	}
+	if now, _ := os.ReadFile(filepath.Join(dir, "race", "index.html")); !bytes.Equal(now, first) {
+		t.Error("the late report rewrote the first one's index.html")
 	}
 
 	// What a report killed while writing leaves is its own: was refused as foreign,

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -100,8 +101,7 @@ func reportOptionsFrom(c *cli.Context) (reportOptions, error) {
 
 func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) error {
 	runDir, out := opts.Run, opts.Out
-	partial, replaced, err := checkReportDir(out, opts.Force)
-	if err != nil {
+	if _, _, err := checkReportDir(out, opts.Force); err != nil { // before any work
 		return err
 	}
 	dev, err := selectDevice(opts.Device)
@@ -157,16 +157,21 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 		opt.Log = io.Discard
 	}
 	opt.Compare = other
-	opt.Replaces = replaced
 	// Two reports into one folder would each take the other's files for its own.
 	lock, err := train.LockDir(out)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
+	// Again under the lock: another report may have finished there meanwhile.
+	partial, replaced, err := checkReportDir(out, opts.Force)
+	if err != nil {
+		return err
+	}
 	for _, name := range partial {
 		os.Remove(filepath.Join(out, name))
 	}
+	opt.Replaces = replaced
 	index, err := report.Write(run, src, opt)
 	if err != nil {
 		return err
@@ -233,13 +238,33 @@ func checkReportDir(out string, force bool) (partial, replaced []string, err err
 	case len(foreign) > 0:
 		return nil, nil, usageError{fmt.Errorf("--out %s holds files a report does not write (%s); name a new or empty folder", out, someNames(foreign))}
 	case force && hasReport:
-		return partial, figures, nil // the report's own figures: those not written again go
+		// The figures its index.html shows: those the new one does not draw go.
+		return partial, shownBy(filepath.Join(out, "index.html"), figures), nil
 	case force || len(figures) == 0 && !hasReport:
 		return partial, nil, nil // removed once the folder's lock is held
 	case hasReport:
 		return nil, nil, usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
 	}
 	return nil, nil, usageError{fmt.Errorf("--out %s holds figures but no finished report (%s); name a new or empty folder, or pass --force to write the report over them (a report stopped before its end leaves only its figures)", out, someNames(figures))}
+}
+
+// maxReportPage bounds the index.html that shownBy reads; a larger one shows none.
+const maxReportPage = 64 << 20
+
+// shownBy is those of names that the report page at index shows; a user's own
+// figures in the folder are not among them.
+func shownBy(index string, names []string) []string {
+	page, err := atomicfile.ReadFile(index, maxReportPage)
+	if err != nil {
+		return nil
+	}
+	var shown []string
+	for _, name := range names {
+		if bytes.Contains(page, []byte(`src="`+name+`"`)) {
+			shown = append(shown, name)
+		}
+	}
+	return shown
 }
 
 // isReportTemp says whether name is a temporary file atomicfile.Write leaves when a
