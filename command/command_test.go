@@ -1056,8 +1056,17 @@ func TestResumeWithMovedData(t *testing.T) {
 			wantError(t, r, tc.code, tc.want...)
 		})
 	}
-	// predict says the same (was "lstat DIR: no such file or directory").
+	// predict says the same (was "lstat DIR: no such file or directory"); of a table,
+	// with the label column, which new data must name again.
 	wantError(t, run(t, dir, "predict", "--model", "run", "--out", "p.csv"), 1, "run trained on "+old, "--data-dir D")
+	table := filepath.Join(dir, "t.csv")
+	os.WriteFile(table, []byte(randomCSV(40, 3, 2, 9, true)), 0o644)
+	if r := run(t, dir, "train", "--quiet", "--data", table, "--label-col", "label", "--epochs", "1", "--restarts", "1", "--kmeans=false", "--out", "tab"); r.code != 0 {
+		t.Fatalf("train on t.csv: exit %d: %s", r.code, r.stderr)
+	}
+	os.Rename(table, table+".moved")
+	wantError(t, run(t, dir, "predict", "--model", "tab", "--out", "p.csv"), 1, "tab trained on "+table, "give --data FILE --label-col label")
+	wantError(t, run(t, dir, "train", "--resume", "tab", "--epochs", "2"), 1, "tab trained on "+table, "give --data FILE")
 	r = run(t, dir, "train", "--quiet", "--resume", "run", "--epochs", "2", "--device", "cpu", "--data-dir", moved)
 	if r.code != 0 {
 		t.Fatalf("resume with --data-dir: exit %d: %s", r.code, r.stderr)
@@ -3339,7 +3348,7 @@ func TestInterruptBaselines(t *testing.T) {
 	if last := all[len(all)-1]; code != 130 || !strings.Contains(last, "interrupted after 1 of 2 runs; the table above covers those, and m.md was not written") {
 		t.Errorf("compare, SIGINT after a run: exit %d, last line %q", code, last)
 	}
-	if !strings.HasPrefix(out, "Interrupted: kmeans 1 of 2 seeds;") || !strings.Contains(out, "| kmeans") {
+	if !strings.HasPrefix(out, "Interrupted: kmeans: 1 of 2 seeds;") || !strings.Contains(out, "| kmeans") {
 		t.Errorf("compare, SIGINT after a run printed:\n%s", out)
 	}
 
@@ -3419,13 +3428,21 @@ func TestTrainFromPipe(t *testing.T) {
 		w.Write(body)
 		w.Close()
 	}()
-	pipe := fmt.Sprintf("/dev/fd/%d", r.Fd())
+	// A high number, which no file opened later takes once it is closed.
+	if err := syscall.Dup2(int(r.Fd()), 900); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	pipe := "/dev/fd/900"
 	res := run(t, dir, "train", "--quiet", "--data", pipe, "--label-col", "label", "--epochs", "1", "--restarts", "1", "--kmeans=false")
 	wantScoreLine(t, res)
 	runs, _ := filepath.Glob(filepath.Join(dir, "runs", "pipe-*"))
 	if len(runs) != 1 {
-		t.Errorf("run folders %v, want one runs/pipe-*", runs)
+		t.Fatalf("run folders %v, want one runs/pipe-*", runs)
 	}
+	// The pipe gone, predict says a pipe is read once, not that the data moved.
+	syscall.Close(900)
+	wantError(t, run(t, dir, "predict", "--model", runs[0], "--out", "p.csv"), 1, pipe+": no such pipe or device", "needs its data again")
 
 	fifo := filepath.Join(dir, "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

@@ -376,6 +376,9 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	if err := opts.Run.resolve(&cfg, dev, src); err != nil {
 		return nil, err
 	}
+	if err := checkK(&cfg, src); err != nil {
+		return nil, err
+	}
 	plan := ""
 	if opts.Out != "" {
 		if plan, err = keepPlan(opts, cfg, src.Len(), dev); err != nil {
@@ -484,10 +487,9 @@ func printCompare(rep interface{ Markdown() string }, asJSON bool, stdout io.Wri
 	return printReport(rep, asJSON, false, stdout)
 }
 
-// printPartial prints the report of an interrupted comparison: its JSON says so
-// ("interrupted": true), which a script reading it could not tell otherwise.
-// printPartial prints what an interrupted comparison finished, after a line saying
-// how much that is (done): the table's heading names every seed asked for.
+// printPartial prints what an interrupted comparison finished: the table after a
+// line saying how much that is (done), as its heading names every seed asked for;
+// the JSON with "interrupted": true, which a script could not tell otherwise.
 func printPartial(rep interface{ Markdown() string }, asJSON bool, done string, stdout io.Writer) error {
 	if !asJSON {
 		fmt.Fprintf(stdout, "Interrupted: %s; each row is over the seeds it finished.\n\n", done)
@@ -499,7 +501,7 @@ func printPartial(rep interface{ Markdown() string }, asJSON bool, done string, 
 func seedsDone(names []string, seeds int, count func(i int) int) string {
 	parts := make([]string, len(names))
 	for i, name := range names {
-		parts[i] = fmt.Sprintf("%s %d of %d seeds", name, count(i), seeds)
+		parts[i] = fmt.Sprintf("%s: %d of %d seeds", name, count(i), seeds)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -531,7 +533,6 @@ func above(asJSON bool) string {
 // unwritten says what an interrupted comparison did not write: its tables. The
 // folders of the neural runs it finished (and of the one it stopped) stay in --out.
 func unwritten(opts compareOptions) string {
-	// With restarts, a run's folder is made once its restarts are chosen.
 	var files []string
 	if opts.Out != "" {
 		files = append(files, filepath.Join(opts.Out, "compare.json"))
@@ -546,6 +547,7 @@ func unwritten(opts compareOptions) string {
 	case 2:
 		none = fmt.Sprintf("neither %s nor %s was written", files[0], files[1])
 	}
+	// With restarts, a run's folder is made once its restarts are chosen.
 	if _, err := os.Stat(filepath.Join(opts.Out, comparePlanName)); err != nil || !slices.ContainsFunc(opts.Methods, compare.Neural) {
 		return none
 	}
@@ -974,7 +976,7 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 		if len(runs) > 0 {
 			ks := make([]string, len(opts.Ks))
 			for i, k := range opts.Ks {
-				ks[i] = fmt.Sprintf("K %d", k)
+				ks[i] = fmt.Sprintf("K=%d", k)
 			}
 			done := seedsDone(ks, len(opts.Seeds), func(i int) int {
 				return len(slices.DeleteFunc(slices.Clone(runs), func(r compare.KRun) bool { return r.K != opts.Ks[i] }))

@@ -304,7 +304,7 @@ func trainsCNN(cfg *train.Config) bool {
 // resolve settles in cfg what the flags left to the network and the data:
 // channels-last (on for CNNs), K from the labels. (train.New settles the rest: the
 // batch clamp, γ auto and the network for the data.) It refuses a K from a label
-// column of one class, or of about as many classes as rows, and any K above the rows.
+// column of one class, or of about as many classes as rows.
 func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) error {
 	if !n.ChannelsLastSet {
 		cfg.ChannelsLast = defaultChannelsLast(trainsCNN(cfg))
@@ -327,9 +327,15 @@ func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) e
 			cfg.K = k
 		}
 	}
+	return nil
+}
+
+// checkK refuses a K above the rows of src, and data of no rows, for the one K a
+// run trains (a sweep's are compare.CheckKs').
+func checkK(cfg *train.Config, src train.Source) error {
 	name := cfg.DataFile
 	if name == "" {
-		name = cfg.Dataset
+		name = train.DataName(*cfg)
 	}
 	if src.Len() == 0 {
 		return fmt.Errorf("%s holds no rows or images to cluster", name)

@@ -70,7 +70,7 @@ func (d dataOptions) configFor(model string, trained *train.Config) (*train.Conf
 	}
 	cfg := d.config(trained)
 	if !d.Given && d.DataDir == "" {
-		if err := savedDataGone(model, cfg); err != nil {
+		if err := savedDataGone(model, cfg, false); err != nil {
 			return nil, err
 		}
 	}
@@ -78,20 +78,25 @@ func (d dataOptions) configFor(model string, trained *train.Config) (*train.Conf
 }
 
 // savedDataGone says, when the file or folder a run trained on is no longer where its
-// config recorded it, which flag names it where it moved (was "lstat DIR: no such
-// file or directory").
-func savedDataGone(run string, cfg *train.Config) error {
-	path, flag := cfg.DataFile, "--data FILE"
-	if path == "" {
-		path, flag = cfg.DataDir, "--data-dir D"
+// config recorded it, which flags name it where it moved (was "lstat DIR: no such
+// file or directory"). A resumed run keeps its other data settings; a verb that
+// applies the model reads a file it is given as new data, so it is told the label
+// column again.
+func savedDataGone(run string, cfg *train.Config, resume bool) error {
+	path, flags := cfg.DataFile, "--data FILE"
+	switch {
+	case path == "":
+		path, flags = cfg.DataDir, "--data-dir D"
+	case !resume && cfg.LabelCol != "":
+		flags += " --label-col " + cfg.LabelCol
 	}
-	if path == "" || data.IsStream(path) {
+	if path == "" || data.InDevOrProc(path) {
 		return nil // an embedded table, a default folder, a pipe: said where read
 	}
 	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	return fmt.Errorf("%s trained on %s, which is not there now; where it moved, give %s", run, path, flag)
+	return fmt.Errorf("%s trained on %s, which is not there now; where it moved, give %s", run, path, flags)
 }
 
 // config is the model's training config with the data these options name, or the

@@ -211,7 +211,7 @@ func checkMovedData(dir string, o resumeOverrides, saved *train.Config) error {
 	case o.DataDir != nil && (saved.DataFile != "" || !train.IsImageSet(saved.Dataset)):
 		return usageError{fmt.Errorf("--data-dir with --resume: %s was trained on %s, which is not an image set; --data names a moved file", dir, train.DataName(*saved))}
 	case o.DataFile == nil && o.DataDir == nil:
-		return savedDataGone(dir, saved)
+		return savedDataGone(dir, saved, true)
 	}
 	return nil
 }
@@ -383,6 +383,9 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 			return err
 		}
 	} else if err := checkResumedData(ckpt, began, beganLabels, cfg, src, runDir); err != nil {
+		return err
+	}
+	if err := checkK(&cfg, src); err != nil {
 		return err
 	}
 	log := stderr

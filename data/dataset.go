@@ -54,12 +54,24 @@ func LoadImages(name, dir string) (*Images, error) {
 		im, err = LoadSTL10(dir)
 	}
 	if missing := (missingFilesError{}); errors.As(err, &missing) {
-		return nil, fmt.Errorf("%w; `emclust data fetch %s --dir %s` downloads them where the machine can", err, name, dir)
+		if dir == DefaultImageDir(name) {
+			// A system folder: Debian's package fills it, not a user's fetch.
+			return nil, fmt.Errorf("%w; install Debian's dataset-%s (make deps does), or give --data-dir D after `emclust data fetch %s --dir D`", err, name, name)
+		}
+		return nil, fmt.Errorf("%w; `emclust data fetch %s --dir %s` downloads them where the machine can", err, name, shellQuote(dir))
 	}
 	if err != nil {
 		return nil, err
 	}
 	return im, nil
+}
+
+// shellQuote quotes path for a command line to copy, where it needs it.
+func shellQuote(path string) string {
+	if path != "" && strings.Trim(path, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@") == "" {
+		return path
+	}
+	return "'" + strings.ReplaceAll(path, "'", `'\''`) + "'"
 }
 
 // Subset returns the images at the given indices, in that order, with their labels.

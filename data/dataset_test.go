@@ -68,6 +68,10 @@ func TestLoadImages(t *testing.T) {
 		_, err = LoadImages(name, empty)
 		imgWantErr(t, err, "`emclust data fetch "+name+" --dir "+empty+"`")
 	}
+	spaced := filepath.Join(t.TempDir(), "my data")
+	os.Mkdir(spaced, 0o755)
+	_, err = LoadImages("cifar10", spaced)
+	imgWantErr(t, err, "`emclust data fetch cifar10 --dir '"+spaced+"'`")
 	_, err = LoadImages("stl10", t.TempDir())
 	imgWantErr(t, err, "stl10: no train_X.bin")
 }

@@ -49,10 +49,12 @@ func IsStream(path string) bool {
 	if err != nil || st.IsDir() || st.Mode()&os.ModeDevice != 0 {
 		return false
 	}
-	return !st.Mode().IsRegular() || inDevOrProc(path)
+	return !st.Mode().IsRegular() || InDevOrProc(path)
 }
 
-func inDevOrProc(path string) bool {
+// InDevOrProc says whether path names a file in /dev or /proc: a pipe's name
+// (/dev/fd/63 of a shell's <(...)) that is gone once its reader has read it.
+func InDevOrProc(path string) bool {
 	return strings.HasPrefix(path, "/dev/") || strings.HasPrefix(path, "/proc/")
 }
 
@@ -88,7 +90,7 @@ func CheckVectorPath(path string) error {
 		return nil
 	case IsStream(path):
 		return nil
-	case inDevOrProc(path):
+	case InDevOrProc(path):
 		st, err := os.Stat(path)
 		if errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("%s: no such pipe or device (a pipe is read once: a run trained on one needs its data again, with --data)", path)
