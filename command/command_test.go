@@ -481,6 +481,9 @@ func TestErrors(t *testing.T) {
 		{name: "unknown dataset", args: append(train, "--dataset", "imagenet"), code: 2, want: []string{`"imagenet"`}},
 		// Was "more clusters than the 0 rows".
 		{name: "IDX of no images", args: append(train, "--dataset", "mnist", "--data-dir", "mnist0"), code: 1, want: []string{"mnist", "no rows or images"}},
+		{name: "K sweep of no images", args: []string{"compare", "--dataset", "mnist", "--data-dir", "mnist0", "--k", "2,3"}, code: 1, want: []string{"mnist holds no rows or images"}},
+		// The first K alone was checked as a run's, and the message hung on the order.
+		{name: "K sweep above the rows", args: []string{"compare", "--dataset", "iris", "--k", "200,3"}, code: 2, want: []string{"--k: K = 200: want 2 to 150"}},
 		{name: "data and dataset", args: append(train, "--data", "ten.csv", "--dataset", "digits"), code: 2, want: []string{"--data", "--dataset"}},
 		// Were ignored without a word.
 		{name: "data-dir with data", args: slices.Concat(ten, []string{"--data-dir", "mnist"}), code: 2, want: []string{"--data-dir with --data"}},
@@ -1379,7 +1382,7 @@ func TestReportGuardsOutput(t *testing.T) {
 		var err error
 		if w, err = os.OpenFile(rows, os.O_WRONLY|syscall.O_NONBLOCK, 0); err != nil {
 			if time.Now().After(deadline) {
-				t.Fatalf("the late report never opened its rows: %v; %s", err, lateErr.String())
+				t.Fatalf("the late report never opened its rows: %v", err)
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -3429,9 +3432,10 @@ func TestTrainFromPipe(t *testing.T) {
 		w.Close()
 	}()
 	// A high number, which no file opened later takes once it is closed.
-	if err := syscall.Dup2(int(r.Fd()), 900); err != nil {
+	if err := syscall.Dup3(int(r.Fd()), 900, syscall.O_CLOEXEC); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { syscall.Close(900) })
 	r.Close()
 	pipe := "/dev/fd/900"
 	res := run(t, dir, "train", "--quiet", "--data", pipe, "--label-col", "label", "--epochs", "1", "--restarts", "1", "--kmeans=false")

@@ -948,6 +948,9 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 	if err := opts.Run.resolve(&cfg, dev, src); err != nil {
 		return err
 	}
+	if err := checkRows(&cfg, src); err != nil {
+		return err
+	}
 	if err := compare.CheckKs(opts.Ks, src.Len()); err != nil {
 		return usageError{fmt.Errorf("--k: %w", err)} // as train's --k above the rows
 	}

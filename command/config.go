@@ -330,18 +330,30 @@ func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) e
 	return nil
 }
 
-// checkK refuses a K above the rows of src, and data of no rows, for the one K a
-// run trains (a sweep's are compare.CheckKs').
+// checkK refuses data of no rows, and a K above the rows of src for the one K a run
+// trains (a sweep's are compare.CheckKs').
 func checkK(cfg *train.Config, src train.Source) error {
-	name := cfg.DataFile
-	if name == "" {
-		name = train.DataName(*cfg)
-	}
-	if src.Len() == 0 {
-		return fmt.Errorf("%s holds no rows or images to cluster", name)
+	if err := checkRows(cfg, src); err != nil {
+		return err
 	}
 	if cfg.K > src.Len() {
-		return usageError{fmt.Errorf("--k %d: more clusters than the %s of %s", cfg.K, plural(src.Len(), "row"), name)}
+		return usageError{fmt.Errorf("--k %d: more clusters than the %s of %s", cfg.K, plural(src.Len(), "row"), sourceName(cfg))}
 	}
 	return nil
+}
+
+// checkRows refuses data of no rows (was "more clusters than the 0 rows").
+func checkRows(cfg *train.Config, src train.Source) error {
+	if src.Len() == 0 {
+		return fmt.Errorf("%s holds no rows or images to cluster", sourceName(cfg))
+	}
+	return nil
+}
+
+// sourceName names the data of cfg in a message: the file as given, or the set.
+func sourceName(cfg *train.Config) string {
+	if cfg.DataFile != "" {
+		return cfg.DataFile
+	}
+	return train.DataName(*cfg)
 }

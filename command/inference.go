@@ -81,14 +81,19 @@ func (d dataOptions) configFor(model string, trained *train.Config) (*train.Conf
 // config recorded it, which flags name it where it moved (was "lstat DIR: no such
 // file or directory"). A resumed run keeps its other data settings; a verb that
 // applies the model reads a file it is given as new data, so it is told the label
-// column again.
+// column and the header setting again.
 func savedDataGone(run string, cfg *train.Config, resume bool) error {
 	path, flags := cfg.DataFile, "--data FILE"
 	switch {
 	case path == "":
 		path, flags = cfg.DataDir, "--data-dir D"
-	case !resume && cfg.LabelCol != "":
-		flags += " --label-col " + cfg.LabelCol
+	case !resume:
+		if cfg.LabelCol != "" {
+			flags += " --label-col " + data.ShellQuote(cfg.LabelCol)
+		}
+		if cfg.Header != "" && cfg.Header != "auto" {
+			flags += " --header " + cfg.Header
+		}
 	}
 	if path == "" || data.InDevOrProc(path) {
 		return nil // an embedded table, a default folder, a pipe: said where read

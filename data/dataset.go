@@ -58,7 +58,7 @@ func LoadImages(name, dir string) (*Images, error) {
 			// A system folder: Debian's package fills it, not a user's fetch.
 			return nil, fmt.Errorf("%w; install Debian's dataset-%s (make deps does), or give --data-dir D after `emclust data fetch %s --dir D`", err, name, name)
 		}
-		return nil, fmt.Errorf("%w; `emclust data fetch %s --dir %s` downloads them where the machine can", err, name, shellQuote(dir))
+		return nil, fmt.Errorf("%w; `emclust data fetch %s --dir %s` downloads them where the machine can", err, name, ShellQuote(dir))
 	}
 	if err != nil {
 		return nil, err
@@ -66,8 +66,8 @@ func LoadImages(name, dir string) (*Images, error) {
 	return im, nil
 }
 
-// shellQuote quotes path for a command line to copy, where it needs it.
-func shellQuote(path string) string {
+// ShellQuote quotes path for a command line to copy, where it needs it.
+func ShellQuote(path string) string {
 	if path != "" && strings.Trim(path, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@") == "" {
 		return path
 	}

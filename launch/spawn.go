@@ -64,7 +64,9 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			// The others would only wait for the lost rank until their timeout, or,
 			// one of them stopped for good (SIGSTOP, a hung device), for ever. A
 			// rank that stopped on the interrupt passed on (130) is no loss: the
-			// others are saving as it did.
+			// others are saving as it did. One that the interrupt ended while it
+			// was starting (killed by the signal) takes them down too: they could
+			// only wait for it in the join.
 			if e.err != nil && (!interrupted || exitCode(e.err) != 130) {
 				for q, c := range cmds {
 					if q != e.rank {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -28,11 +29,19 @@ func TestSpawnSignals(t *testing.T) {
 	// ever.
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	time.AfterFunc(300*time.Millisecond, cancel)
-	script := `if [ "$RANK" = 0 ]; then trap 'exit 1' INT; else trap '' INT; fi; while :; do sleep 0.05; done`
+	ready := t.TempDir()
+	script := `if [ "$RANK" = 0 ]; then trap 'exit 1' INT; else trap '' INT; fi; : > "$1/$RANK"; while :; do sleep 0.05; done`
 	done := make(chan error, 1)
 	go func() {
-		done <- Spawn(ctx, "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", script}, 2, io.Discard, io.Discard)
+		done <- Spawn(ctx, "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", script, "sh", ready}, 2, io.Discard, io.Discard)
+	}()
+	go func() { // the interrupt once both traps are set, not by a timer a loaded machine outruns
+		for ctx.Err() == nil {
+			if m, _ := filepath.Glob(filepath.Join(ready, "*")); len(m) == 2 {
+				cancel()
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}()
 	select {
 	case err = <-done:

@@ -101,10 +101,12 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 			return nil, fmt.Errorf("torch: group: %s %d: want %d to %d", v.name, v.v, v.lo, v.hi)
 		}
 	}
-	// Gloo and the store write to their sockets from threads Go did not start, without
+	// Gloo writes to its sockets from threads Go did not start, without
 	// MSG_NOSIGNAL: a peer gone, SIGPIPE there ends the process without a word (a
 	// rank resumed from SIGSTOP died so, 2 runs of 4). Ignored, the write fails and
-	// the collective returns its error, as in Python, which ignores SIGPIPE too.
+	// the collective returns its error, as in Python, which ignores SIGPIPE too. For
+	// the rest of the process: a rank's stdout piped into a reader that closed then
+	// fails its writes rather than ending the rank.
 	signal.Ignore(syscall.SIGPIPE)
 	host, prefix, iface := C.CString(cfg.Host), C.CString(cfg.Prefix), C.CString(cfg.Interface)
 	defer C.free(unsafe.Pointer(host))

@@ -330,7 +330,7 @@ func TestReduceGradsFailedLeavesNoGradient(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", Port: port, ServeStore: r == 0,
-				Prefix: t.Name(), Rank: r, World: 2, Timeout: 2 * time.Second, Interface: "lo"})
+				Prefix: t.Name(), Rank: r, World: 2, Timeout: 20 * time.Second, Interface: "lo"})
 			if err != nil {
 				errs[r] = err
 				return
@@ -422,8 +422,6 @@ func BenchmarkAllReduce(b *testing.B) {
 	wg.Wait()
 }
 
-// A backward through AllReduceSum after its group was closed is an error naming
-// the group, not a use of the freed group.
 // A process in a group ignores SIGPIPE: Gloo's threads write to a lost peer's socket
 // without MSG_NOSIGNAL, and the signal ended the rank without a word.
 func TestGroupIgnoresSIGPIPE(t *testing.T) {
@@ -437,6 +435,8 @@ func TestGroupIgnoresSIGPIPE(t *testing.T) {
 	}
 }
 
+// A backward through AllReduceSum after its group was closed is an error naming
+// the group, not a use of the freed group.
 func TestAllReduceSumAfterClose(t *testing.T) {
 	g, err := NewGroup(GroupConfig{Host: "127.0.0.1", Port: freePort(t), ServeStore: true, Rank: 0, World: 1, Timeout: 10 * time.Second})
 	if err != nil {
