@@ -337,7 +337,7 @@ func checkK(cfg *train.Config, src train.Source) error {
 		return err
 	}
 	if cfg.K > src.Len() {
-		return usageError{fmt.Errorf("--k %d: more clusters than the %s of %s", cfg.K, plural(src.Len(), "row"), sourceName(cfg))}
+		return usageError{fmt.Errorf("--k %d: more clusters than the %s of %s", cfg.K, plural(src.Len(), "row"), dataPath(*cfg))}
 	}
 	return nil
 }
@@ -345,15 +345,7 @@ func checkK(cfg *train.Config, src train.Source) error {
 // checkRows refuses data of no rows (was "more clusters than the 0 rows").
 func checkRows(cfg *train.Config, src train.Source) error {
 	if src.Len() == 0 {
-		return fmt.Errorf("%s holds no rows or images to cluster", sourceName(cfg))
+		return fmt.Errorf("%s holds no rows or images to cluster", dataPath(*cfg))
 	}
 	return nil
-}
-
-// sourceName names the data of cfg in a message: the file as given, or the set.
-func sourceName(cfg *train.Config) string {
-	if cfg.DataFile != "" {
-		return cfg.DataFile
-	}
-	return train.DataName(*cfg)
 }
