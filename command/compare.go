@@ -246,9 +246,11 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 	if errors.As(err, &ie) && rep != nil && len(rep.Runs) > 0 {
 		// Print what finished, but write no files: a partial table saved under the
 		// name asked for could later pass for the whole comparison.
-		done := seedsDone(opts.Methods, len(opts.Seeds), func(i int) int {
-			return len(slices.DeleteFunc(slices.Clone(rep.Runs), func(r compare.Result) bool { return r.Method != opts.Methods[i] }))
-		})
+		finished := make([]int, len(opts.Methods))
+		for _, r := range rep.Runs {
+			finished[slices.Index(opts.Methods, r.Method)]++
+		}
+		done := seedsDone(opts.Methods, finished, len(opts.Seeds))
 		if perr := printPartial(rep, opts.JSON, done, stdout); perr != nil {
 			return perr
 		}
@@ -497,11 +499,11 @@ func printPartial(rep interface{ Markdown() string }, asJSON bool, done string, 
 	return printReport(rep, asJSON, true, stdout)
 }
 
-// seedsDone says for each of names how many of its seeds finished, by count.
-func seedsDone(names []string, seeds int, count func(i int) int) string {
+// seedsDone says for each of names how many of its seeds finished.
+func seedsDone(names []string, finished []int, seeds int) string {
 	parts := make([]string, len(names))
 	for i, name := range names {
-		parts[i] = fmt.Sprintf("%s: %d of %d seeds", name, count(i), seeds)
+		parts[i] = fmt.Sprintf("%s: %d of %d seeds", name, finished[i], seeds)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -981,9 +983,11 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 			for i, k := range opts.Ks {
 				ks[i] = fmt.Sprintf("K=%d", k)
 			}
-			done := seedsDone(ks, len(opts.Seeds), func(i int) int {
-				return len(slices.DeleteFunc(slices.Clone(runs), func(r compare.KRun) bool { return r.K != opts.Ks[i] }))
-			})
+			finished := make([]int, len(opts.Ks))
+			for _, r := range runs {
+				finished[slices.Index(opts.Ks, r.K)]++
+			}
+			done := seedsDone(ks, finished, len(opts.Seeds))
 			if perr := printPartial(rep, opts.JSON, done, stdout); perr != nil {
 				return perr
 			}
