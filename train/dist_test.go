@@ -2,6 +2,7 @@ package train
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -69,6 +70,60 @@ func trainRanks(t *testing.T, runs []*Run) {
 		if err != nil {
 			t.Fatalf("rank %d: %v", r, err)
 		}
+	}
+}
+
+// cancelAfter cancels a rank's training when it has ended n epochs.
+type cancelAfter struct {
+	n, ended int
+	cancel   func()
+}
+
+func (c *cancelAfter) Start(int, int, int)     {}
+func (c *cancelAfter) Step(int, float64, bool) {}
+func (c *cancelAfter) End(EpochMetrics) {
+	if c.ended++; c.ended == c.n {
+		c.cancel()
+	}
+}
+
+// Ranks interrupted between epochs (always, where an epoch is under stopEvery steps)
+// stop together there, and rank 0 saves that epoch, as one process does: its
+// checkpoint held the first epoch only, the saves between being timed.
+func TestRanksStoppedBetweenEpochsSave(t *testing.T) {
+	src := digitsSourceOn(t, torch.CPU)
+	cfg := VectorDefaults()
+	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
+	cfg.Epochs, cfg.KMeans, cfg.WorldSize = 50, false, 2
+	if steps := (src.Len() + cfg.BatchSize - 1) / cfg.BatchSize; steps >= stopEvery {
+		t.Fatalf("%d steps an epoch: the ranks could stop inside one", steps)
+	}
+	runs := []*Run{newRunOn(t, cfg, src, t.TempDir(), torch.CPU), newRunOn(t, cfg, src, "", torch.CPU)}
+	joinRanks(t, runs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	runs[1].Progress = &cancelAfter{n: 3, cancel: cancel} // rank 1 alone is interrupted
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for r, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := context.Background()
+			if r == 1 {
+				c = ctx
+			}
+			errs[r] = run.Train(c)
+		}()
+	}
+	wg.Wait()
+	for r, run := range runs {
+		if !errors.Is(errs[r], context.Canceled) || run.EpochsDone() != 3 {
+			t.Errorf("rank %d: %v after %d epochs; want both stopped after 3", r, errs[r], run.EpochsDone())
+		}
+	}
+	if got := runs[0].EpochsSaved(); got != 3 {
+		t.Errorf("rank 0's checkpoint holds %d epochs, want the 3 done", got)
 	}
 }
 

@@ -377,16 +377,25 @@ func epochSeed(seed uint64, epoch int) uint64 {
 // Cancelling ctx stops after the current step; or, in a run of one process whose
 // previous epoch took under shortEpoch, at the end of the current one, which is then
 // saved: a run of short epochs checkpoints only every checkpointInterval, and an
-// interrupt would otherwise lose up to that much. The last checkpoint stays valid
-// either way.
+// interrupt would otherwise lose up to that much. Ranks stop together every
+// stopEvery steps, and save where that falls between epochs (always, for epochs of
+// fewer steps). The last checkpoint stays valid either way.
 func (r *Run) Train(ctx context.Context) error {
 	defer r.oneThreadForSmallSteps()()
 	defer oneBLASThreadForConvolutions(r.Net, r.Dev)()
 	var last time.Duration // the last epoch's time; 0: none trained yet
 	for r.epoch < r.Cfg.Epochs {
-		// Ranks agree on stopping at the epoch's first step instead (stopRequested):
-		// one of them leaving here would leave the others in that collective.
-		if err := ctx.Err(); err != nil && r.group == nil {
+		// Ranks agree on it (stopRequested): one leaving alone would leave the others
+		// waiting in a collective. Between epochs all hold the same state, which rank
+		// 0 saves as one process does.
+		stop := ctx.Err()
+		if r.group != nil {
+			stop = r.stopRequested(ctx, 0)
+		}
+		if err := stop; err != nil {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				return fmt.Errorf("epoch %d: %w", r.epoch+1, err) // the agreement's collective failed
+			}
 			if r.Dir != "" && r.epoch > r.savedEpoch {
 				if serr := r.Save(); serr != nil {
 					return &StopSaveError{Epoch: r.epoch, Stop: err, Err: serr}
@@ -545,8 +554,10 @@ func (r *Run) trainEpoch(ctx context.Context) (EpochMetrics, error) {
 	}
 	start := time.Now()
 	for step := 0; step < steps; step++ {
-		if err := r.stopRequested(ctx, step); err != nil {
-			return m, err
+		if step > 0 { // Train asked before the first
+			if err := r.stopRequested(ctx, step); err != nil {
+				return m, err
+			}
 		}
 		s := torch.NewScope()
 		idx := s.Narrow(permT, 0, step*cfg.BatchSize+offset, rows)
