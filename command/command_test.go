@@ -2686,15 +2686,17 @@ func TestTrainChosenEpoch(t *testing.T) {
 	wantScoreLine(t, run(t, dir, "train", "--quiet", "--restarts", "1", "--kmeans=false", "--seed", "2", "--out", "run"))
 	best, last, evaluations := -1, 0, 0
 	var agree []float64
+	var empty []int
 	for i, l := range readLines(t, filepath.Join(dir, "run", "metrics.jsonl")) {
 		var m struct {
 			Criteria  *json.RawMessage
 			Agreement *float64
+			Empty     int `json:"empty_clusters"`
 		}
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatal(err)
 		}
-		agree = append(agree, math.NaN())
+		agree, empty = append(agree, math.NaN()), append(empty, m.Empty)
 		last = i
 		if m.Criteria == nil { // not evaluated (--eval-every)
 			continue
@@ -2704,8 +2706,9 @@ func TestTrainChosenEpoch(t *testing.T) {
 			t.Fatalf("epoch %d, evaluation %d: agreement %v; want one from the second evaluation on", i+1, evaluations, m.Agreement)
 		}
 		if m.Agreement != nil {
+			// Fewer empty clusters first, then the agreement (train.Chosen.AgreesMore).
 			agree[i] = *m.Agreement
-			if best < 0 || *m.Agreement > agree[best] {
+			if best < 0 || m.Empty < empty[best] || (m.Empty == empty[best] && *m.Agreement > agree[best]) {
 				best = i
 			}
 		}

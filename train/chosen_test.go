@@ -137,7 +137,8 @@ func TestChosenLastEpoch(t *testing.T) {
 	}
 }
 
-// By default the epoch that agrees best with the evaluations before it is kept.
+// By default the epoch that agrees best with the evaluations before it is kept, of
+// those that leave the fewest clusters empty.
 func TestChosenByAgreement(t *testing.T) {
 	r := chosenRun(t, t.TempDir(), 6, nil)
 	best := -1
@@ -145,7 +146,11 @@ func TestChosenByAgreement(t *testing.T) {
 		if (i == 0) != (m.Agreement == nil) {
 			t.Fatalf("epoch %d: agreement %v, want one from the second evaluation on", i+1, m.Agreement)
 		}
-		if i > 0 && (best < 0 || *m.Agreement > *r.History[best].Agreement) {
+		if i == 0 {
+			continue
+		}
+		b := r.History[max(best, 0)]
+		if best < 0 || m.Empty < b.Empty || (m.Empty == b.Empty && *m.Agreement > *b.Agreement) {
 			best = i
 		}
 	}
