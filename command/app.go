@@ -84,11 +84,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	prepareCommands(app.Commands, "")
 	if err := app.Run(args); err != nil {
 		var se silentError
-		// --nproc: a rank that exits for the command line has said why.
+		// --nproc: a rank that exits for the command line, or left its error, has
+		// said why.
 		re := new(launch.RankError)
-		ranksSaid := errors.As(err, &re) && re.Code == launch.RankUsageExit
+		ranksSaid := errors.As(err, &re) && (re.Code == launch.RankUsageExit || re.Said)
 		if !errors.As(err, &se) && !ranksSaid {
-			fmt.Fprintln(stderr, "emclust: "+oneLine(err.Error()))
+			// A rank of --nproc hands its error to the launcher, which says the
+			// ranks' errors once each.
+			fmt.Fprintln(launch.ErrorOut(stderr), "emclust: "+oneLine(err.Error()))
 		}
 		code := exitCode(err)
 		if code == 2 && os.Getenv("EMCLUST_LAUNCHER") == "--nproc" {

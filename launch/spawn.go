@@ -8,48 +8,66 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Spawn runs n copies of exe with args as ranks 0 to n-1 of one run on this machine,
 // with the variables torchrun would set, and waits for them all. It restarts none:
 // the first rank to fail stops the others, and the error names it. Cancelling ctx
 // interrupts every rank (SIGINT) once and waits for them to stop by themselves.
+//
+// The ranks' last errors (ErrorOut) come back on a pipe each, and Spawn writes each
+// distinct one to stderr once, after every rank has stopped: ranks that share a
+// mistake in the command line or the data said it once each, up to n times.
 func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr io.Writer) error {
 	port, err := FreePort()
 	if err != nil {
 		return fmt.Errorf("--nproc: find a free port for the ranks' store: %w", err)
 	}
-	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
+	stdout, stderr = shared(stdout), shared(stderr)
 	type exit struct {
 		rank int
 		err  error
 	}
 	exits := make(chan exit, n)
 	cmds := make([]*exec.Cmd, n)
+	said := make([]rankSaid, n)
 	for r := range cmds {
-		cmd := exec.Command(exe, args...)
-		cmd.Env = append(os.Environ(),
-			"RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
-			"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(n),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
-			"EMCLUST_LAUNCHER=--nproc")
-		cmd.Stdout, cmd.Stderr = stdout, stderr
-		// A rank outlives nothing: if this process dies, so do they. A process group
-		// of their own keeps a terminal's Ctrl-C for this process, which passes it on
-		// once: a second SIGINT would kill a rank that is stopping cleanly.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			for _, c := range cmds[:r] {
+		errs, errw, err := os.Pipe()
+		if err == nil {
+			said[r].start(errs)
+			cmd := exec.Command(exe, args...)
+			cmd.Env = append(os.Environ(),
+				"RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
+				"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(n),
+				"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
+				"EMCLUST_LAUNCHER=--nproc", errorFDVar+"=3")
+			cmd.Stdout, cmd.Stderr = stdout, stderr
+			cmd.ExtraFiles = []*os.File{errw} // descriptor 3
+			// A rank outlives nothing: if this process dies, so do they. A process
+			// group of their own keeps a terminal's Ctrl-C for this process, which
+			// passes it on once: a second SIGINT would kill a rank that is stopping
+			// cleanly.
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+			err = cmd.Start()
+			errw.Close() // the rank's copy is its own: its exit ends the pipe
+			cmds[r] = cmd
+		}
+		if err != nil {
+			for q, c := range cmds[:r] {
 				c.Process.Kill()
 				c.Wait()
+				said[q].finish()
 			}
+			said[r].finish()
 			return fmt.Errorf("--nproc: start rank %d: %w", r, err)
 		}
-		cmds[r] = cmd
-		go func() { exits <- exit{r, cmd.Wait()} }()
+		go func() { exits <- exit{r, cmds[r].Wait()} }()
 	}
 	var first *exit
 	interrupted := false
@@ -82,6 +100,7 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			ctx = context.Background() // signal once, then wait
 		}
 	}
+	sayOnce(stderr, said)
 	if first == nil {
 		return nil
 	}
@@ -95,7 +114,7 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			}
 			return fmt.Errorf("rank %d of %d was killed (%v); stopped the other ranks", first.rank, n, st.Signal())
 		}
-		return &RankError{Rank: first.rank, World: n, Code: ee.ExitCode()}
+		return &RankError{Rank: first.rank, World: n, Code: ee.ExitCode(), Said: said[first.rank].text != ""}
 	}
 	return fmt.Errorf("rank %d of %d: %w", first.rank, n, first.err)
 }
@@ -118,8 +137,12 @@ var ErrInterruptedStarting = errors.New("interrupted before the ranks began to t
 // panic or a fault.
 const RankUsageExit = 64
 
-// RankError is a rank that exited with a failure code; it has said why on stderr.
-type RankError struct{ Rank, World, Code int }
+// RankError is a rank that exited with a failure code. Where Said, Spawn has written
+// its last error.
+type RankError struct {
+	Rank, World, Code int
+	Said              bool
+}
 
 func (e *RankError) Error() string {
 	return fmt.Sprintf("rank %d of %d failed (exit code %d); stopped the other ranks", e.Rank, e.World, e.Code)
@@ -136,6 +159,15 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// shared is w for the ranks to write to: a file as it is, so that a terminal stays one
+// for rank 0's progress bar; another writer behind a lock.
+func shared(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok {
+		return f
+	}
+	return &lockedWriter{w: w}
+}
+
 // lockedWriter lets the ranks share one writer that is not safe for concurrent use.
 type lockedWriter struct {
 	mu sync.Mutex
@@ -146,4 +178,81 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// errorFDVar tells a rank that Spawn reads its last error on descriptor 3.
+const errorFDVar = "EMCLUST_ERROR_FD"
+
+// ErrorOut is where this process writes its last error: the pipe Spawn gave it, as a
+// rank of --nproc, else stderr.
+func ErrorOut(stderr io.Writer) io.Writer {
+	if os.Getenv("EMCLUST_LAUNCHER") != "--nproc" || os.Getenv(errorFDVar) != "3" {
+		return stderr
+	}
+	return fallbackWriter{os.NewFile(3, "spawn errors"), stderr}
+}
+
+// fallbackWriter writes to w, or to the fallback where w fails (a descriptor 3 that
+// is not Spawn's pipe).
+type fallbackWriter struct{ w, fallback io.Writer }
+
+func (f fallbackWriter) Write(p []byte) (int, error) {
+	if n, err := f.w.Write(p); err == nil {
+		return n, nil
+	}
+	return f.fallback.Write(p)
+}
+
+// maxSaid bounds what Spawn keeps of one rank's last error.
+const maxSaid = 64 << 10
+
+// rankSaid reads one rank's error pipe.
+type rankSaid struct {
+	r    *os.File
+	done chan struct{}
+	text string
+}
+
+func (s *rankSaid) start(r *os.File) {
+	s.r, s.done = r, make(chan struct{})
+	go func() {
+		defer close(s.done)
+		b, _ := io.ReadAll(io.LimitReader(r, maxSaid))
+		io.Copy(io.Discard, r) // past the bound: the rank must not block on a full pipe
+		s.text = string(b)
+	}()
+}
+
+// finish waits for the rank's error, read when the rank has exited. A process the
+// rank started could hold the pipe open: the wait for its end is bounded.
+func (s *rankSaid) finish() {
+	if s.r == nil {
+		return
+	}
+	s.r.SetReadDeadline(time.Now().Add(time.Second))
+	<-s.done
+	s.r.Close()
+}
+
+// rankPrefix is the "rank N: " a rank puts before its errors.
+var rankPrefix = regexp.MustCompile(`\brank [0-9]+: `)
+
+// sayOnce waits for the ranks' last errors and writes each, less those a lower rank
+// said in the same words but for its number.
+func sayOnce(w io.Writer, said []rankSaid) {
+	seen := map[string]bool{}
+	for i := range said {
+		said[i].finish()
+		text := said[i].text
+		if text == "" {
+			continue
+		}
+		if !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		if key := rankPrefix.ReplaceAllString(text, ""); !seen[key] {
+			seen[key] = true
+			io.WriteString(w, text)
+		}
+	}
 }

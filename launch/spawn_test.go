@@ -14,12 +14,13 @@ import (
 // loading) ends them by the signal: that is the interrupt, not a lost rank. A rank
 // killed otherwise is named as killed.
 func TestSpawnSignals(t *testing.T) {
+	// env resets SIGINT: a shell without job control starts its background jobs
+	// with it ignored, and sleep would keep that. Each rank marks when it has.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	time.AfterFunc(300*time.Millisecond, cancel)
-	// env resets SIGINT: a shell without job control starts its background jobs
-	// with it ignored, and sleep would keep that.
-	err := Spawn(ctx, "/usr/bin/env", []string{"--default-signal=INT", "/bin/sleep", "30"}, 2, io.Discard, io.Discard)
+	ready := t.TempDir()
+	interruptWhenReady(ctx, cancel, ready)
+	err := Spawn(ctx, "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", `: > "$1/$RANK"; exec /bin/sleep 30`, "sh", ready}, 2, io.Discard, io.Discard)
 	if !errors.Is(err, ErrInterruptedStarting) {
 		t.Errorf("interrupted while starting: %v", err)
 	}
@@ -29,20 +30,13 @@ func TestSpawnSignals(t *testing.T) {
 	// ever.
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
-	ready := t.TempDir()
+	ready = t.TempDir()
 	script := `if [ "$RANK" = 0 ]; then trap 'exit 1' INT; else trap '' INT; fi; : > "$1/$RANK"; while :; do sleep 0.05; done`
 	done := make(chan error, 1)
 	go func() {
 		done <- Spawn(ctx, "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", script, "sh", ready}, 2, io.Discard, io.Discard)
 	}()
-	go func() { // the interrupt once both traps are set, not by a timer a loaded machine outruns
-		for ctx.Err() == nil {
-			if m, _ := filepath.Glob(filepath.Join(ready, "*")); len(m) == 2 {
-				cancel()
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
+	interruptWhenReady(ctx, cancel, ready)
 	select {
 	case err = <-done:
 		var re *RankError
@@ -56,5 +50,62 @@ func TestSpawnSignals(t *testing.T) {
 	err = Spawn(context.Background(), "/bin/sh", []string{"-c", "kill -KILL $$"}, 2, io.Discard, io.Discard)
 	if err == nil || errors.Is(err, ErrInterruptedStarting) || !strings.Contains(err.Error(), "was killed (killed)") {
 		t.Errorf("a rank killed: %v", err)
+	}
+}
+
+// interruptWhenReady cancels ctx once both ranks have marked in ready that they are
+// set for the interrupt: not by a timer, which a loaded machine outruns.
+func interruptWhenReady(ctx context.Context, cancel func(), ready string) {
+	go func() {
+		for ctx.Err() == nil {
+			if m, _ := filepath.Glob(filepath.Join(ready, "*")); len(m) == 2 {
+				cancel()
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+}
+
+// The ranks' last errors are said once each, after all have stopped: the same words
+// from several ranks (a shared mistake) once, under the lowest rank's number; others
+// each. Ranks that share the command line printed it once each.
+func TestSpawnSaysErrorsOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name, say string // say: a rank's error; %s is its rank
+		want      string
+		said      bool
+	}{
+		{"shared", `emclust: rank %s: batch size 5 does not split`, "emclust: rank 0: batch size 5 does not split\n", true},
+		{"each its own", `emclust: rank %s: lost rank %s`, "emclust: rank 0: lost rank 0\nemclust: rank 1: lost rank 1\n", true},
+		{"none", ``, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// Each rank says its error, then waits for the other's marker, so that
+			// neither is stopped before it has spoken.
+			ready := t.TempDir()
+			say := ""
+			if tc.say != "" {
+				say = `printf '` + tc.say + `\n' ` + strings.Repeat(`"$RANK" `, strings.Count(tc.say, "%s")) + `>&3; `
+			}
+			script := say + `: > "$1/$RANK"; until [ -e "$1/0" ] && [ -e "$1/1" ]; do sleep 0.01; done; exit 3`
+			var stderr strings.Builder
+			err := Spawn(context.Background(), "/bin/sh", []string{"-c", script, "sh", ready}, 2, io.Discard, &stderr)
+			var re *RankError
+			if !errors.As(err, &re) || re.Code != 3 || re.Said != tc.said {
+				t.Errorf("Spawn: %#v, want a RankError of exit code 3, Said %v", err, tc.said)
+			}
+			if stderr.String() != tc.want {
+				t.Errorf("stderr %q, want %q", stderr.String(), tc.want)
+			}
+		})
+	}
+}
+
+// Outside Spawn, a process's error goes to its stderr.
+func TestErrorOutOutsideSpawn(t *testing.T) {
+	t.Setenv("EMCLUST_LAUNCHER", "")
+	var stderr strings.Builder
+	if w := ErrorOut(&stderr); w != io.Writer(&stderr) {
+		t.Errorf("ErrorOut outside Spawn is %T, want the stderr given", w)
 	}
 }
