@@ -90,8 +90,9 @@ func rankDevice(device string, role *launch.Role) (torch.Device, error) {
 }
 
 // joinGroup joins the run's process group: NCCL for CUDA tensors where the shim has
-// it, else Gloo. On CPUs the ranks of a machine share its cores.
-func joinGroup(role *launch.Role, dev torch.Device, threads int, o distOptions) (*torch.Group, error) {
+// it, else Gloo. On CPUs the ranks of a machine share its cores. Cancelling ctx
+// returns its error at once.
+func joinGroup(ctx context.Context, role *launch.Role, dev torch.Device, threads int, o distOptions) (*torch.Group, error) {
 	if !dev.CUDA && threads == 0 {
 		n := max(1, runtime.NumCPU()/role.LocalWorld)
 		if v, err := strconv.Atoi(os.Getenv("OMP_NUM_THREADS")); err == nil && v > 0 {
@@ -114,11 +115,35 @@ func joinGroup(role *launch.Role, dev torch.Device, threads int, o distOptions) 
 		return nil, fmt.Errorf("%s: this build of the emtorch shim has no %v (rebuild it with %s)", role.Launcher, backend, need)
 	}
 	iface, _, _ := strings.Cut(os.Getenv("GLOO_SOCKET_IFNAME"), ",")
-	g, err := torch.NewGroup(torch.GroupConfig{
-		Backend: backend, Host: role.MasterAddr, Port: role.MasterPort, ServeStore: role.ServeStore(),
-		Prefix: role.Prefix, Rank: role.Rank, World: role.World, Timeout: o.Timeout,
-		Interface: iface, Device: dev.Index,
-	})
+	type joined struct {
+		g   *torch.Group
+		err error
+	}
+	done := make(chan joined, 1)
+	go func() {
+		g, err := torch.NewGroup(torch.GroupConfig{
+			Backend: backend, Host: role.MasterAddr, Port: role.MasterPort, ServeStore: role.ServeStore(),
+			Prefix: role.Prefix, Rank: role.Rank, World: role.World, Timeout: o.Timeout,
+			Interface: iface, Device: dev.Index,
+		})
+		done <- joined{g, err}
+	}()
+	var g *torch.Group
+	var err error
+	select {
+	case j := <-done:
+		g, err = j.g, j.err
+	case <-ctx.Done():
+		// The join cannot be called off: it waits in libtorch until --dist-timeout
+		// (5 minutes by default), which an interrupt need not. The process leaves
+		// it there, and a group that forms meanwhile is left at once.
+		go func() {
+			if j := <-done; j.g != nil {
+				j.g.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
 	if err != nil {
 		hint := ""
 		if msg := strings.ToLower(err.Error()); strings.Contains(msg, "timeout") || strings.Contains(msg, "timed out") {
@@ -127,6 +152,20 @@ func joinGroup(role *launch.Role, dev torch.Device, threads int, o distOptions) 
 		return nil, fmt.Errorf("join %d ranks at %s:%d as rank %d (%s, %v): %w%s", role.World, role.MasterAddr, role.MasterPort, role.Rank, role.Launcher, backend, err, hint)
 	}
 	return g, nil
+}
+
+// interruptedIn reports whether err, from a collective or a join, came of an
+// interrupt. libtorch fails a wait that the signal cut short ("Interrupted system
+// call"), which can return before the signal has cancelled ctx: such an error waits
+// a moment for it. Another signal cuts waits short too (a terminal's SIGWINCH).
+func interruptedIn(ctx context.Context, err error) bool {
+	if ctx.Err() == nil && err != nil && strings.Contains(err.Error(), "Interrupted system call") {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return ctx.Err() != nil
 }
 
 // explainLost adds to a training error which ranks were lost. A rank that fails

@@ -411,6 +411,53 @@ func TestInterruptRanks(t *testing.T) {
 	checkRunUsable(t, dir)
 }
 
+// A rank interrupted while it waits for the others to join stops at once, says so
+// and exits 130. It waited out --dist-timeout, and failed (exit 1) where libtorch's
+// wait was cut short by the signal ("Interrupted system call").
+func TestInterruptedInJoin(t *testing.T) {
+	dir := t.TempDir()
+	port := unusedPort(t)
+	cmd := exec.Command(bin, append([]string{"train", "--quiet", "--kmeans=false", "--epochs", "2", "--dist-timeout", "10m", "--out", "run"}, distDevice()...)...)
+	cmd.Dir, cmd.Env = dir, rankEnv(0, 2, port) // rank 1 never comes
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	// Rank 0 serves the store from within the join: once it answers, it waits there.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rank 0 did not serve its store within 15 s: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("rank 0 still waits in the join 60 s after SIGINT")
+	}
+	r := result{code: cmd.ProcessState.ExitCode(), stderr: stderr.String()}
+	wantError(t, r, 130, "interrupted while the ranks joined")
+	if _, err := os.Stat(filepath.Join(dir, "run")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the interrupted run left its folder: %v", err)
+	}
+}
+
 // Under a launcher that restarts nothing, the rank that survives a lost one stops
 // with one line naming it, whichever rank was lost.
 func TestLostRankNamed(t *testing.T) {

@@ -364,7 +364,13 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		if cfg.Restarts > 1 && ckpt == nil {
 			return usageError{fmt.Errorf("--restarts, --trial-epochs or --keep-by with %d processes: train restarts in one process, or one restart at a time", role.World)}
 		}
-		if group, err = joinGroup(role, dev, cfg.Threads, opts.Dist); err != nil {
+		if group, err = joinGroup(ctx, role, dev, cfg.Threads, opts.Dist); err != nil {
+			if interruptedIn(ctx, err) {
+				if opts.Resume != "" {
+					return interruptedError{fmt.Errorf("interrupted while the ranks joined; %s is as it was: continue with emclust train --resume %s", opts.Resume, opts.Resume)}
+				}
+				return interruptedError{errors.New("interrupted while the ranks joined, before any training: start the run again")}
+			}
 			return err
 		}
 		defer group.Close()
