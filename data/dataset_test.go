@@ -9,16 +9,15 @@ import (
 )
 
 // TestFashionMNISTInstalled loads the real Fashion-MNIST that Debian's
-// dataset-fashion-mnist package installs, through the default directory.
+// dataset-fashion-mnist package installs (make deps), through the default directory,
+// or from the folder EMCLUST_TEST_FMNIST names, as command's tests do. A machine
+// without it fails, as they do: it skipped.
 func TestFashionMNISTInstalled(t *testing.T) {
-	dir := DefaultImageDir("fashion-mnist")
-	if _, err := os.Stat(filepath.Join(dir, "train-images-idx3-ubyte.gz")); err != nil {
-		t.Skipf("Fashion-MNIST not installed: %v", err)
-	}
+	dir := os.Getenv("EMCLUST_TEST_FMNIST")
 	start := time.Now()
-	im, err := LoadImages("fashion-mnist", "")
+	im, err := LoadImages("fashion-mnist", dir)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (make deps installs dataset-fashion-mnist; EMCLUST_TEST_FMNIST names another folder)", err)
 	}
 	t.Logf("loaded %d images in %v", im.N, time.Since(start))
 	if err := im.Validate(); err != nil {
