@@ -262,16 +262,17 @@ func TestGroupErrors(t *testing.T) {
 	cases := []struct {
 		name string
 		cfg  GroupConfig
+		want string // in the error: the field checked, not a connection's failure
 	}{
-		{"rank out of range", GroupConfig{Host: "127.0.0.1", Port: port, Rank: 2, World: 2, Timeout: time.Second}},
+		{"rank out of range", GroupConfig{Host: "127.0.0.1", Port: port, Rank: 2, World: 2, Timeout: time.Second}, "rank 2: want 0 to 1"},
 		// C ints: rank 2^32 of 2^32+2 was rank 0 of 2.
-		{"world past a C int", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 1 << 32, World: 1<<32 + 2, Timeout: time.Second}},
-		{"rank past the world", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 1 << 32, World: math.MaxInt32, Timeout: time.Second}},
-		{"port past 65535", GroupConfig{Host: "127.0.0.1", Port: 1<<16 + port, ServeStore: true, Rank: 0, World: 1, Timeout: time.Second}},
-		{"no store at the address", GroupConfig{Host: "127.0.0.1", Port: port, Rank: 1, World: 2, Timeout: time.Second}},
-		{"unknown interface", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 0, World: 1, Timeout: time.Second, Interface: "no-such-if0"}},
+		{"world past a C int", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 1 << 32, World: 1<<32 + 2, Timeout: time.Second}, "world size 4294967298"},
+		{"rank past the world", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 1 << 32, World: math.MaxInt32, Timeout: time.Second}, "rank 4294967296: want 0 to 2147483646"},
+		{"port past 65535", GroupConfig{Host: "127.0.0.1", Port: 1<<16 + port, ServeStore: true, Rank: 0, World: 1, Timeout: time.Second}, fmt.Sprintf("port %d: want 0 to 65535", 1<<16+port)},
+		{"no store at the address", GroupConfig{Host: "127.0.0.1", Port: port, Rank: 1, World: 2, Timeout: time.Second}, "group_new: "},
+		{"unknown interface", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 0, World: 1, Timeout: time.Second, Interface: "no-such-if0"}, "no-such-if0"},
 		// Was 0 ms, which c10d reads as no timeout at all.
-		{"timeout under a millisecond", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 0, World: 1, Timeout: 500 * time.Microsecond}},
+		{"timeout under a millisecond", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 0, World: 1, Timeout: 500 * time.Microsecond}, "timeout 500µs: want 1ms or more"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -280,7 +281,9 @@ func TestGroupErrors(t *testing.T) {
 				g.Close()
 				t.Fatal("no error")
 			}
-			t.Log(err)
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q, want one with %q", err, c.want)
+			}
 		})
 	}
 }
