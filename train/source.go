@@ -108,8 +108,8 @@ func (vs *VectorSource) Spec(cfg *Config) (model.Spec, error) {
 }
 
 // ImageSource holds N×C×H×W uint8 images on the device; batches are made float,
-// augmented and Sobel-filtered there. A set too large for the device stays in pinned
-// host memory instead, and each batch is copied over without blocking.
+// augmented and Sobel-filtered there. A set too large for the device stays in host
+// memory instead, and each batch is copied over without blocking.
 type ImageSource struct {
 	im   *data.Images
 	pix  *torch.Tensor
@@ -124,19 +124,16 @@ func (is *ImageSource) ShareDraws(offset, total int) {
 	is.rows = transform.Rows{Offset: offset, Total: total}
 }
 
-// NewHostImageSource keeps the images in host memory (pinned when dev is CUDA) and
-// sends each batch to dev with a non-blocking copy.
+// NewHostImageSource keeps the images in host memory and sends each batch to dev
+// with a non-blocking copy. The set is not pinned: a batch gathered from it is a
+// tensor of its own, which Batch pins.
 func NewHostImageSource(im *data.Images, dev torch.Device) (*ImageSource, error) {
 	if err := im.Validate(); err != nil {
 		return nil, err
 	}
 	s := torch.NoGrad()
 	defer s.Close()
-	pix := s.FromUint8(im.Pix, []int{im.N, im.C, im.H, im.W}, torch.CPU)
-	if dev.CUDA {
-		pix = s.PinMemory(pix)
-	}
-	pix = s.Keep(pix)
+	pix := s.Keep(s.FromUint8(im.Pix, []int{im.N, im.C, im.H, im.W}, torch.CPU))
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("load %s into host memory: %w", im.Source, err)
 	}
@@ -170,8 +167,10 @@ func (is *ImageSource) Close() { is.pix.Free() }
 
 func (is *ImageSource) Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.AugmentConfig) (x, xt *torch.Tensor) {
 	raw := s.IndexSelect(is.pix, 0, idx)
-	if is.host {
-		raw = s.ToDevice(raw, is.dev, true)
+	if is.host && is.dev.CUDA {
+		// A copy from pageable memory waits for the stream, every step; from pinned
+		// memory (libtorch's caching host allocator) it is queued.
+		raw = s.ToDevice(s.PinMemory(raw), is.dev, true)
 	}
 	// Convert to float once; the original and the transformed batch both start there.
 	f := transform.ToFloat(s, raw)

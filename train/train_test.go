@@ -326,7 +326,7 @@ func TestHostImageSourceMatchesDevice(t *testing.T) {
 	cfg := ImageDefaults()
 	cfg.Epochs, cfg.BatchSize, cfg.K, cfg.Objective = 1, 64, 4, "em-aug"
 	// Both runs on one OS thread and one thread count, to sum alike (OpenMP's count
-	// is the OS thread's; see straightAndResumed). Unpinned, they once differed in
+	// is the OS thread's; see straightAndResumed). Unlocked, they once differed in
 	// the seventh digit.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
