@@ -133,14 +133,21 @@ func checkBatch(s *torch.Scope, op string, x *torch.Tensor) bool {
 	return true
 }
 
-// constant makes a small constant tensor on dev from Go values. It fills one element
-// at a time rather than copying from host memory: a host-to-device copy from pageable
-// memory synchronises the CUDA stream, which would stall every training step until the
-// previous one had finished on the GPU, while fills are queued like any other kernel.
+// constant makes a small constant tensor on dev from Go values. On a GPU it is one
+// copy from page-locked memory, which is queued like any kernel (one from pageable
+// memory would wait for the stream, stalling every step until the previous one had
+// finished); it was a fill per element, 18 launches for the Sobel kernel alone.
 func constant(s *torch.Scope, vals []float64, dt torch.DType, dev torch.Device, shape ...int) *torch.Tensor {
-	parts := make([]*torch.Tensor, len(vals))
+	f := make([]float32, len(vals))
 	for i, v := range vals {
-		parts[i] = s.Full([]int{1}, v, dt, dev)
+		f[i] = float32(v)
 	}
-	return s.Reshape(s.Cat(0, parts...), shape...)
+	t := s.FromFloat32(f, shape, torch.CPU)
+	if dev.CUDA {
+		t = s.ToDevice(s.PinMemory(t), dev, true)
+	}
+	if dt != torch.Float32 {
+		t = s.Cast(t, dt)
+	}
+	return t
 }
