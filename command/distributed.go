@@ -154,10 +154,10 @@ func joinGroup(ctx context.Context, role *launch.Role, dev torch.Device, threads
 	return g, nil
 }
 
-// interruptedIn reports whether err, from a collective or a join, came of an
-// interrupt. libtorch fails a wait that the signal cut short ("Interrupted system
-// call"), which can return before the signal has cancelled ctx: such an error waits
-// a moment for it. Another signal cuts waits short too (a terminal's SIGWINCH).
+// interruptedIn reports whether err, from joining the group, came of an interrupt.
+// libtorch fails a wait that the signal cut short ("Interrupted system call"), which
+// can return before the signal has cancelled ctx: such an error waits a moment for
+// it. Another signal cuts waits short too (a terminal's SIGWINCH).
 func interruptedIn(ctx context.Context, err error) bool {
 	if ctx.Err() == nil && err != nil && strings.Contains(err.Error(), "Interrupted system call") {
 		select {

@@ -9,6 +9,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"golang.org/x/term"
 
+	"emclust/launch"
 	"emclust/train"
 )
 
@@ -142,9 +143,13 @@ func roughly(d time.Duration) string {
 	return fmt.Sprintf("%ds", int(d.Seconds()))
 }
 
-// isTerminal reports whether w is a terminal: progress bars only go there.
+// isTerminal reports whether w is a terminal: progress bars only go there. A rank of
+// --nproc writes its stderr through a pipe to the launcher's, which may be one.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
+	if ok && f == os.Stderr {
+		return launch.StderrIsTerminal()
+	}
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/term"
 )
 
 // Spawn runs n copies of exe with args as ranks 0 to n-1 of one run on this machine,
@@ -22,14 +24,15 @@ import (
 // interrupts every rank (SIGINT) once and waits for them to stop by themselves.
 //
 // The ranks' last errors (ErrorOut) come back on a pipe each, and Spawn writes each
-// distinct one to stderr once, after every rank has stopped: ranks that share a
-// mistake in the command line or the data said it once each, up to n times.
+// distinct one to stderr once, after every rank has stopped, where ranks that share
+// a mistake in the command line or the data would each say it.
 func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr io.Writer) error {
 	port, err := FreePort()
 	if err != nil {
 		return fmt.Errorf("--nproc: find a free port for the ranks' store: %w", err)
 	}
-	stdout, stderr = shared(stdout), shared(stderr)
+	stderrTerminal := isTerminal(stderr)
+	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
 	type exit struct {
 		rank int
 		err  error
@@ -47,6 +50,12 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 				"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(n),
 				"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
 				"EMCLUST_LAUNCHER=--nproc", errorFDVar+"=3")
+			if stderrTerminal {
+				cmd.Env = append(cmd.Env, stderrTerminalVar+"=1")
+			}
+			// Pipes, not the terminal itself: the ranks have a process group of
+			// their own, which a terminal with tostop would stop on their first
+			// write.
 			cmd.Stdout, cmd.Stderr = stdout, stderr
 			cmd.ExtraFiles = []*os.File{errw} // descriptor 3
 			// A rank outlives nothing: if this process dies, so do they. A process
@@ -62,9 +71,9 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			for q, c := range cmds[:r] {
 				c.Process.Kill()
 				c.Wait()
-				said[q].finish()
+				said[q].finish(time.Now().Add(time.Second))
 			}
-			said[r].finish()
+			said[r].finish(time.Now().Add(time.Second))
 			return fmt.Errorf("--nproc: start rank %d: %w", r, err)
 		}
 		go func() { exits <- exit{r, cmds[r].Wait()} }()
@@ -78,6 +87,19 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			running--
 			if e.err != nil && first == nil {
 				first = &e
+			}
+			// A rank interrupted alone (a scheduler's SIGTERM to one process)
+			// stopped where all agreed to: the others are stopping too, rank 0
+			// perhaps saving, and are told as if this process had been.
+			if e.err != nil && !interrupted && exitCode(e.err) == 130 {
+				for q, c := range cmds {
+					if q != e.rank {
+						c.Process.Signal(os.Interrupt)
+					}
+				}
+				interrupted = true
+				ctx = context.Background()
+				continue
 			}
 			// The others would only wait for the lost rank until their timeout, or,
 			// one of them stopped for good (SIGSTOP, a hung device), for ever. A
@@ -159,15 +181,6 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// shared is w for the ranks to write to: a file as it is, so that a terminal stays one
-// for rank 0's progress bar; another writer behind a lock.
-func shared(w io.Writer) io.Writer {
-	if f, ok := w.(*os.File); ok {
-		return f
-	}
-	return &lockedWriter{w: w}
-}
-
 // lockedWriter lets the ranks share one writer that is not safe for concurrent use.
 type lockedWriter struct {
 	mu sync.Mutex
@@ -189,18 +202,36 @@ func ErrorOut(stderr io.Writer) io.Writer {
 	if os.Getenv("EMCLUST_LAUNCHER") != "--nproc" || os.Getenv(errorFDVar) != "3" {
 		return stderr
 	}
-	return fallbackWriter{os.NewFile(3, "spawn errors"), stderr}
+	if f := os.NewFile(3, "spawn errors"); isPipe(f) {
+		return f
+	}
+	return stderr
 }
 
-// fallbackWriter writes to w, or to the fallback where w fails (a descriptor 3 that
-// is not Spawn's pipe).
-type fallbackWriter struct{ w, fallback io.Writer }
+// isPipe reports whether f is a pipe: Spawn's variables, inherited by a process that
+// is no rank, must not send its error into a file or socket it holds as descriptor 3.
+func isPipe(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeNamedPipe != 0
+}
 
-func (f fallbackWriter) Write(p []byte) (int, error) {
-	if n, err := f.w.Write(p); err == nil {
-		return n, nil
+// stderrTerminalVar tells the ranks that Spawn's stderr, which they reach through a
+// pipe, is a terminal.
+const stderrTerminalVar = "EMCLUST_STDERR_TERMINAL"
+
+// StderrIsTerminal reports whether this process's stderr is a terminal, or, as a rank
+// of --nproc, the pipe to one: where rank 0 draws its progress bar.
+func StderrIsTerminal() bool {
+	if isTerminal(os.Stderr) {
+		return true
 	}
-	return f.fallback.Write(p)
+	return os.Getenv("EMCLUST_LAUNCHER") == "--nproc" && os.Getenv(stderrTerminalVar) == "1"
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // maxSaid bounds what Spawn keeps of one rank's last error.
@@ -223,26 +254,29 @@ func (s *rankSaid) start(r *os.File) {
 	}()
 }
 
-// finish waits for the rank's error, read when the rank has exited. A process the
-// rank started could hold the pipe open: the wait for its end is bounded.
-func (s *rankSaid) finish() {
+// finish waits for the rank's error, read when the rank has exited, until deadline:
+// a process the rank started could hold the pipe open.
+func (s *rankSaid) finish(deadline time.Time) {
 	if s.r == nil {
 		return
 	}
-	s.r.SetReadDeadline(time.Now().Add(time.Second))
+	s.r.SetReadDeadline(deadline)
 	<-s.done
 	s.r.Close()
 }
 
 // rankPrefix is the "rank N: " a rank puts before its errors.
-var rankPrefix = regexp.MustCompile(`\brank [0-9]+: `)
+var rankPrefix = regexp.MustCompile(`^emclust: rank [0-9]+: `)
 
 // sayOnce waits for the ranks' last errors and writes each, less those a lower rank
 // said in the same words but for its number.
 func sayOnce(w io.Writer, said []rankSaid) {
+	deadline := time.Now().Add(time.Second)
+	for i := range said {
+		said[i].finish(deadline)
+	}
 	seen := map[string]bool{}
 	for i := range said {
-		said[i].finish()
 		text := said[i].text
 		if text == "" {
 			continue
@@ -250,7 +284,7 @@ func sayOnce(w io.Writer, said []rankSaid) {
 		if !strings.HasSuffix(text, "\n") {
 			text += "\n"
 		}
-		if key := rankPrefix.ReplaceAllString(text, ""); !seen[key] {
+		if key := rankPrefix.ReplaceAllString(text, "emclust: "); !seen[key] {
 			seen[key] = true
 			io.WriteString(w, text)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -101,11 +102,43 @@ func TestSpawnSaysErrorsOnce(t *testing.T) {
 	}
 }
 
-// Outside Spawn, a process's error goes to its stderr.
+// Outside Spawn, a process's error goes to its stderr; with Spawn's variables, only a
+// pipe takes it, not a file or socket the process holds as descriptor 3.
 func TestErrorOutOutsideSpawn(t *testing.T) {
-	t.Setenv("EMCLUST_LAUNCHER", "")
 	var stderr strings.Builder
+	t.Setenv("EMCLUST_LAUNCHER", "")
 	if w := ErrorOut(&stderr); w != io.Writer(&stderr) {
 		t.Errorf("ErrorOut outside Spawn is %T, want the stderr given", w)
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "file"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if isPipe(f) || !isPipe(w) {
+		t.Errorf("isPipe: a file %v, a pipe %v", isPipe(f), isPipe(w))
+	}
+}
+
+// A rank interrupted alone (SIGTERM to one process) has the others interrupted, not
+// killed: rank 0, stopping too, has its say (where it saved). It was killed first.
+func TestSpawnOneRankInterrupted(t *testing.T) {
+	ready := t.TempDir()
+	script := `if [ "$RANK" = 0 ]; then trap 'echo "emclust: rank 0: saved" >&3; exit 130' INT; : > "$1/0"; while :; do sleep 0.05; done; ` +
+		`else until [ -e "$1/0" ]; do sleep 0.01; done; exit 130; fi`
+	var stderr strings.Builder
+	err := Spawn(context.Background(), "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", script, "sh", ready}, 2, io.Discard, &stderr)
+	var re *RankError
+	if !errors.As(err, &re) || re.Rank != 1 || re.Code != 130 {
+		t.Errorf("Spawn: %v, want rank 1's exit 130 first", err)
+	}
+	if stderr.String() != "emclust: rank 0: saved\n" {
+		t.Errorf("stderr %q, want rank 0's line", stderr.String())
 	}
 }
