@@ -17,6 +17,11 @@ func (s *Scope) FromFloat32(data []float32, shape []int, dev Device) *Tensor {
 	return fromHost(s, hostPtr(data), len(data), Float32, shape, dev)
 }
 
+// FromFloat64 copies data into a new float64 tensor.
+func (s *Scope) FromFloat64(data []float64, shape []int, dev Device) *Tensor {
+	return fromHost(s, hostPtr(data), len(data), Float64, shape, dev)
+}
+
 // FromInt64 copies data into a new int64 tensor.
 func (s *Scope) FromInt64(data []int64, shape []int, dev Device) *Tensor {
 	return fromHost(s, hostPtr(data), len(data), Int64, shape, dev)

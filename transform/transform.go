@@ -138,15 +138,20 @@ func checkBatch(s *torch.Scope, op string, x *torch.Tensor) bool {
 // memory would wait for the stream, stalling every step until the previous one had
 // finished); it was a fill per element, 18 launches for the Sobel kernel alone.
 func constant(s *torch.Scope, vals []float64, dt torch.DType, dev torch.Device, shape ...int) *torch.Tensor {
-	f := make([]float32, len(vals))
-	for i, v := range vals {
-		f[i] = float32(v)
+	var t *torch.Tensor
+	if dt == torch.Float64 {
+		t = s.FromFloat64(vals, shape, torch.CPU)
+	} else {
+		f := make([]float32, len(vals))
+		for i, v := range vals {
+			f[i] = float32(v) // rounded as a fill of v would be
+		}
+		t = s.FromFloat32(f, shape, torch.CPU)
 	}
-	t := s.FromFloat32(f, shape, torch.CPU)
 	if dev.CUDA {
 		t = s.ToDevice(s.PinMemory(t), dev, true)
 	}
-	if dt != torch.Float32 {
+	if dt != torch.Float32 && dt != torch.Float64 {
 		t = s.Cast(t, dt)
 	}
 	return t

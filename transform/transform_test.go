@@ -187,3 +187,31 @@ func benchPipeline(b *testing.B, shape []int) {
 func BenchmarkPipelineMNISTBatch(b *testing.B) { benchPipeline(b, []int{128, 1, 28, 28}) }
 
 func BenchmarkPipelineCIFARBatch(b *testing.B) { benchPipeline(b, []int{128, 3, 32, 32}) }
+
+// A constant holds Go's values as its dtype rounds them: float64 exactly (the hue
+// basis of a float64 batch went through float32), float32 to the nearest, and in the
+// shape asked for, on the test device.
+func TestConstant(t *testing.T) {
+	vals := []float64{0.1, 1.0 / 3, -2, 0.587}
+	s := torch.NoGrad()
+	defer s.Close()
+	for _, dt := range []torch.DType{torch.Float64, torch.Float32} {
+		c := constant(s, vals, dt, testDevice, 2, 2)
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if c.DType() != dt || c.Device() != testDevice || !sameShape(c.Shape(), []int{2, 2}) {
+			t.Fatalf("%v: %v %v %v, want %v on %v, 2×2", dt, c.DType(), c.Device(), c.Shape(), dt, testDevice)
+		}
+		flat := s.Reshape(c, 4)
+		for i, v := range vals {
+			want := v
+			if dt == torch.Float32 {
+				want = float64(float32(v))
+			}
+			if got := s.Item(s.Narrow(flat, 0, i, 1)); got != want {
+				t.Errorf("%v: value %d is %v, want %v", dt, i, got, want)
+			}
+		}
+	}
+}
