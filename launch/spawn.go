@@ -80,6 +80,14 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 	}
 	var first *exit
 	interrupted := false
+	// others sends sig to every rank but one (-1: none).
+	others := func(sig os.Signal, but int) {
+		for q, c := range cmds {
+			if q != but {
+				c.Process.Signal(sig)
+			}
+		}
+	}
 	running := n
 	for running > 0 {
 		select {
@@ -88,36 +96,26 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			if e.err != nil && first == nil {
 				first = &e
 			}
-			// A rank interrupted alone (a scheduler's SIGTERM to one process)
-			// stopped where all agreed to: the others are stopping too, rank 0
-			// perhaps saving, and are told as if this process had been.
-			if e.err != nil && !interrupted && exitCode(e.err) == 130 {
-				for q, c := range cmds {
-					if q != e.rank {
-						c.Process.Signal(os.Interrupt)
-					}
-				}
+			switch {
+			case e.err == nil:
+			case !interrupted && exitCode(e.err) == 130:
+				// A rank interrupted alone (a scheduler's SIGTERM to one process)
+				// stopped where all agreed to: the others are stopping too, rank 0
+				// perhaps saving, and are told as if this process had been.
+				others(os.Interrupt, e.rank)
 				interrupted = true
 				ctx = context.Background()
-				continue
-			}
-			// The others would only wait for the lost rank until their timeout, or,
-			// one of them stopped for good (SIGSTOP, a hung device), for ever. A
-			// rank that stopped on the interrupt passed on (130) is no loss: the
-			// others are saving as it did. One that the interrupt ended while it
-			// was starting (killed by the signal) takes them down too: they could
-			// only wait for it in the join.
-			if e.err != nil && (!interrupted || exitCode(e.err) != 130) {
-				for q, c := range cmds {
-					if q != e.rank {
-						c.Process.Kill()
-					}
-				}
+			case !interrupted || exitCode(e.err) != 130:
+				// The others would only wait for the lost rank until their
+				// timeout, or, one of them stopped for good (SIGSTOP, a hung
+				// device), for ever. A rank that stopped on the interrupt passed
+				// on (130) is no loss: the others are saving as it did. One that
+				// the interrupt ended while it was starting (killed by the signal)
+				// takes them down too: they could only wait for it in the join.
+				others(os.Kill, e.rank)
 			}
 		case <-ctx.Done():
-			for _, c := range cmds {
-				c.Process.Signal(os.Interrupt)
-			}
+			others(os.Interrupt, -1)
 			interrupted = true
 			ctx = context.Background() // signal once, then wait
 		}
