@@ -68,8 +68,8 @@ func interruptWhenReady(ctx context.Context, cancel func(), ready string) {
 }
 
 // The ranks' last errors are said once each, after all have stopped: the same words
-// from several ranks (a shared mistake) once, under the lowest rank's number; others
-// each. Ranks that share the command line printed it once each.
+// from several ranks (a shared mistake, which each rank printed) once, under the
+// lowest rank's number; others each.
 func TestSpawnSaysErrorsOnce(t *testing.T) {
 	for _, tc := range []struct {
 		name, say string // say: a rank's error; %s is its rank

@@ -56,21 +56,31 @@ func tryJoin(t *testing.T, runs []*Run) []error {
 // trainRanks trains every run concurrently, one goroutine a rank.
 func trainRanks(t *testing.T, runs []*Run) {
 	t.Helper()
+	for r, err := range trainRanksIn(make([]context.Context, len(runs)), runs) {
+		if err != nil {
+			t.Fatalf("rank %d: %v", r, err)
+		}
+	}
+}
+
+// trainRanksIn is trainRanks with rank r in ctxs[r] (nil: the background), returning
+// each rank's error.
+func trainRanksIn(ctxs []context.Context, runs []*Run) []error {
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
 	for r, run := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[r] = run.Train(context.Background())
+			ctx := ctxs[r]
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			errs[r] = run.Train(ctx)
 		}()
 	}
 	wg.Wait()
-	for r, err := range errs {
-		if err != nil {
-			t.Fatalf("rank %d: %v", r, err)
-		}
-	}
+	return errs
 }
 
 // cancelAfter cancels a rank's training when it has ended n epochs.
@@ -103,20 +113,7 @@ func TestRanksStoppedBetweenEpochsSave(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	runs[1].Progress = &cancelAfter{n: 3, cancel: cancel} // rank 1 alone is interrupted
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for r, run := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c := context.Background()
-			if r == 1 {
-				c = ctx
-			}
-			errs[r] = run.Train(c)
-		}()
-	}
-	wg.Wait()
+	errs := trainRanksIn([]context.Context{nil, ctx}, runs)
 	for r, run := range runs {
 		if !errors.Is(errs[r], context.Canceled) || run.EpochsDone() != 3 {
 			t.Errorf("rank %d: %v after %d epochs; want both stopped after 3", r, errs[r], run.EpochsDone())
