@@ -80,6 +80,8 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 	}
 	var first *exit
 	interrupted := false
+	refused := false // a rank refused the command line; the others were interrupted
+	codes := make([]int, n)
 	// others sends sig to every rank but one (-1: none).
 	others := func(sig os.Signal, but int) {
 		for q, c := range cmds {
@@ -96,16 +98,21 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			if e.err != nil && first == nil {
 				first = &e
 			}
+			code := exitCode(e.err)
+			codes[e.rank] = code
 			switch {
 			case e.err == nil:
-			case !interrupted && exitCode(e.err) == 130:
+			case !interrupted && (code == 130 || code == RankUsageExit):
 				// A rank interrupted alone (a scheduler's SIGTERM to one process)
 				// stopped where all agreed to: the others are stopping too, rank 0
-				// perhaps saving, and are told as if this process had been.
+				// perhaps saving. One that refused the command line: the others
+				// share the mistake, or wait for it in the join. Told as if this
+				// process had been interrupted, they stop cleanly; killed, rank 0
+				// left the run folder it had made.
 				others(os.Interrupt, e.rank)
-				interrupted = true
+				interrupted, refused = true, code == RankUsageExit
 				ctx = context.Background()
-			case !interrupted || exitCode(e.err) != 130:
+			case !interrupted || (code != 130 && code != RankUsageExit):
 				// The others would only wait for the lost rank until their
 				// timeout, or, one of them stopped for good (SIGSTOP, a hung
 				// device), for ever. A rank that stopped on the interrupt passed
@@ -120,7 +127,9 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			ctx = context.Background() // signal once, then wait
 		}
 	}
-	sayOnce(stderr, said)
+	// Where a rank refused the command line, the others' word that they were
+	// interrupted is not the user's news.
+	sayOnce(stderr, said, func(r int) bool { return refused && codes[r] == 130 })
 	if first == nil {
 		return nil
 	}
@@ -267,8 +276,8 @@ func (s *rankSaid) finish(deadline time.Time) {
 var rankPrefix = regexp.MustCompile(`^emclust: rank [0-9]+: `)
 
 // sayOnce waits for the ranks' last errors and writes each, less those a lower rank
-// said in the same words but for its number.
-func sayOnce(w io.Writer, said []rankSaid) {
+// said in the same words but for its number, and those of the ranks to skip.
+func sayOnce(w io.Writer, said []rankSaid, skip func(rank int) bool) {
 	deadline := time.Now().Add(time.Second)
 	for i := range said {
 		said[i].finish(deadline)
@@ -276,7 +285,7 @@ func sayOnce(w io.Writer, said []rankSaid) {
 	seen := map[string]bool{}
 	for i := range said {
 		text := said[i].text
-		if text == "" {
+		if text == "" || skip(i) {
 			continue
 		}
 		if !strings.HasSuffix(text, "\n") {

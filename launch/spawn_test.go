@@ -142,3 +142,24 @@ func TestSpawnOneRankInterrupted(t *testing.T) {
 		t.Errorf("stderr %q, want rank 0's line", stderr.String())
 	}
 }
+
+// A rank that refuses the command line has the others interrupted, not killed: rank
+// 0, which may have made the run folder, removes it as it stops (a killed one left
+// it), and its word that it was interrupted is not said.
+func TestSpawnRankRefused(t *testing.T) {
+	ready := t.TempDir()
+	script := `if [ "$RANK" = 0 ]; then trap 'echo "emclust: rank 0: interrupted" >&3; : > "$1/clean"; exit 130' INT; : > "$1/0"; while :; do sleep 0.05; done; ` +
+		`else until [ -e "$1/0" ]; do sleep 0.01; done; echo "emclust: rank 1: --flag: a mistake" >&3; exit 64; fi`
+	var stderr strings.Builder
+	err := Spawn(context.Background(), "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", script, "sh", ready}, 2, io.Discard, &stderr)
+	var re *RankError
+	if !errors.As(err, &re) || re.Rank != 1 || re.Code != RankUsageExit || !re.Said {
+		t.Errorf("Spawn: %#v, want rank 1's refusal, said", err)
+	}
+	if stderr.String() != "emclust: rank 1: --flag: a mistake\n" {
+		t.Errorf("stderr %q, want rank 1's line alone", stderr.String())
+	}
+	if _, err := os.Stat(filepath.Join(ready, "clean")); err != nil {
+		t.Errorf("rank 0 did not stop cleanly: %v", err)
+	}
+}
