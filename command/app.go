@@ -84,10 +84,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	prepareCommands(app.Commands, "")
 	if err := app.Run(args); err != nil {
 		var se silentError
-		// --nproc: a rank that exits for the command line, or left its error, has
-		// said why.
+		// --nproc: a rank that left its error has said why.
 		re := new(launch.RankError)
-		ranksSaid := errors.As(err, &re) && (re.Code == launch.RankUsageExit || re.Said)
+		ranksSaid := errors.As(err, &re) && re.Said
 		if !errors.As(err, &se) && !ranksSaid {
 			// A rank of --nproc hands its error to the launcher, which says the
 			// ranks' errors once each.
