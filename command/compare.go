@@ -23,6 +23,7 @@ import (
 	"emclust/atomicfile"
 	"emclust/compare"
 	"emclust/data"
+	"emclust/launch"
 	"emclust/torch"
 	"emclust/train"
 )
@@ -418,7 +419,7 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 				what = name + ": trials"
 			}
 			restarts = newRestartsProgress(log, false, cfg.RestartRuns(), what)
-			if !isTerminal(log) {
+			if !launch.IsTerminal(log) {
 				return newRunLines(log, name), restarts.hooks(func(int, train.Restart) {})
 			}
 			bar = &runBar{w: log, name: name}

@@ -16,6 +16,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"emclust/data"
+	"emclust/launch"
 )
 
 func dataCommand() *cli.Command {
@@ -72,7 +73,7 @@ func runFetch(ctx context.Context, opts fetchOptions, _, stderr io.Writer) error
 	defer stop()
 	var bar *progressbar.ProgressBar
 	progress := func(done, total int64) {
-		if opts.Quiet || !isTerminal(stderr) {
+		if opts.Quiet || !launch.IsTerminal(stderr) {
 			return
 		}
 		if bar == nil || done == 0 {

@@ -3,11 +3,9 @@ package command
 import (
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"emclust/launch"
 	"emclust/train"
@@ -26,7 +24,7 @@ type barProgress struct {
 }
 
 func newProgress(w io.Writer, quiet bool) train.Progress {
-	return &barProgress{w: w, quiet: quiet, tty: !quiet && isTerminal(w), pace: newPace(0)}
+	return &barProgress{w: w, quiet: quiet, tty: !quiet && launch.IsTerminal(w), pace: newPace(0)}
 }
 
 func (p *barProgress) Start(epoch, epochs, steps int) {
@@ -143,16 +141,6 @@ func roughly(d time.Duration) string {
 	return fmt.Sprintf("%ds", int(d.Seconds()))
 }
 
-// isTerminal reports whether w is a terminal: progress bars only go there. A rank of
-// --nproc writes its stderr through a pipe to the launcher's, which may be one.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if ok && f == os.Stderr {
-		return launch.StderrIsTerminal()
-	}
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
 // restartsProgress draws one bar over all the steps of the restarts (or trials) on
 // a terminal, and off one writes a line with the same counts every lineEvery (a
 // trial of Fashion-MNIST takes most of an hour on a CPU; a log said nothing
@@ -173,7 +161,7 @@ func newRestartsProgress(w io.Writer, quiet bool, restarts int, what string) *re
 	if quiet {
 		return nil
 	}
-	return &restartsProgress{w: w, what: what, restarts: restarts, lines: !isTerminal(w), pace: newPace(time.Minute)}
+	return &restartsProgress{w: w, what: what, restarts: restarts, lines: !launch.IsTerminal(w), pace: newPace(time.Minute)}
 }
 
 // steps is train.RestartHooks.Progress: steps done of total, over all restarts.

@@ -31,7 +31,7 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 	if err != nil {
 		return fmt.Errorf("--nproc: find a free port for the ranks' store: %w", err)
 	}
-	stderrTerminal := isTerminal(stderr)
+	stderrTerminal := IsTerminal(stderr)
 	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
 	type exit struct {
 		rank int
@@ -226,19 +226,17 @@ func isPipe(f *os.File) bool {
 // pipe, is a terminal.
 const stderrTerminalVar = "EMCLUST_STDERR_TERMINAL"
 
-// StderrIsTerminal reports whether this process's stderr is a terminal, or, as a rank
-// of --nproc, the pipe to one: where rank 0 draws its progress bar.
-func StderrIsTerminal() bool {
-	if isTerminal(os.Stderr) {
+// IsTerminal reports whether w is a terminal, where progress bars go. A rank of
+// --nproc writes its stderr through a pipe to the launcher's, which may be one.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	if term.IsTerminal(int(f.Fd())) {
 		return true
 	}
-	return os.Getenv("EMCLUST_LAUNCHER") == "--nproc" && os.Getenv(stderrTerminalVar) == "1"
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	return f == os.Stderr && os.Getenv("EMCLUST_LAUNCHER") == "--nproc" && os.Getenv(stderrTerminalVar) == "1"
 }
 
 // maxSaid bounds what Spawn keeps of one rank's last error.
