@@ -322,6 +322,84 @@ func TestAdamMatchesHandComputation(t *testing.T) {
 	}
 }
 
+// Adam over parameters large enough to be split among threads, in both float types
+// and two learning rates (two groups), and with one parameter left without a
+// gradient, against the same formula in float64 here.
+func TestAdamLargeParameters(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dt   DType
+		tol  float64 // of |p| ≤ 2 after five steps
+	}{
+		{"float32", Float32, 1e-5},
+		{"float64", Float64, 1e-12},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewScope()
+			defer s.Close()
+			const n = 70001 // above the update's grain of 2^15, and odd
+			lrs := []float64{0.01, 0.003, 0.02}
+			ref := make([][]float64, len(lrs))
+			var params []*Tensor
+			for k := range lrs {
+				ref[k] = make([]float64, n)
+				for i := range ref[k] {
+					ref[k][i] = 2 * math.Sin(float64(i*(k+1))+0.5)
+				}
+				p := s.Keep(s.Cast(s.FromFloat64(ref[k], []int{n}, testDevice), tc.dt))
+				defer p.Free()
+				p.SetRequiresGrad(true)
+				params = append(params, p)
+			}
+			opt, err := NewAdam(params, lrs, AdamConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer opt.Close()
+			m := [2][]float64{make([]float64, n), make([]float64, n)}
+			v := [2][]float64{make([]float64, n), make([]float64, n)}
+			for step := 1; step <= 5; step++ {
+				opt.ZeroGrad()
+				st := NewScope()
+				// loss = Σ p0² + Σ p1³; p2 gets no gradient and stays.
+				st.Backward(st.Add(st.Sum(st.Square(params[0]), false), st.Sum(st.Mul(params[1], st.Square(params[1])), false)))
+				if err := st.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if err := opt.Step(); err != nil {
+					t.Fatal(err)
+				}
+				for k := range 2 {
+					for i, x := range ref[k] {
+						g := 2 * x
+						if k == 1 {
+							g = 3 * x * x
+						}
+						m[k][i] = 0.9*m[k][i] + 0.1*g
+						v[k][i] = 0.999*v[k][i] + 0.001*g*g
+						mh := m[k][i] / (1 - math.Pow(0.9, float64(step)))
+						vh := v[k][i] / (1 - math.Pow(0.999, float64(step)))
+						ref[k][i] -= lrs[k] * mh / (math.Sqrt(vh) + 1e-8)
+					}
+				}
+			}
+			for k, p := range params {
+				want := s.FromFloat64(ref[k], []int{n}, testDevice)
+				diff := s.Item(s.Max(s.Abs(s.Sub(s.Cast(p, Float64), want)), false))
+				if err := s.Err(); err != nil {
+					t.Fatal(err)
+				}
+				if !(diff <= tc.tol) {
+					t.Errorf("parameter %d: largest difference from the formula %g, want ≤ %g", k, diff, tc.tol)
+				}
+				if _, _, steps := opt.State(s, k); steps != map[int]int64{0: 5, 1: 5, 2: 0}[k] {
+					t.Errorf("parameter %d: %d steps", k, steps)
+				}
+			}
+		})
+	}
+}
+
 func TestSafetensorsRoundTrip(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
