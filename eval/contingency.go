@@ -31,8 +31,8 @@ func Contingency[L Label](truth, pred []L) (table [][]int, classes, clusters []L
 	if err := checkLabelings(truth, pred); err != nil {
 		return nil, nil, nil, err
 	}
-	classes, classIdx := index(truth)
-	clusters, clusterIdx := index(pred)
+	classes, classOf := index(truth)
+	clusters, clusterOf := index(pred)
 	if len(classes)*len(clusters) > MaxTableCells {
 		// The table, and accuracy's cost matrix beside it: 100 000 distinct ids
 		// against themselves ran a machine out of memory.
@@ -44,7 +44,7 @@ func Contingency[L Label](truth, pred []L) (table [][]int, classes, clusters []L
 		table[i] = cells[i*len(clusters) : (i+1)*len(clusters) : (i+1)*len(clusters)]
 	}
 	for n := range truth {
-		table[classIdx[truth[n]]][clusterIdx[pred[n]]]++
+		table[classOf[n]][clusterOf[n]]++
 	}
 	return table, classes, clusters, nil
 }
@@ -78,10 +78,34 @@ func checkLabelings[L Label](truth, pred []L) error {
 	return nil
 }
 
-// index returns the sorted distinct values of labels and the position of
-// each value in that list.
-func index[L Label](labels []L) (values []L, pos map[L]int) {
-	pos = make(map[L]int)
+// index returns the sorted distinct values of labels and, for each entry, its
+// value's position in that list. Clusters and classes are small ids, counted in a
+// slice: a map lookup per entry made an epoch's agreement with the five before it a
+// quarter of a small network's training time. Sparse ids (a column of ids, say) go
+// through a map.
+func index[L Label](labels []L) (values []L, code []int32) {
+	code = make([]int32, len(labels))
+	var hi L
+	for _, l := range labels {
+		hi = max(hi, l)
+	}
+	if int64(hi) < 2*int64(len(labels))+1024 {
+		pos := make([]int32, int(hi)+1)
+		for _, l := range labels {
+			pos[l] = 1
+		}
+		for v, seen := range pos {
+			if seen != 0 {
+				pos[v] = int32(len(values))
+				values = append(values, L(v))
+			}
+		}
+		for n, l := range labels {
+			code[n] = pos[l]
+		}
+		return values, code
+	}
+	pos := make(map[L]int32)
 	for _, l := range labels {
 		if _, ok := pos[l]; !ok {
 			pos[l] = 0
@@ -90,9 +114,12 @@ func index[L Label](labels []L) (values []L, pos map[L]int) {
 	}
 	slices.Sort(values)
 	for i, v := range values {
-		pos[v] = i
+		pos[v] = int32(i)
 	}
-	return values, pos
+	for n, l := range labels {
+		code[n] = pos[l]
+	}
+	return values, code
 }
 
 // ClusterSizes counts the points in each cluster 0..k-1.

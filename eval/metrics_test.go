@@ -266,30 +266,36 @@ func TestMetricErrors(t *testing.T) {
 	}
 }
 
+// The same labellings as small ids (counted in a slice) and as sparse ones (in a map).
 func TestContingency(t *testing.T) {
-	table, classes, clusters, err := Contingency(
-		[]int{5, 5, 2, 2, 2, 9},
-		[]int{3, 0, 3, 3, 7, 7},
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantTable := [][]int{
-		{0, 2, 1}, // class 2
-		{1, 1, 0}, // class 5
-		{0, 0, 1}, // class 9
-	}
-	if !slices.Equal(classes, []int{2, 5, 9}) || !slices.Equal(clusters, []int{0, 3, 7}) {
-		t.Fatalf("classes %v clusters %v, want [2 5 9] [0 3 7]", classes, clusters)
-	}
-	if !slices.EqualFunc(table, wantTable, slices.Equal) {
-		t.Fatalf("table %v, want %v", table, wantTable)
-	}
-	// Rows must not share capacity: appending to one must not overwrite
-	// the next.
-	_ = append(table[0], 99)
-	if table[1][0] != 1 {
-		t.Fatalf("rows alias each other: %v", table)
+	for _, offset := range []int{0, 1 << 30} {
+		add := func(xs ...int) []int {
+			for i := range xs {
+				xs[i] += offset
+			}
+			return xs
+		}
+		table, classes, clusters, err := Contingency(add(5, 5, 2, 2, 2, 9), add(3, 0, 3, 3, 7, 7))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTable := [][]int{
+			{0, 2, 1}, // class 2
+			{1, 1, 0}, // class 5
+			{0, 0, 1}, // class 9
+		}
+		if !slices.Equal(classes, add(2, 5, 9)) || !slices.Equal(clusters, add(0, 3, 7)) {
+			t.Fatalf("offset %d: classes %v clusters %v, want [2 5 9] [0 3 7] plus the offset", offset, classes, clusters)
+		}
+		if !slices.EqualFunc(table, wantTable, slices.Equal) {
+			t.Fatalf("offset %d: table %v, want %v", offset, table, wantTable)
+		}
+		// Rows must not share capacity: appending to one must not overwrite
+		// the next.
+		_ = append(table[0], 99)
+		if table[1][0] != 1 {
+			t.Fatalf("rows alias each other: %v", table)
+		}
 	}
 }
 
@@ -340,6 +346,19 @@ func TestScoresString(t *testing.T) {
 	for _, tt := range tests {
 		if got := tt.s.String(); got != tt.want {
 			t.Errorf("%#v.String() = %q, want %q", tt.s, got, tt.want)
+		}
+	}
+}
+
+// An epoch's agreement: a clustering of the digits' size against another.
+func BenchmarkARI1797(b *testing.B) {
+	x, y := make([]int32, 1797), make([]int32, 1797)
+	for i := range x {
+		x[i], y[i] = int32(i*7%10), int32(i*3%10)
+	}
+	for b.Loop() {
+		if _, err := ARI(x, y); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
