@@ -447,24 +447,22 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	return rep, nil
 }
 
-// writeSuite writes --markdown and prints the suite: one table of ACC over the
-// embedded tables, or every report as JSON.
+// writeSuite prints the suite, one table of ACC over the embedded tables or every
+// report as JSON, then writes --markdown (after, as writeCompare).
 func writeSuite(reps []*compare.Report, opts compareOptions, stdout io.Writer) error {
 	md := compare.SuiteMarkdown(reps)
-	if path := opts.Markdown; path != "" {
-		if err := atomicfile.WriteBytes(path, []byte(md)); err != nil {
-			return err
-		}
-	}
 	if opts.JSON {
 		js, err := json.Marshal(reps)
 		if err != nil {
 			return fmt.Errorf("compare: %w", err)
 		}
 		fmt.Fprintln(stdout, string(js))
-		return nil
+	} else {
+		fmt.Fprint(stdout, md)
 	}
-	fmt.Fprint(stdout, md)
+	if path := opts.Markdown; path != "" {
+		return atomicfile.WriteBytes(path, []byte(md))
+	}
 	return nil
 }
 
@@ -858,12 +856,14 @@ func realPath(path string) string {
 	}
 }
 
-// writeCompare writes the files asked for and prints the report.
+// writeCompare prints the report and writes the files asked for: the report first,
+// so that a file that cannot be written costs no result.
 func writeCompare(rep *compare.Report, opts compareOptions, stdout io.Writer) error {
 	js, err := json.Marshal(rep)
 	if err != nil {
 		return fmt.Errorf("compare: %w", err)
 	}
+	printed := printCompare(rep, opts.JSON, stdout)
 	md := rep.Markdown()
 	if dir := opts.Out; dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -878,7 +878,7 @@ func writeCompare(rep *compare.Report, opts compareOptions, stdout io.Writer) er
 			return err
 		}
 	}
-	return printCompare(rep, opts.JSON, stdout)
+	return printed
 }
 
 // compareSeeds reads --seeds N (1..N) or --seed-list.
@@ -995,10 +995,11 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 		}
 		return interruptedError{fmt.Errorf("interrupted after %d of %d runs; no files were written", len(runs), len(opts.Ks)*len(opts.Seeds))}
 	}
+	printed := printCompare(rep, opts.JSON, stdout) // before the file, as writeCompare
 	if path := opts.Markdown; path != "" {
 		if err := atomicfile.WriteBytes(path, []byte(rep.Markdown())); err != nil {
 			return err
 		}
 	}
-	return printCompare(rep, opts.JSON, stdout)
+	return printed
 }
