@@ -25,8 +25,9 @@ import (
 // and messages to stderr, and returns the exit status. The caller keeps every libtorch
 // call on one OS thread (cmd/emclust).
 func Main(args []string, stdout, stderr io.Writer) int {
+	out := &firstError{w: stdout}
 	app := &cli.App{
-		Writer:    stdout,
+		Writer:    out,
 		ErrWriter: stderr,
 		Name:      "emclust",
 		Version:   version(),
@@ -82,7 +83,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		},
 	}
 	prepareCommands(app.Commands, "")
-	if err := app.Run(args); err != nil {
+	err := app.Run(args)
+	if err == nil && out.err != nil {
+		// A script reads the result line: one lost (a full disk) is a failure.
+		err = fmt.Errorf("write stdout: %w", out.err)
+	}
+	if err != nil {
 		var se silentError
 		// --nproc: a rank that left its error has said why.
 		re := new(launch.RankError)
@@ -99,6 +105,20 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	return 0
+}
+
+// firstError keeps the first error of the writes to w.
+type firstError struct {
+	w   io.Writer
+	err error
+}
+
+func (f *firstError) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err != nil && f.err == nil {
+		f.err = err
+	}
+	return n, err
 }
 
 // Exit statuses, as README documents them: 0 success, 1 a failure at run time, 2 a

@@ -2224,6 +2224,41 @@ func TestPrintPartialJSON(t *testing.T) {
 	}
 }
 
+// A --markdown file that cannot be written costs the error, not the table printed
+// before it (a suite takes most of an hour).
+func TestCompareTableBeforeFiles(t *testing.T) {
+	rep := &compare.Report{Data: "iris", N: 150, K: 3, Seeds: []uint64{1}, Device: "cpu"}
+	md := filepath.Join(t.TempDir(), "missing", "t.md")
+	for name, write := range map[string]func(io.Writer) error{
+		"one table": func(w io.Writer) error { return writeCompare(rep, compareOptions{Markdown: md}, w) },
+		"suite":     func(w io.Writer) error { return writeSuite([]*compare.Report{rep}, compareOptions{Markdown: md}, w) },
+	} {
+		var b bytes.Buffer
+		if err := write(&b); err == nil || !strings.Contains(err.Error(), "t.md") {
+			t.Errorf("%s: err %v, want the file's", name, err)
+		}
+		if !strings.Contains(b.String(), "iris") {
+			t.Errorf("%s: printed %q, want the table", name, b.String())
+		}
+	}
+}
+
+// failingWriter is stdout on a full disk.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// A result line lost to a full disk exits 1, not 0 with nothing said.
+func TestStdoutLost(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "t.txt"), []byte("0\n1\n"), 0o644)
+	var errb bytes.Buffer
+	code := Main([]string{"emclust", "score", "--truth", filepath.Join(dir, "t.txt"), "--pred", filepath.Join(dir, "t.txt")}, failingWriter{}, &errb)
+	if code != 1 || errb.String() != "emclust: write stdout: no space left on device\n" {
+		t.Errorf("exit %d, stderr %q; want 1 and the write's error", code, errb.String())
+	}
+}
+
 // compare --force replaces its runs, never a user's file in their folders, and takes
 // with a run its report (which described the model replaced).
 func TestCompareForceKeepsUserFiles(t *testing.T) {
