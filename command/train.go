@@ -973,8 +973,8 @@ func checkResumeFlags(c *cli.Context) error {
 			if name == "out" && c.String("out") == c.String("resume") {
 				continue
 			}
-			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved in %s; only --epochs, --device, --threads, --precision, --channels-last, --deterministic, --nproc, --dist-timeout, --dist-backend, --data, --data-dir (the same data in a new place), --quiet and --json apply",
-				name, filepath.Join(c.String("resume"), "config.json"))}
+			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved with its checkpoint in %s; only --epochs, --device, --threads, --precision, --channels-last, --deterministic, --nproc, --dist-timeout, --dist-backend, --data, --data-dir (the same data in a new place), --quiet and --json apply",
+				name, c.String("resume"))}
 		}
 	}
 	return nil
@@ -1195,10 +1195,10 @@ func checkResumedData(ckpt *torch.SafeFile, began, beganLabels string, cfg train
 		}
 	}
 	if began != "" && cfg.DataDigest != began {
-		return usageError{fmt.Errorf("resume: %s are not the data the run in %s began on (their SHA-256 digest differs from config.json's data_digest); a resumed run needs the same data", name, runDir)}
+		return usageError{fmt.Errorf("resume: %s are not the data the run in %s began on (their SHA-256 digest differs from the data_digest saved with its checkpoint); a resumed run needs the same data", name, runDir)}
 	}
 	if beganLabels != "" && cfg.LabelsDigest != beganLabels {
-		return usageError{fmt.Errorf("resume: the labels of %s are not those the run in %s was scored against (their SHA-256 digest differs from config.json's labels_digest); a resumed run needs the same labels, or a new run", name, runDir)}
+		return usageError{fmt.Errorf("resume: the labels of %s are not those the run in %s was scored against (their SHA-256 digest differs from the labels_digest saved with its checkpoint); a resumed run needs the same labels, or a new run", name, runDir)}
 	}
 	if ckpt == nil {
 		return nil // trials resumed: their checkpoints are checked as each is opened
