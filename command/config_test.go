@@ -1,6 +1,7 @@
 package command
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -127,5 +128,29 @@ func TestImageTrialDefaults(t *testing.T) {
 				t.Errorf("%v: %v", tc.args, err)
 			}
 		})
+	}
+}
+
+// A model's inputs are fixed at training: predict and eval refuse the other
+// standardisation, which fed a network trained on z-scores raw features (ACC 1.00
+// to 0.80 on one table) and one trained on raw features z-scores (1.00 to 0.60).
+func TestInferenceStandardize(t *testing.T) {
+	for _, tc := range []struct {
+		trained bool
+		given   *bool
+		refused bool
+	}{
+		{true, nil, false}, {true, ptr(true), false}, {true, ptr(false), true},
+		{false, nil, false}, {false, ptr(false), false}, {false, ptr(true), true},
+	} {
+		d := dataOptions{Given: true, DataFile: "new.csv", Standardize: tc.given}
+		cfg, err := d.configFor("runs/m", &train.Config{DataFile: "old.csv", Standardize: tc.trained})
+		var ue usageError
+		switch {
+		case tc.refused && (!errors.As(err, &ue) || !strings.Contains(err.Error(), "runs/m was trained on")):
+			t.Errorf("trained %v, --standardize %v: err %v, want it refused", tc.trained, *tc.given, err)
+		case !tc.refused && (err != nil || cfg.Standardize != tc.trained):
+			t.Errorf("trained %v, given %v: %v, %v; want the trained setting", tc.trained, tc.given, cfg, err)
+		}
 	}
 }

@@ -68,6 +68,12 @@ func (d dataOptions) configFor(model string, trained *train.Config) (*train.Conf
 	if !d.Given && d.DataDir != "" && (trained.DataFile != "" || !train.IsImageSet(trained.Dataset)) {
 		return nil, usageError{fmt.Errorf("--data-dir without --data or --dataset: %s was trained on %s, which is not an image set", model, train.DataName(*trained))}
 	}
+	if d.Standardize != nil && *d.Standardize != trained.Standardize {
+		// The network's inputs are fixed at training: new rows are z-scored by the
+		// training data's statistics where it was, and left raw where it was not.
+		was := map[bool]string{true: "z-scores", false: "raw features"}[trained.Standardize]
+		return nil, usageError{fmt.Errorf("--standardize=%v: %s was trained on %s, and new data are read as it was trained; leave --standardize out", *d.Standardize, model, was)}
+	}
 	cfg := d.config(trained)
 	if !d.Given && d.DataDir == "" {
 		if err := savedDataGone(model, cfg, false); err != nil {
