@@ -1485,7 +1485,7 @@ func TestRunFolderLocked(t *testing.T) {
 	}
 	f.WriteString("4242\n")
 	r := runProc(t, dir, "train", "--quiet", "--epochs", "1", "--out", "run")
-	wantError(t, r, 1, "run folder run", "in use", "pid 4242")
+	wantError(t, r, 1, "folder run is in use", "in use", "pid 4242")
 	if _, err := os.Stat(filepath.Join(runDir, "config.json")); err == nil {
 		t.Error("the refused run wrote config.json into the locked folder")
 	}

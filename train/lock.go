@@ -50,14 +50,14 @@ func lockRunDir(dir string) (*os.File, error) {
 	// Not through a link: the pid written below would land in the link's target.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0o644)
 	if errors.Is(err, syscall.ELOOP) {
-		return nil, fmt.Errorf("run folder %s: %s is a symbolic link, not a run's lock; remove it", dir, LockName)
+		return nil, fmt.Errorf("folder %s: %s is a symbolic link, not a run's lock; remove it", dir, LockName)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("run folder: %w", err)
+		return nil, fmt.Errorf("folder: %w", err)
 	}
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("run folder %s: %s is not a regular file, not a run's lock; remove it", dir, LockName)
+		return nil, fmt.Errorf("folder %s: %s is not a regular file, not a run's lock; remove it", dir, LockName)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
@@ -68,9 +68,9 @@ func lockRunDir(dir string) (*os.File, error) {
 					holder = fmt.Sprintf("another emclust process (pid %d)", pid)
 				}
 			}
-			return nil, fmt.Errorf("run folder %s is in use by %s; wait for it to finish or pick another --out", dir, holder)
+			return nil, fmt.Errorf("folder %s is in use by %s; wait for it to finish, or use another folder", dir, holder)
 		}
-		return nil, fmt.Errorf("run folder %s: lock: %w", dir, err)
+		return nil, fmt.Errorf("folder %s: lock: %w", dir, err)
 	}
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)

@@ -305,7 +305,7 @@ func (r *Run) Attach(dir string) error { return r.AttachLocked(dir, nil) }
 // kept restart does: no other run can take the folder while the restarts train.
 func LockDir(dir string) (*os.File, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("run folder: %w", err)
+		return nil, fmt.Errorf("folder: %w", err)
 	}
 	return lockRunDir(dir)
 }
