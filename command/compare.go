@@ -690,6 +690,17 @@ func planDifference(saved, now []byte) string {
 	}
 	flag := map[string]string{"data_digest": "the data", "labels_digest": "the labels", "input_mean": "the data", "input_std": "the data",
 		"hidden_auto": "--hidden", "arch": "--hidden", "norm": "--no-norm", "seeds": "--seeds or --seed-list", "device": "--device (as resolved)"}
+	differs := func(x, y any) bool {
+		bx, _ := json.Marshal(x)
+		by, _ := json.Marshal(y)
+		return string(bx) != string(by)
+	}
+	// Other data first: they change what the plan resolved from them (its epochs).
+	for _, k := range []string{"data_digest", "labels_digest", "input_mean", "input_std"} {
+		if differs(at[k], bt[k]) {
+			return flag[k]
+		}
+	}
 	for _, pair := range []struct{ a, b map[string]any }{{a, b}, {at, bt}} {
 		keys := slices.Sorted(maps.Keys(pair.a))
 		for k := range pair.b {
@@ -699,9 +710,7 @@ func planDifference(saved, now []byte) string {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			x, _ := json.Marshal(pair.a[k])
-			y, _ := json.Marshal(pair.b[k])
-			if string(x) != string(y) {
+			if differs(pair.a[k], pair.b[k]) {
 				if f, ok := flag[k]; ok {
 					return f
 				}

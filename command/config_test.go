@@ -154,3 +154,25 @@ func TestInferenceStandardize(t *testing.T) {
 		}
 	}
 }
+
+// Other data change the epochs a plan resolves from them too: a resume on them was
+// told its --epochs differed, a flag the user never gave.
+func TestPlanDifference(t *testing.T) {
+	plan := func(epochs int, digest string) []byte {
+		return fmt.Appendf(nil, `{"epochs":%d,"seeds":[1,2],"train":{"k":3,"lr":0.001,"data_digest":%q}}`, epochs, digest)
+	}
+	for _, tc := range []struct {
+		name       string
+		saved, now []byte
+		want       string
+	}{
+		{"same", plan(100, "aa"), plan(100, "aa"), ""},
+		{"epochs", plan(100, "aa"), plan(200, "aa"), "--epochs"},
+		{"data and epochs", plan(100, "aa"), plan(200, "bb"), "the data"},
+		{"learning rate", plan(100, "aa"), []byte(`{"epochs":100,"seeds":[1,2],"train":{"k":3,"lr":0.01,"data_digest":"aa"}}`), "--lr"},
+	} {
+		if got := planDifference(tc.saved, tc.now); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
