@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -311,6 +313,29 @@ func action[O any](from func(*cli.Context) (O, error), run func(context.Context,
 			return err
 		}
 		return run(c.Context, opts, c.App.Writer, c.App.ErrWriter)
+	}
+}
+
+// endOnInterrupt runs a verb that an interrupt may end at once: one that keeps
+// nothing to resume and writes each file atomically (a later write removes the
+// temporary file one left). It exits as README says, 130 with a line, for SIGTERM
+// too, which would otherwise end it with 143 and nothing said.
+func endOnInterrupt(a cli.ActionFunc) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sig)
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case s := <-sig:
+				fmt.Fprintf(c.App.ErrWriter, "emclust: %s interrupted (%v)\n", c.Command.Name, s)
+				os.Exit(130)
+			case <-done:
+			}
+		}()
+		return a(c)
 	}
 }
 

@@ -46,7 +46,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "channels-last", Value: "auto", Usage: "comma-separated: false, true, auto (train's default: true for CNNs); each is timed on the CNNs"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON lines instead of a table"},
 		},
-		Action: action(benchOptionsFrom, runBench),
+		Action: endOnInterrupt(action(benchOptionsFrom, runBench)),
 	}
 }
 

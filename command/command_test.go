@@ -3369,6 +3369,17 @@ func interruptAt(t *testing.T, dir, trigger string, args ...string) (string, []s
 	return stdout.String(), all, cmd.ProcessState.ExitCode()
 }
 
+// An interrupt ends report (and predict, eval, bench, embed) with README's 130 and
+// a line, where the signal ended them with nothing said (SIGTERM: 143).
+func TestInterruptReport(t *testing.T) {
+	dir := t.TempDir()
+	wantScoreLine(t, run(t, dir, "train", "--quiet", "--epochs", "2", "--restarts", "1", "--out", "run"))
+	_, all, code := interruptAt(t, dir, "t-SNE of", "report", "run", "--out", "rep", "--device", "cpu") // seconds of t-SNE follow
+	if last := all[len(all)-1]; code != 130 || last != "emclust: report interrupted (interrupt)" {
+		t.Errorf("exit %d, last line %q; want 130 and the interrupt said", code, last)
+	}
+}
+
 // SIGINT while a k-means baseline runs stops it where it is: compare ends with the
 // runs that finished (none here), and train, whose run is whole by then, leaves the
 // baselines out and says so. Both waited for the whole baseline before.

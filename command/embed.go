@@ -25,7 +25,7 @@ func embedCommand() *cli.Command {
 			deviceFlag(),
 			forceFlag,
 		),
-		Action: action(embedOptionsFrom, runEmbed),
+		Action: endOnInterrupt(action(embedOptionsFrom, runEmbed)),
 	}
 }
 

@@ -26,7 +26,7 @@ func evalCommand() *cli.Command {
 			deviceFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		),
-		Action: action(evalOptionsFrom, runEval),
+		Action: endOnInterrupt(action(evalOptionsFrom, runEval)),
 	}
 }
 

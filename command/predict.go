@@ -30,7 +30,7 @@ func predictCommand() *cli.Command {
 			&cli.BoolFlag{Name: "all-posteriors", Usage: "write the posterior of every cluster (columns p0..pK-1) in place of the assigned cluster's (column posterior)"},
 			forceFlag,
 		),
-		Action: action(predictOptionsFrom, runPredict),
+		Action: endOnInterrupt(action(predictOptionsFrom, runPredict)),
 	}
 }
 

@@ -42,7 +42,7 @@ func reportCommand() *cli.Command {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress lines"},
 			&cli.BoolFlag{Name: "force", Usage: "replace the report already in --out"},
 		),
-		Action: action(reportOptionsFrom, runReport),
+		Action: endOnInterrupt(action(reportOptionsFrom, runReport)),
 	}
 }
 
