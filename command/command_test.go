@@ -491,6 +491,9 @@ func TestErrors(t *testing.T) {
 		{name: "data-dir with a table", args: append(train, "--dataset", "iris", "--data-dir", "mnist"), code: 2, want: []string{"--data-dir with --dataset iris", "built in"}},
 		{name: "data-dir with the digits", args: append(train, "--data-dir", "mnist"), code: 2, want: []string{"--data-dir without --dataset", "digits"}},
 		{name: "label-col without data", args: []string{"eval", "--model", "r4", "--label-col", "label"}, code: 2, want: []string{"--label-col without --data or --dataset"}},
+		// Exited 1, as a failure at run time.
+		{name: "header of eval", args: []string{"eval", "--model", "r4", "--data", "ten.csv", "--header", "maybe"}, code: 2, want: []string{`--header "maybe": want auto, yes or no`}},
+		{name: "image size of predict", args: []string{"predict", "--model", "r4", "--dataset", "folder", "--data-dir", "mnist", "--image-size", "-1"}, code: 2, want: []string{"--image-size -1: want 0 (keep) to"}},
 		{name: "standardize without data", args: []string{"predict", "--model", "r4", "--standardize", "--out", "p.csv"}, code: 2, want: []string{"--standardize without --data or --dataset"}},
 		{name: "data-dir of a model of vectors", args: []string{"predict", "--model", "r4", "--data-dir", "mnist", "--out", "p.csv"}, code: 2,
 			want: []string{"--data-dir without --data or --dataset", "r4", "not an image set"}},

@@ -31,9 +31,6 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	cfg.DataFile = absPath(c.String("data"))
 	cfg.LabelCol = c.String("label-col")
 	cfg.Header = c.String("header")
-	if h := cfg.Header; h != "auto" && h != "yes" && h != "no" {
-		return cfg, usageError{fmt.Errorf("--header %q: want auto, yes or no", h)}
-	}
 	cfg.Standardize = c.Bool("standardize")
 	if err := checkDataFlags(c); err != nil {
 		return cfg, err

@@ -145,6 +145,12 @@ func checkDataFlags(c *cli.Context) error {
 	if err := checkDataDir(c); err != nil {
 		return err
 	}
+	if h := c.String("header"); c.IsSet("header") && h != "auto" && h != "yes" && h != "no" {
+		return usageError{fmt.Errorf("--header %q: want auto, yes or no", h)}
+	}
+	if n := c.Int("image-size"); c.IsSet("image-size") && (n < 0 || n > data.MaxImageSide) {
+		return usageError{fmt.Errorf("--image-size %d: want 0 (keep) to %d", n, data.MaxImageSide)}
+	}
 	switch {
 	case c.IsSet("data-dir") && c.IsSet("data"):
 		return usageError{errors.New("--data-dir with --data: --data names the file itself; --data-dir holds an image set's files")}
