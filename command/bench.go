@@ -76,6 +76,11 @@ func benchOptionsFrom(c *cli.Context) (benchOptions, error) {
 		if len(*l.list) == 0 && l.flag != "objective" { // no objective: each model's default
 			return opts, usageError{fmt.Errorf("--%s: nothing to time", l.flag)}
 		}
+		for i, v := range *l.list {
+			if slices.Contains((*l.list)[:i], v) {
+				return opts, usageError{fmt.Errorf("--%s: %s given twice", l.flag, v)}
+			}
+		}
 	}
 	if opts.Steps < 1 || opts.Warmup < 0 {
 		return opts, usageError{fmt.Errorf("--steps %d --warmup %d: want at least 1 timed step and no negative warmup", opts.Steps, opts.Warmup)}
@@ -102,7 +107,7 @@ func benchOptionsFrom(c *cli.Context) (benchOptions, error) {
 	}
 	for _, p := range opts.Precisions {
 		if err := (model.Compute{Precision: p}).Validate(); err != nil {
-			return opts, usageError{fmt.Errorf("--precision: %w", err)}
+			return opts, usageError{err}
 		}
 	}
 	for _, v := range opts.Layouts {

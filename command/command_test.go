@@ -491,6 +491,8 @@ func TestErrors(t *testing.T) {
 		{name: "data-dir with a table", args: append(train, "--dataset", "iris", "--data-dir", "mnist"), code: 2, want: []string{"--data-dir with --dataset iris", "built in"}},
 		{name: "data-dir with the digits", args: append(train, "--data-dir", "mnist"), code: 2, want: []string{"--data-dir without --dataset", "digits"}},
 		{name: "label-col without data", args: []string{"eval", "--model", "r4", "--label-col", "label"}, code: 2, want: []string{"--label-col without --data or --dataset"}},
+		{name: "bench of a model twice", args: []string{"bench", "--model", "mlp,mlp"}, code: 2, want: []string{"--model: mlp given twice"}},
+		{name: "bench precision", args: []string{"bench", "--model", "mlp", "--precision", "fp16"}, code: 2, want: []string{`emclust: --precision "fp16": want fp32 or bf16`}},
 		// Exited 1, as a failure at run time.
 		{name: "header of eval", args: []string{"eval", "--model", "r4", "--data", "ten.csv", "--header", "maybe"}, code: 2, want: []string{`--header "maybe": want auto, yes or no`}},
 		{name: "image size of predict", args: []string{"predict", "--model", "r4", "--dataset", "folder", "--data-dir", "mnist", "--image-size", "-1"}, code: 2, want: []string{"--image-size -1: want 0 (keep) to"}},
