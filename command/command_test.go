@@ -2264,6 +2264,23 @@ func TestStdoutLost(t *testing.T) {
 	}
 }
 
+// A damaged result.json names the way out, which works: its folder removed, the
+// resume trains that run again.
+func TestCompareResumeDamagedResult(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"compare", "--quiet", "--dataset", "iris", "--methods", "em", "--seeds", "1", "--restarts", "1", "--epochs", "2", "--device", "cpu", "--out", "cmp"}
+	if r := run(t, dir, args...); r.code != 0 {
+		t.Fatalf("compare: exit %d: %s", r.code, r.stderr)
+	}
+	run1 := filepath.Join("cmp", "em-s1")
+	os.WriteFile(filepath.Join(dir, run1, "result.json"), []byte("{garbage"), 0o644)
+	wantError(t, run(t, dir, append(args, "--resume")...), 1, "result.json", "remove "+run1+" to train that run again")
+	os.RemoveAll(filepath.Join(dir, run1))
+	if r := run(t, dir, append(args, "--resume")...); r.code != 0 {
+		t.Errorf("resume after removing %s: exit %d: %s", run1, r.code, r.stderr)
+	}
+}
+
 // compare --force replaces its runs, never a user's file in their folders, and takes
 // with a run its report (which described the model replaced).
 func TestCompareForceKeepsUserFiles(t *testing.T) {

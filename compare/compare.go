@@ -310,8 +310,12 @@ func (opt *Options) neural(ctx context.Context, src train.Source, method string,
 	if opt.Dir != "" {
 		dir = RunDir(opt.Dir, method, seed)
 		if opt.Resume {
-			if r, ok, err := readResult(filepath.Join(dir, ResultName), opt.Plan, method, seed); ok || err != nil {
-				return r, err
+			r, ok, err := readResult(filepath.Join(dir, ResultName), opt.Plan, method, seed)
+			if err != nil {
+				return r, fmt.Errorf("%w; remove %s to train that run again, or start over with --force", err, dir)
+			}
+			if ok {
+				return r, nil
 			}
 		}
 	}
@@ -387,7 +391,7 @@ func readResult(path, plan, method string, seed uint64) (r Result, ok bool, err 
 	r = kept.Result
 	switch in := func(v, lo, hi float64) bool { return v >= lo && v <= hi }; { // false for NaN
 	case kept.Plan != plan:
-		return Result{}, false, fmt.Errorf("%s: the result of another comparison than the one in %s; remove the folder, or start over with --force", path, filepath.Dir(filepath.Dir(path)))
+		return Result{}, false, fmt.Errorf("%s: the result of another comparison than the one in %s", path, filepath.Dir(filepath.Dir(path)))
 	case r.Method != method || r.Seed != seed:
 		return Result{}, false, fmt.Errorf("%s: the result of %q seed %d, where this folder is %s seed %d's", path, r.Method, r.Seed, method, seed)
 	case !in(r.ACC, 0, 1) || !in(r.NMI, 0, 1) || !in(r.ARI, -1, 1) || !in(r.Seconds, 0, math.MaxFloat64) || r.Empty < 0:
