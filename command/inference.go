@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"emclust/data"
+	"emclust/launch"
 	"emclust/torch"
 	"emclust/train"
 )
@@ -153,6 +154,7 @@ type inference struct {
 	*train.Model
 	src train.Source
 	dev torch.Device
+	log io.Writer // where a terminal shows predict's progress
 }
 
 // openInference loads the model on its device and the data the options name (or the
@@ -179,7 +181,7 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 		m.Close()
 		return nil, err
 	}
-	in := &inference{Model: m, dev: dev}
+	in := &inference{Model: m, dev: dev, log: log}
 	trainedOn := m.Cfg.DataDigest
 	in.src, err = train.OpenSource(cfg, dev)
 	if err == nil {
@@ -230,7 +232,14 @@ func exists(path string) bool {
 
 // predict clusters the data; an error names them.
 func (in *inference) predict() (*train.Prediction, error) {
-	pred, err := train.Predict(in.Net, in.src, in.dev, in.Prior)
+	var done func(int)
+	if launch.IsTerminal(in.log) {
+		bar := newBar(in.log, in.src.Len(), "row")
+		bar.Describe("clustering")
+		defer bar.Finish()
+		done = func(rows int) { bar.Set(rows) }
+	}
+	pred, err := train.PredictProgress(in.Net, in.src, in.dev, in.Prior, done)
 	if errors.Is(err, train.ErrNotFinite) {
 		return nil, fmt.Errorf("%s: %w; is a value far outside the range of the training data?", dataPath(*in.Cfg), err)
 	}

@@ -38,12 +38,15 @@ func (p *barProgress) Start(epoch, epochs, steps int) {
 }
 
 // newStepBar is a bar over steps with count, rate and ETA, cleared when finished.
-func newStepBar(w io.Writer, steps int) *progressbar.ProgressBar {
-	return progressbar.NewOptions(steps,
+func newStepBar(w io.Writer, steps int) *progressbar.ProgressBar { return newBar(w, steps, "step") }
+
+// newBar is a bar over n of unit with count, rate and ETA, cleared when finished.
+func newBar(w io.Writer, n int, unit string) *progressbar.ProgressBar {
+	return progressbar.NewOptions(n,
 		progressbar.OptionSetWriter(w),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(),
-		progressbar.OptionSetItsString("step"),
+		progressbar.OptionSetItsString(unit),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),

@@ -503,13 +503,23 @@ func (r *Run) oneThreadForSmallSteps() (restore func()) {
 // threads and 276 ms on one (2 cores; docs/RESULTS.md section 34). Nothing changes
 // where libtorch uses MKL or OpenBLAS's OpenMP build, which run on OpenMP's threads.
 func oneBLASThreadForConvolutions(net *model.Net, dev torch.Device) (restore func()) {
+	return oneBLASThreadIf(len(net.ConvLayers()) > 0, dev)
+}
+
+// oneBLASThreadIf keeps OpenBLAS on the calling thread while on is true and dev is
+// the CPU, and returns the function that restores its count.
+func oneBLASThreadIf(on bool, dev torch.Device) (restore func()) {
 	prev := torch.BLASThreads()
-	if dev.CUDA || prev <= 1 || len(net.ConvLayers()) == 0 {
+	if dev.CUDA || prev <= 1 || !on {
 		return func() {}
 	}
 	torch.SetBLASThreads(1)
 	return func() { torch.SetBLASThreads(prev) }
 }
+
+// bigChunkFLOPs is the forward work of an evaluation chunk from which OpenBLAS
+// keeps its threads: between 512- and 1024-wide MLP layers on 1024 rows.
+const bigChunkFLOPs = 1e9
 
 // stepsPerEpoch is how many steps an epoch trains: full batches only.
 func (r *Run) stepsPerEpoch() int { return r.Src.Len() / r.Cfg.BatchSize }
@@ -804,7 +814,13 @@ type Criteria struct {
 // Predict clusters every row in eval mode (running statistics), 1024 rows at a time,
 // with the network's selected head.
 func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) (*Prediction, error) {
-	preds, err := predict(net, src, dev, prior, 0, true, 0, src.Len())
+	return PredictProgress(net, src, dev, prior, nil)
+}
+
+// PredictProgress is Predict telling done, if not nil, how many rows are done after
+// each chunk: a large set takes a minute on a CPU.
+func PredictProgress(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, done func(rows int)) (*Prediction, error) {
+	preds, err := predict(net, src, dev, prior, 0, true, 0, src.Len(), done)
 	if err != nil {
 		return nil, err
 	}
@@ -824,7 +840,7 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 	if !(gamma > 0) {
 		return nil, fmt.Errorf("criteria need γ > 0, got %v", gamma)
 	}
-	preds, err := predict(net, src, dev, prior, gamma, true, 0, src.Len())
+	preds, err := predict(net, src, dev, prior, gamma, true, 0, src.Len(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -840,9 +856,16 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 // head: the network computes them all in any case, and the selected head's criteria
 // then come out of the same sums whichever head a caller wants. The posteriors come
 // to the host only when asked for: they are K numbers a row, where an evaluation
-// during training needs one.
-func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64, posteriors bool, from, to int) ([]*Prediction, error) {
-	defer oneBLASThreadForConvolutions(net, dev)()
+// during training needs one. done, if not nil, is told the rows done after each chunk.
+func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64, posteriors bool, from, to int, done func(rows int)) ([]*Prediction, error) {
+	const chunk = 1024
+	// As for convolutions (oneBLASThreadForConvolutions), OpenBLAS's spinning pool
+	// slowed the products of an MLP's chunks that it did not speed up: 1.5 M rows
+	// through 3→32→32→10 took 28 s with it on two threads and 2.8 s on one, and
+	// 300 000 through 512-wide layers 11.6 s and 9.7 s; 1024-wide ones were faster
+	// on two (2 cores; docs/RESULTS.md section 60).
+	small := net.ForwardFLOPs()*chunk < bigChunkFLOPs
+	defer oneBLASThreadIf(small || len(net.ConvLayers()) > 0, dev)()
 	n, k, heads := to-from, net.Spec.K, net.Spec.NumHeads()
 	out := make([]*Prediction, heads)
 	for h := range out {
@@ -854,7 +877,6 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 	emSum := make([]float64, heads)
 	llSum := make([]float64, heads)
 	maxPostSum := make([]float64, heads)
-	const chunk = 1024
 	all := torch.NoGrad()
 	defer all.Close()
 	rows := all.Arange(src.Len(), torch.Int64, src.IndexDevice())
@@ -912,6 +934,9 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 			if posteriors {
 				out[h].Posterior = append(out[h].Posterior, post[r*k:(r+1)*k]...)
 			}
+		}
+		if done != nil {
+			done(lo + m)
 		}
 	}
 	if gamma > 0 {
@@ -1090,7 +1115,7 @@ func (r *Run) predictClusters() ([]*Prediction, error) {
 			}
 		}
 	}
-	preds, err := predict(r.Net, r.Src, r.Dev, prior, r.Cfg.GammaVal, false, lo, hi)
+	preds, err := predict(r.Net, r.Src, r.Dev, prior, r.Cfg.GammaVal, false, lo, hi, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -518,6 +518,37 @@ func TestOneBLASThreadForConvolutions(t *testing.T) {
 	}
 }
 
+// An MLP whose chunks are small products predicts with OpenBLAS on one thread (its
+// pool slowed them tenfold), a wide one with its pool; the count is restored after.
+func TestPredictBLASThreads(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer torch.SetNumThreads(torch.NumThreads())
+	if err := torch.SetNumThreads(2); err != nil {
+		t.Fatal(err)
+	}
+	pool := torch.BLASThreads()
+	torch.SetBLASThreads(1)
+	one := torch.BLASThreads()
+	torch.SetBLASThreads(pool)
+	src := digitsSourceOn(t, torch.CPU)
+	for _, tc := range []struct {
+		hidden []int
+		want   int
+	}{{[]int{32, 32}, one}, {[]int{1024, 1024}, pool}} {
+		cfg := VectorDefaults()
+		cfg.Hidden = tc.hidden
+		r := newRunOn(t, cfg, src, "", torch.CPU)
+		var seen []int
+		if _, err := PredictProgress(r.Net, src, torch.CPU, nil, func(int) { seen = append(seen, torch.BLASThreads()) }); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != 2 || seen[0] != tc.want || seen[1] != tc.want || torch.BLASThreads() != pool {
+			t.Errorf("hidden %v: OpenBLAS threads after each chunk %v, after %d; want %d, then %d", tc.hidden, seen, torch.BLASThreads(), tc.want, pool)
+		}
+	}
+}
+
 // The criteria of PredictWithCriteria match the formulas of Criteria computed here in
 // float64 from the eval-mode scores of every row at once (Predict sums over chunks).
 func TestPredictCriteria(t *testing.T) {
