@@ -152,7 +152,7 @@ func makeFixtures(dir string) error {
 		}
 	}
 
-	r := runIn(dir, 60*time.Second, "train", "--quiet", "--data", "four.csv", "--label-col", "label",
+	r := runIn(dir, slowWait, "train", "--quiet", "--data", "four.csv", "--label-col", "label",
 		"--epochs", "2", "--batch-size", "32", "--kmeans=false", "--out", "r4")
 	if r.code != 0 {
 		return fmt.Errorf("train r4: exit %d: %s", r.code, r.stderr)
@@ -244,7 +244,7 @@ func runProgram(prog, dir string, env []string, timeout time.Duration, args ...s
 // (signals, locks, a resume in a fresh process, the help a shell prints).
 func runProc(t *testing.T, dir string, args ...string) result {
 	t.Helper()
-	return runIn(dir, 60*time.Second, args...)
+	return runIn(dir, slowWait, args...)
 }
 
 // run runs emclust's Main in this process, in dir.
@@ -1510,6 +1510,11 @@ func bigCSV(t *testing.T, dir string) string {
 	return path
 }
 
+// slowWait bounds a wait for a child process to get somewhere (its first checkpoint,
+// its store): a bound on a hang, not on speed, which a loaded 2-core CI machine may
+// need many times the seconds a desktop does. A wait that succeeds returns at once.
+const slowWait = 5 * time.Minute
+
 // waitFor polls for path until the deadline.
 func waitFor(t *testing.T, path string, d time.Duration, done <-chan struct{}) {
 	t.Helper()
@@ -1639,7 +1644,7 @@ func TestKilledRunLeavesValidCheckpoint(t *testing.T) {
 	dir := t.TempDir()
 	bigCSV(t, dir)
 	cmd, done := startTrain(t, dir, io.Discard, "--quiet", "--batch-size", "32")
-	waitFor(t, filepath.Join(dir, "run", "checkpoint.safetensors"), 30*time.Second, done)
+	waitFor(t, filepath.Join(dir, "run", "checkpoint.safetensors"), slowWait, done)
 	// Let it get into the next epoch, or the next checkpoint write.
 	time.Sleep(300 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -1656,7 +1661,7 @@ func TestInterrupt(t *testing.T) {
 	// After the first checkpoint: a one-line message saying how to resume.
 	var stderr bytes.Buffer
 	cmd, done := startTrain(t, dir, &stderr, "--quiet", "--batch-size", "32")
-	waitFor(t, filepath.Join(dir, "run", "checkpoint.safetensors"), 30*time.Second, done)
+	waitFor(t, filepath.Join(dir, "run", "checkpoint.safetensors"), slowWait, done)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -1911,7 +1916,7 @@ func TestTrainTrialsKilled(t *testing.T) {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	waitFor(t, filepath.Join(dir, "killed", "trials", "seed-1", "checkpoint.safetensors"), time.Minute, done)
+	waitFor(t, filepath.Join(dir, "killed", "trials", "seed-1", "checkpoint.safetensors"), slowWait, done)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -2022,7 +2027,7 @@ func TestCompareResume(t *testing.T) {
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
 	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	waitFor(t, filepath.Join(dir, "killed", "em-s1", "trials", "seed-2", "checkpoint.safetensors"), time.Minute, done)
+	waitFor(t, filepath.Join(dir, "killed", "em-s1", "trials", "seed-2", "checkpoint.safetensors"), slowWait, done)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -3442,7 +3447,7 @@ func TestInterruptBaselines(t *testing.T) {
 	done := make(chan struct{})
 	go func() { train.Wait(); close(done) }()
 	t.Cleanup(func() { train.Process.Kill(); <-done })
-	waitFor(t, filepath.Join(dir, "run", "assignments.csv"), time.Minute, done) // written before the baselines
+	waitFor(t, filepath.Join(dir, "run", "assignments.csv"), slowWait, done) // written before the baselines
 	if err := train.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}

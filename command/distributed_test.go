@@ -367,7 +367,7 @@ func TestLostRank(t *testing.T) {
 	bigCSV(t, dir)
 	var stderr bytes.Buffer
 	cmd, done := startTrain(t, dir, &stderr, append(distDevice(), "--quiet", "--batch-size", "32", "--nproc", "2", "--dist-timeout", "20s")...)
-	waitFor(t, filepath.Join(dir, "run", "checkpoint.safetensors"), 60*time.Second, done)
+	waitFor(t, filepath.Join(dir, "run", "checkpoint.safetensors"), slowWait, done)
 	ranks := childPIDs(t, cmd.Process.Pid)
 	if len(ranks) != 2 {
 		t.Fatalf("%d ranks running, want 2", len(ranks))
@@ -393,7 +393,7 @@ func TestInterruptRanks(t *testing.T) {
 	bigCSV(t, dir)
 	var stderr bytes.Buffer
 	cmd, done := startTrain(t, dir, &stderr, append(distDevice(), "--quiet", "--batch-size", "32", "--nproc", "2")...)
-	waitFor(t, filepath.Join(dir, "run", "metrics.jsonl"), 60*time.Second, done)
+	waitFor(t, filepath.Join(dir, "run", "metrics.jsonl"), slowWait, done)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +426,7 @@ func TestInterruptedInJoin(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	// Rank 0 serves the store from within the join: once it answers, it waits there.
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(slowWait)
 	for {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err == nil {
@@ -434,7 +434,7 @@ func TestInterruptedInJoin(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("rank 0 did not serve its store within 15 s: %v", err)
+			t.Fatalf("rank 0 did not serve its store within %v: %v", slowWait, err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -481,7 +481,7 @@ func TestLostRankNamed(t *testing.T) {
 				t.Cleanup(func() { cmd.Process.Kill(); <-dones[r] })
 			}
 			// metrics.jsonl follows the first checkpoint: kill after both.
-			waitFor(t, filepath.Join(dir, "run", "metrics.jsonl"), 60*time.Second, dones[0])
+			waitFor(t, filepath.Join(dir, "run", "metrics.jsonl"), slowWait, dones[0])
 			cmds[victim].Process.Kill()
 			survivor := 1 - victim
 			select {
