@@ -861,9 +861,10 @@ func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, 
 	const chunk = 1024
 	// As for convolutions (oneBLASThreadForConvolutions), OpenBLAS's spinning pool
 	// slowed the products of an MLP's chunks that it did not speed up: 1.5 M rows
-	// through 3→32→32→10 took 28 s with it on two threads and 2.8 s on one, and
-	// 300 000 through 512-wide layers 11.6 s and 9.7 s; 1024-wide ones were faster
-	// on two (2 cores; docs/RESULTS.md section 60).
+	// through 3→32→32→10 took 2.9–3.6 s with it on two threads and 2.2 s on one
+	// (28 s and 2.8 s with the cores busy with other work), 300 000 through 512-wide
+	// layers 4.9 s and 3.0 s; 1024-wide ones were no slower on two (2 cores;
+	// docs/RESULTS.md section 60).
 	small := net.ForwardFLOPs()*chunk < bigChunkFLOPs
 	defer oneBLASThreadIf(small || len(net.ConvLayers()) > 0, dev)()
 	n, k, heads := to-from, net.Spec.K, net.Spec.NumHeads()
