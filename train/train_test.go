@@ -519,7 +519,7 @@ func TestOneBLASThreadForConvolutions(t *testing.T) {
 }
 
 // An MLP whose chunks are small products predicts with OpenBLAS on one thread (its
-// pool slowed them tenfold), a wide one with its pool; the count is restored after.
+// pool slowed them), a wide one with its pool; the count is restored after.
 func TestPredictBLASThreads(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
