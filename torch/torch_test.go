@@ -322,6 +322,34 @@ func TestAdamMatchesHandComputation(t *testing.T) {
 	}
 }
 
+// A step changes the parameters in place, as torch.optim.Adam does: a graph that
+// saved them before it refuses to backward, rather than using the new values.
+func TestAdamStepInvalidatesSavedGraph(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	p := s.Keep(s.FromFloat32([]float32{1, -2}, []int{2}, testDevice))
+	defer p.Free()
+	p.SetRequiresGrad(true)
+	opt, err := NewAdam([]*Tensor{p}, []float64{0.1}, AdamConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Close()
+	first := NewScope()
+	defer first.Close()
+	first.Backward(first.Sum(first.Square(p), false))
+	saved := first.Sum(first.Square(p), false) // saves p for its backward
+	if err := first.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := opt.Step(); err != nil {
+		t.Fatal(err)
+	}
+	if first.Backward(saved); first.Err() == nil || !strings.Contains(first.Err().Error(), "inplace") {
+		t.Errorf("backward through a graph saved before the step: %v, want libtorch's in-place error", first.Err())
+	}
+}
+
 // Adam over parameters large enough to be split among threads, in both float types
 // and two learning rates (two groups), and with one parameter left without a
 // gradient, against the same formula in float64 here.

@@ -790,8 +790,7 @@ bool fusable(const at::Tensor &p, const at::Tensor &g, const at::Tensor &m, cons
   if (!p.device().is_cpu() || (dt != at::kFloat && dt != at::kDouble)) return false;
   for (const auto *t : {&g, &m, &v})
     if (!t->device().is_cpu() || t->scalar_type() != dt || t->layout() != at::kStrided) return false;
-  return p.is_contiguous() && g.is_contiguous() && m.is_contiguous() && v.is_contiguous() &&
-         !g.is_sparse();
+  return p.is_contiguous() && g.is_contiguous() && m.is_contiguous() && v.is_contiguous();
 }
 
 // adam_cpu is _foreach's update of one parameter in one pass, each element's
@@ -813,6 +812,8 @@ void adam_cpu(at::Tensor &p, const at::Tensor &g, at::Tensor &m, at::Tensor &v, 
       pp[j] = pp[j] + ss * mj / (std::sqrt(vj) / c2 + e);
     }
   });
+  // As an in-place op would: a graph saved before the step then refuses to backward.
+  p.unsafeGetTensorImpl()->bump_version();
 }
 } // namespace
 
