@@ -123,9 +123,6 @@ func (d dataOptions) config(trained *train.Config) *train.Config {
 	}
 	cfg.DataFile, cfg.Dataset, cfg.DataDir = d.DataFile, d.Dataset, d.DataDir
 	cfg.LabelCol, cfg.Header = d.LabelCol, d.Header
-	if d.Standardize != nil {
-		cfg.Standardize = *d.Standardize
-	}
 	if d.ImageSize != nil {
 		cfg.ImageSize = *d.ImageSize
 	}
