@@ -317,9 +317,9 @@ func action[O any](from func(*cli.Context) (O, error), run func(context.Context,
 }
 
 // endOnInterrupt runs a verb that an interrupt may end at once: one that keeps
-// nothing to resume and writes each file atomically (a later write removes the
-// temporary file one left). It exits as README says, 130 with a line, for SIGTERM
-// too, which would otherwise end it with 143 and nothing said.
+// nothing to resume and writes each file atomically (an interrupted write leaves its
+// temporary file, as the signal's default did). It exits as README says, 130 with a
+// line, for SIGTERM too, which would otherwise end it with 143 and nothing said.
 func endOnInterrupt(a cli.ActionFunc) cli.ActionFunc {
 	return func(c *cli.Context) error {
 		sig := make(chan os.Signal, 1)
@@ -330,6 +330,9 @@ func endOnInterrupt(a cli.ActionFunc) cli.ActionFunc {
 		go func() {
 			select {
 			case s := <-sig:
+				if launch.IsTerminal(c.App.ErrWriter) {
+					fmt.Fprint(c.App.ErrWriter, "\r\033[K") // off a progress bar's line
+				}
 				fmt.Fprintf(c.App.ErrWriter, "emclust: %s interrupted (%v)\n", c.Command.Name, s)
 				os.Exit(130)
 			case <-done:

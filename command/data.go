@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -69,7 +70,7 @@ func fetchOptionsFrom(c *cli.Context) (fetchOptions, error) {
 }
 
 func runFetch(ctx context.Context, opts fetchOptions, _, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var bar *progressbar.ProgressBar
 	progress := func(done, total int64) {
