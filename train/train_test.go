@@ -461,21 +461,32 @@ func (p *threadsSeen) Start(int, int, int)     { p.atStart = append(p.atStart, p
 func (p *threadsSeen) Step(int, float64, bool) {}
 func (p *threadsSeen) End(EpochMetrics)        { p.afterEval = append(p.afterEval, p.count()) }
 
+// twoThreads keeps the test on its OS thread with libtorch's count at 2, until the
+// test ends, and returns OpenBLAS's count then (pool) and once set to 1 (one: the
+// pool's count where OpenBLAS has no pool of its own).
+func twoThreads(t *testing.T) (pool, one int) {
+	runtime.LockOSThread()
+	prev := torch.NumThreads()
+	t.Cleanup(func() {
+		torch.SetNumThreads(prev)
+		runtime.UnlockOSThread()
+	})
+	if err := torch.SetNumThreads(2); err != nil {
+		t.Fatal(err)
+	}
+	pool = torch.BLASThreads()
+	torch.SetBLASThreads(1)
+	one = torch.BLASThreads()
+	torch.SetBLASThreads(pool)
+	return pool, one
+}
+
 // A CNN trains and is evaluated with OpenBLAS on one thread, and its count is
 // restored after; libtorch's count is kept, and so is OpenBLAS's for an MLP. Where
 // OpenBLAS has no pool of its own (MKL, a serial or an OpenMP OpenBLAS), nothing
 // changes.
 func TestOneBLASThreadForConvolutions(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	defer torch.SetNumThreads(torch.NumThreads())
-	if err := torch.SetNumThreads(2); err != nil {
-		t.Fatal(err)
-	}
-	pool := torch.BLASThreads()
-	torch.SetBLASThreads(1)
-	want := torch.BLASThreads()
-	torch.SetBLASThreads(pool)
+	pool, want := twoThreads(t)
 	if want != 1 {
 		t.Logf("OpenBLAS's count is %d with libtorch's at 2: no pool of its own to leave alone", pool)
 	}
@@ -521,16 +532,7 @@ func TestOneBLASThreadForConvolutions(t *testing.T) {
 // An MLP whose chunks are small products predicts with OpenBLAS on one thread (its
 // pool slowed them), a wide one with its pool; the count is restored after.
 func TestPredictBLASThreads(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	defer torch.SetNumThreads(torch.NumThreads())
-	if err := torch.SetNumThreads(2); err != nil {
-		t.Fatal(err)
-	}
-	pool := torch.BLASThreads()
-	torch.SetBLASThreads(1)
-	one := torch.BLASThreads()
-	torch.SetBLASThreads(pool)
+	pool, one := twoThreads(t)
 	src := digitsSourceOn(t, torch.CPU)
 	for _, tc := range []struct {
 		hidden []int
