@@ -110,6 +110,8 @@ func inferenceDataFlags(dflt string) []cli.Flag {
 			flags[i] = &cli.StringFlag{Name: "data-dir", Usage: "folder with the data set's official files; alone, where the image set the model trained on lies now", DefaultText: "as in training"}
 		case "image-size":
 			flags[i] = &cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match the model's input)", DefaultText: "as in training"}
+		case "standardize":
+			flags[i] = &cli.BoolFlag{Name: "standardize", Usage: "new rows are z-scored by the training data's statistics where the model trained on z-scores, else read raw; another setting than the model's is refused", DefaultText: "as in training"}
 		}
 	}
 	return flags
