@@ -247,19 +247,30 @@ func TestGradModeAcrossGoroutines(t *testing.T) {
 	}
 }
 
+// adamOfTwo is a parameter [1, -2] that requires its gradient and an Adam of
+// learning rate 0.1 over it, both freed when the test ends.
+func adamOfTwo(t *testing.T) (*Tensor, *Adam) {
+	s := NewScope()
+	p := s.Keep(s.FromFloat32([]float32{1, -2}, []int{2}, testDevice))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p.SetRequiresGrad(true)
+	opt, err := NewAdam([]*Tensor{p}, []float64{0.1}, AdamConfig{})
+	if err != nil {
+		p.Free()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { opt.Close(); p.Free() })
+	return p, opt
+}
+
 // Adam's first step moves every parameter by -lr·sign(g) (bias correction makes
 // m̂/√v̂ = g/|g|), and later steps follow PyTorch's formula computed by hand here.
 func TestAdamMatchesHandComputation(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
-	p := s.Keep(s.FromFloat32([]float32{1, -2}, []int{2}, testDevice))
-	defer p.Free()
-	p.SetRequiresGrad(true)
-	opt, err := NewAdam([]*Tensor{p}, []float64{0.1}, AdamConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer opt.Close()
+	p, opt := adamOfTwo(t)
 	// loss = sum(p^2): grad = 2p.
 	ref := []float64{1, -2}
 	m := []float64{0, 0}
@@ -327,14 +338,7 @@ func TestAdamMatchesHandComputation(t *testing.T) {
 func TestAdamStepInvalidatesSavedGraph(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
-	p := s.Keep(s.FromFloat32([]float32{1, -2}, []int{2}, testDevice))
-	defer p.Free()
-	p.SetRequiresGrad(true)
-	opt, err := NewAdam([]*Tensor{p}, []float64{0.1}, AdamConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer opt.Close()
+	p, opt := adamOfTwo(t)
 	first := NewScope()
 	defer first.Close()
 	first.Backward(first.Sum(first.Square(p), false))
