@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"text/tabwriter"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -126,7 +126,15 @@ func runBench(_ context.Context, opts benchOptions, stdout, _ io.Writer) error {
 	if opts.Threads > 0 {
 		torch.SetNumThreads(opts.Threads)
 	}
-	var results []*train.BenchResult
+	// Each row is printed as its configuration finishes: a long bench shows what it
+	// has, and one stopped by Ctrl-C keeps its finished rows.
+	printRow := func(res *train.BenchResult) {
+		b, _ := json.Marshal(res)
+		fmt.Fprintln(stdout, string(b))
+	}
+	if !opts.JSON {
+		printRow = benchTable(stdout)
+	}
 	for _, m := range opts.Models {
 		objs := opts.Objectives
 		if len(objs) == 0 {
@@ -151,21 +159,31 @@ func runBench(_ context.Context, opts benchOptions, stdout, _ io.Writer) error {
 					if err != nil {
 						return fmt.Errorf("bench %s %s %s: %w", m, obj, prec, err)
 					}
-					results = append(results, res)
-					if opts.JSON {
-						b, _ := json.Marshal(res)
-						fmt.Fprintln(stdout, string(b))
-					}
+					printRow(res)
 				}
 			}
 		}
 	}
-	if opts.JSON {
-		return nil
+	return nil
+}
+
+// benchTable prints the table's header and returns the function that prints a row
+// under it. The columns have fixed widths, as no row waits for the others.
+func benchTable(w io.Writer) func(*train.BenchResult) {
+	header := []string{"model", "objective", "precision", "layout", "device", "params", "ms/step", "rows/s",
+		"GFLOP/step", "TFLOP/s", "epoch rows", "epoch s", "peak MiB", "faults/step"}
+	line := func(cells []string) {
+		var b strings.Builder
+		for i, c := range cells {
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			fmt.Fprintf(&b, "%*s", max(len(header[i]), 8), c)
+		}
+		fmt.Fprintln(w, b.String())
 	}
-	tw := tabwriter.NewWriter(stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "model\tobjective\tprecision\tlayout\tdevice\tparams\tms/step\trows/s\tGFLOP/step\tTFLOP/s\tepoch rows\tepoch s\tpeak MiB\tfaults/step\t")
-	for _, r := range results {
+	line(header)
+	return func(r *train.BenchResult) {
 		peak := "-"
 		if r.PeakBytes >= 0 {
 			peak = fmt.Sprintf("%.0f", float64(r.PeakBytes)/(1<<20))
@@ -177,10 +195,11 @@ func runBench(_ context.Context, opts benchOptions, stdout, _ io.Writer) error {
 		if r.Arch == "mlp" {
 			layout = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%.2f\t%.0f\t%s\t%s\t%d\t%.1f\t%s\t%.0f\t\n", r.Arch, r.Objective, r.Precision, layout, r.Device, r.Params,
-			r.StepMS, r.ImagesPerSec, sigFig(r.GFLOPPerStep), sigFig(r.AchievedTFLOPS), r.EpochRows, r.EpochSeconds, peak, r.FaultsPerStep)
+		line([]string{r.Arch, r.Objective, r.Precision, layout, r.Device, fmt.Sprint(r.Params),
+			fmt.Sprintf("%.2f", r.StepMS), fmt.Sprintf("%.0f", r.ImagesPerSec), sigFig(r.GFLOPPerStep),
+			sigFig(r.AchievedTFLOPS), fmt.Sprint(r.EpochRows), fmt.Sprintf("%.1f", r.EpochSeconds), peak,
+			fmt.Sprintf("%.0f", r.FaultsPerStep)})
 	}
-	return tw.Flush()
 }
 
 // maxBenchBatch bounds --batch-size: bench makes 4 batches of synthetic data on the

@@ -3490,6 +3490,38 @@ func TestBenchTimesEachConfiguration(t *testing.T) {
 	}
 }
 
+// bench prints each row as it finishes: stopped by Ctrl-C in the second model, it
+// has printed the first's row under the header (it printed nothing before).
+func TestBenchInterruptedKeepsRows(t *testing.T) {
+	cmd := exec.Command(bin, "bench", "--model", "mlp,mnist", "--device", "cpu", "--steps", "100000", "--batch-size", "8")
+	cmd.Dir = t.TempDir()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	hang := time.AfterFunc(slowWait, func() { cmd.Process.Kill() }) // no row ever came
+	defer hang.Stop()
+	var got []string
+	lines := bufio.NewScanner(stdout)
+	for lines.Scan() {
+		got = append(got, lines.Text())
+		if f := strings.Fields(lines.Text()); len(f) > 0 && f[0] == "mlp" {
+			if err := cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 || len(got) != 2 ||
+		!strings.HasPrefix(strings.Fields(got[0])[0], "model") || strings.Fields(got[1])[0] != "mlp" {
+		t.Errorf("exit %d, stdout %q; want 130, the header and the mlp row", code, got)
+	}
+}
+
 // A shell's <(zcat t.csv.gz) is /dev/fd/63: train reads it by what it starts with, and
 // names the run for a pipe. compare, which reads its data more than once, refuses it.
 func TestTrainFromPipe(t *testing.T) {
