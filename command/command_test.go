@@ -8,8 +8,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/csv"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1272,8 +1274,10 @@ func TestResumeRefusedByRestoreKeepsConfig(t *testing.T) {
 }
 
 // rewriteCheckpointHeader replaces old with new in a checkpoint's JSON header, with
-// the header's length updated (tensor offsets count from the header's end).
-func rewriteCheckpointHeader(t *testing.T, path, old, new string) {
+// the header's length updated (tensor offsets count from the header's end) and, when
+// reseal is set, its checksum too: a setting as another emclust might have written it.
+// The checksum is computed here from the canonical form torch documents.
+func rewriteCheckpointHeader(t *testing.T, path, old, new string, reseal bool) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -1285,6 +1289,29 @@ func rewriteCheckpointHeader(t *testing.T, path, old, new string) {
 		t.Fatalf("want %s once in %s's header", old, path)
 	}
 	header = strings.Replace(header, old, new, 1)
+	if reseal {
+		dec := json.NewDecoder(strings.NewReader(header))
+		dec.UseNumber()
+		var h map[string]any
+		if err := dec.Decode(&h); err != nil {
+			t.Fatal(err)
+		}
+		meta := h["__metadata__"].(map[string]any)
+		delete(meta, torch.HeaderChecksumKey)
+		var canonical bytes.Buffer
+		enc := json.NewEncoder(&canonical)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(h); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(bytes.TrimSuffix(canonical.Bytes(), []byte("\n")))
+		meta[torch.HeaderChecksumKey] = hex.EncodeToString(sum[:])
+		hj, err := json.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header = string(hj)
+	}
 	out := binary.LittleEndian.AppendUint64(nil, uint64(len(header)))
 	out = append(append(out, header...), b[8+n:]...)
 	if err := os.WriteFile(path, out, 0o644); err != nil {
@@ -1303,13 +1330,19 @@ func TestResumeSavedSettings(t *testing.T) {
 			t.Fatalf("train: exit %d: %s", r.code, r.stderr)
 		}
 	}
-	rewriteCheckpointHeader(t, filepath.Join(dir, "threads", "checkpoint.safetensors"), `\"threads\":0`, `\"threads\":100000`)
+	rewriteCheckpointHeader(t, filepath.Join(dir, "threads", "checkpoint.safetensors"), `\"threads\":0`, `\"threads\":100000`, true)
 	wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "threads", "--epochs", "3"))
-	rewriteCheckpointHeader(t, filepath.Join(dir, "objective", "checkpoint.safetensors"), `\"objective\":\"em\"`, `\"objective\":\"bogus\"`)
+	rewriteCheckpointHeader(t, filepath.Join(dir, "objective", "checkpoint.safetensors"), `\"objective\":\"em\"`, `\"objective\":\"bogus\"`, true)
 	wantError(t, run(t, dir, "train", "--quiet", "--resume", "objective", "--epochs", "3"), 1, "checkpoint.safetensors", "bogus")
+	// The same edit without the header's checksum redone: the checkpoint is damaged.
+	// predict used whatever settings it found (the saved standardisation among them).
+	rewriteCheckpointHeader(t, filepath.Join(dir, "threads", "checkpoint.safetensors"), `\"epochs\":3`, `\"epochs\":30`, false)
+	wantError(t, run(t, dir, "predict", "--model", "threads", "--out", "p.csv"), 1, "checkpoint.safetensors", "header", "damaged")
 	// A checksum whose key was damaged is missed, not skipped.
-	rewriteCheckpointHeader(t, filepath.Join(dir, "threads", "checkpoint.safetensors"), `"emclust.data_sha256"`, `"emclust.data_sha257"`)
+	rewriteCheckpointHeader(t, filepath.Join(dir, "threads", "checkpoint.safetensors"), `"emclust.data_sha256"`, `"emclust.data_sha257"`, true)
 	wantError(t, run(t, dir, "predict", "--model", "threads", "--out", "p.csv"), 1, "checkpoint.safetensors", "no checksum")
+	rewriteCheckpointHeader(t, filepath.Join(dir, "objective", "checkpoint.safetensors"), `"emclust.header_sha256"`, `"emclust.header_sha257"`, false)
+	wantError(t, run(t, dir, "predict", "--model", "objective", "--out", "p.csv"), 1, "checkpoint.safetensors", "no checksum of its header")
 }
 
 // report replaces an earlier report only when told to.
@@ -2151,7 +2184,7 @@ func TestCompareResumeRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Inside the header's JSON string.
-	rewriteCheckpointHeader(t, filepath.Join(dir, "cmp", "em-s1", "checkpoint.safetensors"), `\"in\":4,\"hidden\":[32,32]`, `\"in\":4,\"hidden\":[32,31]`)
+	rewriteCheckpointHeader(t, filepath.Join(dir, "cmp", "em-s1", "checkpoint.safetensors"), `\"in\":4,\"hidden\":[32,32]`, `\"in\":4,\"hidden\":[32,31]`, true)
 	wantError(t, run(t, dir, append(args, "--resume")...), 1, "checkpoint.safetensors", "does not match this run's")
 	if _, err := os.Stat(result); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a refused resume kept a result: %v", err)

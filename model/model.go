@@ -385,6 +385,10 @@ func (n *Net) Load(f *torch.SafeFile, prefix string) error {
 		if want := nt.Tensor.Shape(); !sameShape(shape, want) {
 			return fmt.Errorf("checkpoint %s: tensor %q has shape %v, this %s model (K=%d) needs %v", f.Path, name, shape, n.Spec.Arch, n.Spec.K, want)
 		}
+		// Copied into the parameter, the values would be converted without a word.
+		if dt, _ := f.DType(name); dt != nt.Tensor.DType() {
+			return fmt.Errorf("checkpoint %s: tensor %q is %v, this model's is %v", f.Path, name, dt, nt.Tensor.DType())
+		}
 		s.CopyInto(nt.Tensor, s.LoadTensor(f, name, n.Device))
 	}
 	if n.selected == nil {

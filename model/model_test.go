@@ -185,6 +185,20 @@ func TestCheckpointLoadChecksShapes(t *testing.T) {
 	if err := cnn.Load(f, ""); err == nil || !strings.Contains(err.Error(), "another model") {
 		t.Fatalf("wrong-arch load: %v", err)
 	}
+	// A weight saved in float64 (or an edited dtype) would be converted without a word.
+	s64 := torch.NoGrad()
+	defer s64.Close()
+	wide := append([]torch.Named(nil), all...)
+	wide[0].Tensor = s64.Cast(wide[0].Tensor, torch.Float64)
+	if err := torch.SaveSafetensors(path, wide, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f, err = torch.ReadSafetensors(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Load(f, ""); err == nil || !strings.Contains(err.Error(), wide[0].Name) || !strings.Contains(err.Error(), "float64") {
+		t.Fatalf("float64 weight into a float32 model: %v", err)
+	}
 }
 
 func TestSpecErrors(t *testing.T) {

@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -17,12 +18,48 @@ import (
 // JSON header naming each tensor's dtype, shape and byte range, then the raw data.
 // It does not depend on the libtorch version, and Python's safetensors reads it.
 //
-// The metadata carries a SHA-256 of the data section under ChecksumKey, checked on
-// read: a flipped bit in a weight would otherwise load silently and change the
-// clustering. Files without the key (written by other tools) load unchecked.
+// The metadata carries a SHA-256 of the data section under ChecksumKey, and one of
+// the rest of the header under HeaderChecksumKey, both checked on read: a flipped bit
+// in a weight, a tensor's dtype or the saved standardisation would otherwise load
+// silently and change the clustering. Files without the keys (written by other
+// tools) load unchecked.
 
 // ChecksumKey is the metadata entry holding the hex SHA-256 of the data section.
 const ChecksumKey = "emclust.data_sha256"
+
+// HeaderChecksumKey is the metadata entry holding the hex SHA-256 of the header
+// without it, in canonicalHeader's form.
+const HeaderChecksumKey = "emclust.header_sha256"
+
+// canonicalHeader is the header's JSON, less the header checksum, in one form
+// whatever spacing or key order the file has: compact, every object's keys sorted,
+// no HTML escapes; Python's json.dumps(h, sort_keys=True, separators=(",", ":"),
+// ensure_ascii=False) gives the same bytes.
+func canonicalHeader(entries map[string]stEntry, meta map[string]string) []byte {
+	h := make(map[string]any, len(entries)+1)
+	for name, e := range entries {
+		h[name] = map[string]any{"dtype": e.DType, "shape": e.Shape, "data_offsets": e.Offsets}
+	}
+	m := make(map[string]string, len(meta))
+	for k, v := range meta {
+		if k != HeaderChecksumKey {
+			m[k] = v
+		}
+	}
+	h["__metadata__"] = m
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(h); err != nil { // strings and ints always encode
+		panic(err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+func headerSum(entries map[string]stEntry, meta map[string]string) string {
+	sum := sha256.Sum256(canonicalHeader(entries, meta))
+	return hex.EncodeToString(sum[:])
+}
 
 // maxHeaderBytes bounds the JSON header read into memory.
 const maxHeaderBytes = 100 << 20
@@ -57,9 +94,11 @@ type stEntry struct {
 func SaveSafetensors(path string, tensors []Named, meta map[string]string) error {
 	s := NoGrad()
 	defer s.Close()
-	header := map[string]any{}
-	if _, ok := meta[ChecksumKey]; ok {
-		return fmt.Errorf("save %s: metadata key %q is reserved", path, ChecksumKey)
+	entries := map[string]stEntry{}
+	for _, key := range []string{ChecksumKey, HeaderChecksumKey} {
+		if _, ok := meta[key]; ok {
+			return fmt.Errorf("save %s: metadata key %q is reserved", path, key)
+		}
 	}
 	var blobs [][]byte
 	off := 0
@@ -67,7 +106,7 @@ func SaveSafetensors(path string, tensors []Named, meta map[string]string) error
 		if nt.Name == "__metadata__" {
 			return fmt.Errorf("save %s: reserved tensor name %q", path, nt.Name)
 		}
-		if _, dup := header[nt.Name]; dup {
+		if _, dup := entries[nt.Name]; dup {
 			return fmt.Errorf("save %s: duplicate tensor name %q", path, nt.Name)
 		}
 		dt := nt.Tensor.DType()
@@ -87,7 +126,7 @@ func SaveSafetensors(path string, tensors []Named, meta map[string]string) error
 		if shape == nil {
 			shape = []int{}
 		}
-		header[nt.Name] = stEntry{DType: name, Shape: shape, Offsets: [2]int{off, off + len(buf)}}
+		entries[nt.Name] = stEntry{DType: name, Shape: shape, Offsets: [2]int{off, off + len(buf)}}
 		off += len(buf)
 		blobs = append(blobs, buf)
 	}
@@ -99,7 +138,11 @@ func SaveSafetensors(path string, tensors []Named, meta map[string]string) error
 	for k, v := range meta {
 		withSum[k] = v
 	}
-	header["__metadata__"] = withSum
+	withSum[HeaderChecksumKey] = headerSum(entries, withSum)
+	header := map[string]any{"__metadata__": withSum}
+	for name, e := range entries {
+		header[name] = e
+	}
 	hj, err := json.Marshal(header)
 	if err != nil {
 		return fmt.Errorf("save %s: %w", path, err)
@@ -197,6 +240,9 @@ func ReadSafetensors(path string) (*SafeFile, error) {
 			return nil, fmt.Errorf("read checkpoint %s: tensor data ranges %v and %v overlap (damaged, or not written by a safetensors writer)", path, ranges[i-1], ranges[i])
 		}
 	}
+	if want, ok := f.Meta[HeaderChecksumKey]; ok && headerSum(f.entries, f.Meta) != want {
+		return nil, fmt.Errorf("read checkpoint %s: the header (tensor types, shapes, offsets, settings) does not match the checksum it was saved with (the file is damaged)", path)
+	}
 	if want, ok := f.Meta[ChecksumKey]; ok {
 		got := sha256.Sum256(f.data)
 		if hex.EncodeToString(got[:]) != want {
@@ -236,6 +282,15 @@ func (f *SafeFile) Names() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// DType is the element type of tensor name, and whether it exists.
+func (f *SafeFile) DType(name string) (DType, bool) {
+	e, ok := f.entries[name]
+	if !ok {
+		return 0, false
+	}
+	return stDType(e.DType)
 }
 
 // Shape is the shape of tensor name, and whether it exists.

@@ -2,6 +2,7 @@ package torch
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,6 +80,64 @@ func TestSafetensorsChecksum(t *testing.T) {
 	}
 	if err := SaveSafetensors(path, []Named{{"w", w}}, map[string]string{ChecksumKey: "x"}); err == nil {
 		t.Fatal("a caller could set the checksum entry")
+	}
+}
+
+// An edit of the header (a tensor's dtype, its offsets, a setting in the metadata)
+// is caught by the header's checksum; the same header re-spaced and re-ordered, as
+// another JSON writer would leave it, still reads.
+func TestSafetensorsHeaderChecksum(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	a := s.FromFloat32([]float32{1, 2}, []int{2}, testDevice)
+	b := s.FromFloat32([]float32{3, 4}, []int{2}, testDevice)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ck.safetensors")
+	if err := SaveSafetensors(path, []Named{{"a", a}, {"b", b}}, map[string]string{"config": `{"gamma":5}`}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(raw)
+	header, data := string(raw[8:8+n]), raw[8+n:]
+	for _, tc := range []struct{ name, from, to string }{
+		{"dtype", `"a":{"dtype":"F32"`, `"a":{"dtype":"I32"`},
+		{"offsets swapped", `"data_offsets":[0,8]`, `"data_offsets":[8,16]@`},
+		{"a setting", `\"gamma\":5`, `\"gamma\":7`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			edited := strings.Replace(header, tc.from, tc.to, 1)
+			if tc.name == "offsets swapped" {
+				edited = strings.Replace(edited, `"data_offsets":[8,16]}`, `"data_offsets":[0,8]}`, 1)
+				edited = strings.Replace(edited, "@", "", 1)
+			}
+			if edited == header {
+				t.Fatalf("%q not in the header %s", tc.from, header)
+			}
+			bad := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".safetensors")
+			os.WriteFile(bad, rawSafetensors(edited, data), 0o644)
+			if _, err := ReadSafetensors(bad); err == nil || !strings.Contains(err.Error(), "header") || !strings.Contains(err.Error(), "damaged") {
+				t.Fatalf("header %s: %v, want the header's checksum error", edited, err)
+			}
+		})
+	}
+	var parsed map[string]any
+	if err := json.Unmarshal([]byte(header), &parsed); err != nil {
+		t.Fatal(err)
+	}
+	respaced, err := json.MarshalIndent(parsed, " ", "\t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "respaced.safetensors")
+	os.WriteFile(other, rawSafetensors(string(respaced), data), 0o644)
+	if f, err := ReadSafetensors(other); err != nil || f.Meta["config"] != `{"gamma":5}` {
+		t.Fatalf("the same header re-spaced: %v", err)
+	}
+	if err := SaveSafetensors(path, []Named{{"a", a}}, map[string]string{HeaderChecksumKey: "x"}); err == nil {
+		t.Fatal("a caller could set the header's checksum entry")
 	}
 }
 

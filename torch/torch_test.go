@@ -637,7 +637,7 @@ func TestSafetensorsReadableFromPython(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ck.safetensors")
 	w := s.FromFloat32([]float32{0.5, -1.25, 3, 4}, []int{2, 2}, testDevice)
 	steps := s.FromInt64([]int64{7}, []int{1}, testDevice)
-	if err := SaveSafetensors(path, []Named{{"w", w}, {"steps", steps}}, map[string]string{"k": "4"}); err != nil {
+	if err := SaveSafetensors(path, []Named{{"w", w}, {"steps", steps}}, map[string]string{"k": "4", "é": "<&>"}); err != nil {
 		t.Fatal(err)
 	}
 	script := `
@@ -648,7 +648,11 @@ h = json.loads(b[8:8+n])
 data = b[8+n:]
 fmt = {"F32": "f", "I64": "q"}
 meta = h["__metadata__"]
-out = {"sha256_ok": hashlib.sha256(data).hexdigest() == meta.pop("emclust.data_sha256"), "meta": meta}
+header_sum = meta.pop("emclust.header_sha256")
+canonical = json.dumps(h, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+out = {"sha256_ok": hashlib.sha256(data).hexdigest() == meta["emclust.data_sha256"],
+       "header_ok": hashlib.sha256(canonical).hexdigest() == header_sum, "meta": meta}
+meta.pop("emclust.data_sha256")
 for name, e in h.items():
     if name == "__metadata__":
         continue
@@ -662,8 +666,9 @@ print(json.dumps(out, sort_keys=True))
 	if err != nil {
 		t.Fatalf("python: %v: %s", err, got)
 	}
-	// The checksum is the SHA-256 of the data section, as Python's hashlib computes it.
-	want := `{"meta": {"k": "4"}, "sha256_ok": true, "steps": {"shape": [1], "values": [7]}, "w": {"shape": [2, 2], "values": [0.5, -1.25, 3.0, 4.0]}}`
+	// The checksums are the SHA-256 of the data section and of the header in its
+	// canonical form, as Python's hashlib and json compute them.
+	want := `{"header_ok": true, "meta": {"k": "4", "\u00e9": "<&>"}, "sha256_ok": true, "steps": {"shape": [1], "values": [7]}, "w": {"shape": [2, 2], "values": [0.5, -1.25, 3.0, 4.0]}}`
 	if strings.TrimSpace(string(got)) != want {
 		t.Fatalf("python read\n%s\nwant\n%s", got, want)
 	}

@@ -1283,10 +1283,13 @@ func ReadCheckpoint(runDir string) (*torch.SafeFile, *Config, model.Spec, error)
 	if f.Meta["format"] != "emclust-checkpoint-1" {
 		return nil, nil, model.Spec{}, fmt.Errorf("%s: not an emclust checkpoint (format %q)", path, f.Meta["format"])
 	}
-	// Every checkpoint emclust writes carries it: one without was damaged where the
+	// Every checkpoint emclust writes carries them: one without was damaged where the
 	// key was, and would be read unchecked.
 	if f.Meta[torch.ChecksumKey] == "" {
 		return nil, nil, model.Spec{}, fmt.Errorf("%s: no checksum of its tensor data (%s) in the header: the file is damaged, or older than emclust's checksums (2026-11-22)", path, torch.ChecksumKey)
+	}
+	if f.Meta[torch.HeaderChecksumKey] == "" {
+		return nil, nil, model.Spec{}, fmt.Errorf("%s: no checksum of its header (%s): the file is damaged, or older than emclust's header checksums (2026-11-28)", path, torch.HeaderChecksumKey)
 	}
 	var cfg Config
 	var spec model.Spec
