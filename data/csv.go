@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // CSVOptions says how to read a delimited text file of vectors.
@@ -145,16 +146,10 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 	var rd recordReader
 	if comma == ' ' {
 		rd = &blankRecords{r: br}
+	} else if comma < utf8.RuneSelf {
+		rd = &plainRecords{r: br, comma: byte(comma)}
 	} else {
-		cr := csv.NewReader(br)
-		cr.Comma = comma
-		cr.Comment = '#'
-		cr.FieldsPerRecord = -1 // checked here, for a clearer message
-		cr.ReuseRecord = true
-		// Trimming leading white space would swallow empty tab-separated
-		// fields, shifting the rest; cells are trimmed after splitting anyway.
-		cr.TrimLeadingSpace = comma != '\t'
-		rd = &csvRecords{r: cr}
+		rd = &csvRecords{r: newCSVReader(br, comma)}
 	}
 
 	p := csvParser{name: name, labelCol: -1, maxBytes: opt.maxBytes}
@@ -320,9 +315,15 @@ func (p *csvParser) presize(read float64) {
 	if p.bytes(rows) > p.maxBytes {
 		return // row() refuses the row that passes the limit, by its line
 	}
-	p.x = slices.Grow(p.x, rows*p.d-len(p.x))
+	// make and copy rather than slices.Grow, which clears the new room: fresh
+	// memory from the OS is zero already, and clearing it faults every page in at once.
+	x := make([]float32, len(p.x), rows*p.d)
+	copy(x, p.x)
+	p.x = x
 	if p.labelCol >= 0 {
-		p.labels = slices.Grow(p.labels, rows-len(p.labels))
+		l := make([]int, len(p.labels), rows)
+		copy(l, p.labels)
+		p.labels = l
 	}
 }
 
@@ -494,8 +495,11 @@ func (p *csvParser) row(rec []string, line int) error {
 // parseNumber reads a cell as a decimal number, as NumPy and pandas do: Go's own
 // syntax, which ParseFloat also takes, would read 1_0 as 10 and 0x10 as 16.
 func parseNumber(s string) (float64, error) {
-	digits := strings.TrimLeft(s, "+-")
-	if strings.IndexByte(s, '_') >= 0 || strings.HasPrefix(digits, "0x") || strings.HasPrefix(digits, "0X") {
+	i := 0
+	for i < len(s) && (s[i] == '+' || s[i] == '-') {
+		i++
+	}
+	if strings.IndexByte(s, '_') >= 0 || i+1 < len(s) && s[i] == '0' && (s[i+1] == 'x' || s[i+1] == 'X') {
 		return 0, strconv.ErrSyntax
 	}
 	return strconv.ParseFloat(s, 64)
@@ -642,6 +646,96 @@ type longLineError struct{ line, max int }
 
 func (e *longLineError) Error() string {
 	return fmt.Sprintf("a line longer than %d MiB; is this a CSV?", e.max>>20)
+}
+
+func newCSVReader(r io.Reader, comma rune) *csv.Reader {
+	cr := csv.NewReader(r)
+	cr.Comma = comma
+	cr.Comment = '#'
+	cr.FieldsPerRecord = -1 // checked here, for a clearer message
+	cr.ReuseRecord = true
+	// Trimming leading white space would swallow empty tab-separated
+	// fields, shifting the rest; cells are trimmed after splitting anyway.
+	cr.TrimLeadingSpace = comma != '\t'
+	return cr
+}
+
+// plainRecords splits lines without quotes itself, as encoding/csv would, into
+// cells that point into the line rather than into a string allocated per line:
+// a table of millions of rows would otherwise make as much garbage as its text,
+// which Go's heap holds as well as the values. From the first line with a quote
+// on, it hands the rest of the input to encoding/csv. The cells are valid until
+// the next call.
+type plainRecords struct {
+	r     *bufio.Reader
+	comma byte
+	line  int    // lines read so far
+	long  []byte // a line longer than r's buffer
+	rec   []string
+	slow  *csvRecords // from the first quote on
+}
+
+func (p *plainRecords) next() ([]string, int, error) {
+	if p.slow != nil {
+		rec, line, err := p.slow.next()
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			pe.StartLine += p.line
+			pe.Line += p.line
+		}
+		return rec, line + p.line, err
+	}
+	for {
+		line, err := p.r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			p.long = append(p.long[:0], line...)
+			for err == bufio.ErrBufferFull {
+				line, err = p.r.ReadSlice('\n')
+				p.long = append(p.long, line...)
+			}
+			line = p.long
+		}
+		if len(line) == 0 && err != nil {
+			return nil, 0, err
+		}
+		if err != nil && err != io.EOF {
+			return nil, 0, err
+		}
+		if bytes.IndexByte(line, '"') >= 0 {
+			raw := bytes.Clone(line)
+			p.slow = &csvRecords{r: newCSVReader(io.MultiReader(bytes.NewReader(raw), p.r), rune(p.comma))}
+			return p.next()
+		}
+		p.line++
+		// As encoding/csv: a final \r before EOF and \r\n ending a line go, and
+		// lines that are empty or start with '#' are skipped.
+		if n := len(line); n > 0 && line[n-1] == '\n' {
+			line = line[:n-1]
+			if n := len(line); n > 0 && line[n-1] == '\r' {
+				line = line[:n-1]
+			}
+		} else if n > 0 && line[n-1] == '\r' {
+			line = line[:n-1]
+		}
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		p.rec = p.rec[:0]
+		for {
+			i := bytes.IndexByte(line, p.comma)
+			if i < 0 {
+				p.rec = append(p.rec, unsafe.String(unsafe.SliceData(line), len(line)))
+				break
+			}
+			p.rec = append(p.rec, unsafe.String(unsafe.SliceData(line), i))
+			line = line[i+1:]
+		}
+		// encoding/csv skips empty lines but not lines of blanks.
+		if len(p.rec) == 1 && strings.TrimSpace(p.rec[0]) == "" {
+			continue
+		}
+		return p.rec, p.line, nil
+	}
 }
 
 type csvRecords struct{ r *csv.Reader }

@@ -1,10 +1,13 @@
 package data
 
 import (
+	"bufio"
 	"bytes"
 	"image/jpeg"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -140,6 +143,44 @@ func FuzzImageFolder(f *testing.F) {
 				if im, err := LoadImageFolder(d, size, size == 5); err == nil {
 					checkImages(t, im)
 				}
+			}
+		}
+	})
+}
+
+// plainRecords, the splitter of lines without quotes, gives encoding/csv's cells,
+// line numbers and errors on any input, through small buffers so that lines span
+// reads; from a quote on it hands over to encoding/csv.
+func FuzzPlainRecords(f *testing.F) {
+	for _, s := range []string{"a,b\n1,2\n", "1,2\r\n\r\n#c\n3,4", "1, 2\n\"x\",3\n4,5\n", " \n1\r", "1,\"a\nb\",3\n4,5,6\n", "a;b\n", "\n\n1\t2\n"} {
+		f.Add([]byte(s), byte(','))
+		f.Add([]byte(s), byte('\t'))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, comma byte) {
+		if comma != ',' && comma != '\t' && comma != ';' {
+			return
+		}
+		a := &csvRecords{r: newCSVReader(bufio.NewReaderSize(bytes.NewReader(in), 16), rune(comma))}
+		b := &plainRecords{r: bufio.NewReaderSize(bytes.NewReader(in), 16), comma: comma}
+		for i := 0; ; i++ {
+			ra, la, ea := a.next()
+			ra = slices.Clone(ra)
+			rb, lb, eb := b.next()
+			if (ea == nil) != (eb == nil) || (ea != nil && ea.Error() != eb.Error()) {
+				t.Fatalf("rec %d: errors %v vs %v", i, ea, eb)
+			}
+			if ea != nil {
+				return
+			}
+			tr := func(r []string) []string {
+				out := make([]string, len(r))
+				for i, c := range r {
+					out[i] = strings.TrimSpace(c)
+				}
+				return out
+			}
+			if !slices.Equal(tr(ra), tr(rb)) || la != lb {
+				t.Fatalf("rec %d: %q line %d vs %q line %d", i, ra, la, rb, lb)
 			}
 		}
 	})

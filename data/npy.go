@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // ReadNPY reads the NumPy .npy file at path, as described by ParseNPY.
@@ -139,9 +140,27 @@ func parseNPY(r io.Reader, name string, size int64) (*Vectors, error) {
 	if size >= 0 && size-int64(8+lenBytes+hlen) >= int64(want) {
 		capacity = count
 	}
-	x := make([]float32, 0, capacity)
+	var x []float32
+	if dt.native && capacity == count {
+		// float32 in this machine's byte order, of a file long enough: read the
+		// bytes into place, without a buffer or a decode.
+		x = make([]float32, count)
+		xb := unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), want)
+		for done := 0; done < want; {
+			k, err := io.ReadFull(r, xb[done:min(want, done+1<<20)])
+			done += k
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return nil, fmt.Errorf("%s: truncated: want %d bytes of data, have %d", name, want, done)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	} else {
+		x = make([]float32, 0, capacity)
+	}
 	buf := make([]byte, (1<<20)/dt.size*dt.size)
-	for done := 0; done < want; {
+	for done := len(x) * dt.size; done < want; {
 		chunk := buf[:min(len(buf), want-done)]
 		k, err := io.ReadFull(r, chunk)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
@@ -158,7 +177,8 @@ func parseNPY(r io.Reader, name string, size int64) (*Vectors, error) {
 	}
 	if dt.float {
 		for i, f := range x {
-			if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			// All exponent bits set: NaN or ±Inf, as one test rather than two.
+			if math.Float32bits(f)&0x7f800000 == 0x7f800000 {
 				what := fmt.Sprint(f)
 				if math.IsInf(float64(f), 0) && dt.size > 4 {
 					// Decoded already: a float64 past float32's range reads as Inf too.
@@ -225,7 +245,16 @@ type npyType struct {
 	size   int
 	float  bool
 	decode func(dst []float32, src []byte) []float32
+	native bool // float32 in the machine's byte order: the bytes are the values
 }
+
+// nativeOrder is the machine's byte order.
+var nativeOrder binary.ByteOrder = func() binary.ByteOrder {
+	if x := uint16(1); *(*byte)(unsafe.Pointer(&x)) == 1 {
+		return binary.LittleEndian
+	}
+	return binary.BigEndian
+}()
 
 const npyTypes = "f4, f8, i1, i2, i4, i8, u1, u2, u4, u8"
 
@@ -253,6 +282,7 @@ func lookupNPYType(descr string) (npyType, error) {
 	t := npyType{size: size, float: kind == 'f'}
 	switch {
 	case kind == 'f' && size == 4:
+		t.native = bo == nativeOrder
 		t.decode = func(dst []float32, src []byte) []float32 {
 			for i := 0; i < len(src); i += 4 {
 				dst = append(dst, math.Float32frombits(bo.Uint32(src[i:])))
