@@ -801,12 +801,14 @@ bool fusable(const at::Tensor &p, const at::Tensor &g, const at::Tensor &m, cons
 
 // adam_span updates n elements in one pass, each element's arithmetic in the same
 // order and type (T) as ATen's CPU kernels. It is built vectorised for AVX-512, AVX2
-// and the x86-64 baseline, chosen when the library loads; sqrt and division are
-// exact in any width, and without -ffp-contract nothing is fused, so each gives the
-// same bits. Vectorising sqrt needs -fno-math-errno (the build lines pass it).
+// and the x86-64 baseline, chosen when the library loads. sqrt and division are
+// exact in any width, and fp-contract=off keeps GCC from fusing multiply-adds (C++'s
+// default, fast, fused them in the AVX-512 build and moved `make run`'s NMI), so
+// each gives the same bits. Vectorising sqrt needs -fno-math-errno (the build lines
+// pass it).
 template <typename T>
 #if defined(__x86_64__) && defined(__GNUC__)
-__attribute__((target_clones("avx512f", "avx2", "default"), optimize("tree-vectorize")))
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("tree-vectorize", "fp-contract=off")))
 #endif
 void adam_span(T *__restrict pp, const T *__restrict gp, T *__restrict mp, T *__restrict vp,
                int64_t n, T b1, T a1, T b2, T a2, T e, T ss, T c2) {
