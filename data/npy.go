@@ -141,27 +141,21 @@ func parseNPY(r io.Reader, name string, size int64) (*Vectors, error) {
 		capacity = count
 	}
 	var x []float32
+	var buf, into []byte
 	if dt.native && capacity == count {
 		// float32 in this machine's byte order, of a file long enough: read the
 		// bytes into place, without a buffer or a decode.
 		x = make([]float32, count)
-		xb := unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), want)
-		for done := 0; done < want; {
-			k, err := io.ReadFull(r, xb[done:min(want, done+1<<20)])
-			done += k
-			if err == io.EOF || err == io.ErrUnexpectedEOF {
-				return nil, fmt.Errorf("%s: truncated: want %d bytes of data, have %d", name, want, done)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-		}
+		into = unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), want)
 	} else {
 		x = make([]float32, 0, capacity)
+		buf = make([]byte, (1<<20)/dt.size*dt.size)
 	}
-	buf := make([]byte, (1<<20)/dt.size*dt.size)
-	for done := len(x) * dt.size; done < want; {
+	for done := 0; done < want; {
 		chunk := buf[:min(len(buf), want-done)]
+		if into != nil {
+			chunk = into[done:min(want, done+1<<20)]
+		}
 		k, err := io.ReadFull(r, chunk)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			return nil, fmt.Errorf("%s: truncated: want %d bytes of data, have %d", name, want, done+k)
@@ -169,7 +163,9 @@ func parseNPY(r io.Reader, name string, size int64) (*Vectors, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
-		x = dt.decode(x, chunk)
+		if into == nil {
+			x = dt.decode(x, chunk)
+		}
 		done += k
 	}
 	if h.fortran && len(h.shape) > 1 {
