@@ -10,7 +10,7 @@ SHIM_SRC    := torch/csrc/emtorch.cpp torch/csrc/emtorch.h torch/csrc/emtorch.ma
 # Debian's libtorch-dev puts the C++ API headers here.
 TORCH_INC   ?= /usr/include/torch/csrc/api/include
 CXXFLAGS    ?= -O2
-SHIM_FLAGS  := -std=c++17 -fPIC -shared -fno-math-errno -Wall -Wno-unused-parameter -DUSE_C10D_GLOO -DEMTORCH_GLOO
+SHIM_FLAGS  := -std=c++17 -fPIC -shared -fno-math-errno -ffp-contract=off -Wall -Wno-unused-parameter -DUSE_C10D_GLOO -DEMTORCH_GLOO
 # libopenblas0-pthread: Debian's libtorch calls libblas.so.3 for its matrix products,
 # and without OpenBLAS that is the reference BLAS, 1.7x slower per step (RESULTS §10).
 # libgloo-dev: the headers of Gloo, c10d's CPU backend for multi-process training

@@ -77,7 +77,7 @@ fi
 
 mkdir -p "$OUT"
 build() {
-  "$CXX" -std=c++17 -O2 -fPIC -shared -fno-math-errno -Wall -Wno-unused-parameter "${defs[@]}" "$@" "${incs[@]}" \
+  "$CXX" -std=c++17 -O2 -fPIC -shared -fno-math-errno -ffp-contract=off -Wall -Wno-unused-parameter "${defs[@]}" "$@" "${incs[@]}" \
     "$HERE/torch/csrc/emtorch.cpp" -o "$OUT/libemtorch.so" -Wl,--version-script="$HERE/torch/csrc/emtorch.map" \
     -L"$LIBTORCH/lib" -Wl,--no-as-needed "${libs[@]}" -Wl,--as-needed -Wl,-rpath,"$LIBTORCH/lib"
 }

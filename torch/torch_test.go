@@ -514,6 +514,71 @@ func TestAdamLayouts(t *testing.T) {
 	}
 }
 
+// Adam's one-pass CPU update rounds each operation on its own, in ATen's order, in
+// float32, whichever vector width the CPU picked for it: the same bits as this
+// reference, where every product and sum is rounded to float32 (a fused multiply-add
+// in one build moved make run's clustering). The parameter's length leaves a tail
+// after every vector width, and crosses the update's grain of 2^15 for the threads.
+func TestAdamExactBits(t *testing.T) {
+	if testDevice.CUDA {
+		t.Skip("the one-pass update is the CPU's; CUDA takes _foreach")
+	}
+	s := NewScope()
+	defer s.Close()
+	const n, lr, steps = 70001, 0.01, 3
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(2 * math.Sin(float64(i)+0.5))
+	}
+	p := s.Keep(s.FromFloat32(x, []int{n}, testDevice))
+	defer p.Free()
+	p.SetRequiresGrad(true)
+	opt, err := NewAdam([]*Tensor{p}, []float64{lr}, AdamConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer opt.Close()
+	m, v := make([]float32, n), make([]float32, n)
+	b1, b2 := float32(0.9), float32(0.999)
+	a1, a2, eps := float32(1-0.9), float32(1-0.999), float32(1e-8)
+	for step := 1; step <= steps; step++ {
+		opt.ZeroGrad()
+		st := NewScope()
+		st.Backward(st.Sum(st.Square(p), false)) // gradient 2x, exact
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := opt.Step(); err != nil {
+			t.Fatal(err)
+		}
+		ss := float32(-lr / (1 - math.Pow(0.9, float64(step))))
+		c2 := float32(math.Sqrt(1 - math.Pow(0.999, float64(step))))
+		for i := range x {
+			g := 2 * x[i]
+			m[i] = float32(m[i]*b1) + float32(a1*g)
+			v[i] = float32(v[i]*b2) + float32(float32(a2*g)*g)
+			root := float32(math.Sqrt(float64(v[i]))) // float32's sqrt, correctly rounded
+			x[i] = x[i] + float32(float32(ss*m[i])/(float32(root/c2)+eps))
+		}
+	}
+	got := s.Float32s(p)
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	differ := 0
+	for i := range x {
+		if got[i] != x[i] {
+			if differ == 0 {
+				t.Errorf("element %d: %v, want %v (%d ulp)", i, got[i], x[i], int64(math.Float32bits(got[i]))-int64(math.Float32bits(x[i])))
+			}
+			differ++
+		}
+	}
+	if differ > 0 {
+		t.Errorf("%d of %d elements differ from float32 arithmetic op by op", differ, n)
+	}
+}
+
 func TestSafetensorsRoundTrip(t *testing.T) {
 	s := NewScope()
 	defer s.Close()

@@ -792,22 +792,27 @@ bool fusable(const at::Tensor &p, const at::Tensor &g, const at::Tensor &m, cons
   if (!p.device().is_cpu() || (dt != at::kFloat && dt != at::kDouble) || p.layout() != at::kStrided ||
       !p.is_non_overlapping_and_dense())
     return false;
-  for (const auto *t : {&g, &m, &v})
+  for (const auto *t : {&g, &m, &v}) {
     if (!t->device().is_cpu() || t->scalar_type() != dt || t->layout() != at::kStrided ||
-        t->strides() != p.strides() || t->sizes() != p.sizes())
+        t->sizes() != p.sizes())
       return false;
+    // A dimension of size 1 has any stride (autograd may give a channels-last
+    // [32,1,3,3] weight a contiguous gradient): it does not move an element.
+    for (int64_t d = 0; d < p.dim(); d++)
+      if (p.size(d) > 1 && t->stride(d) != p.stride(d)) return false;
+  }
   return true;
 }
 
 // adam_span updates n elements in one pass, each element's arithmetic in the same
 // order and type (T) as ATen's CPU kernels. It is built vectorised for AVX-512, AVX2
-// and the x86-64 baseline, chosen when the library loads. sqrt and division are
-// exact in any width, and fp-contract=off keeps GCC from fusing multiply-adds (C++'s
-// default, fast, fused them in the AVX-512 build and moved `make run`'s NMI), so
-// each gives the same bits. Vectorising sqrt needs -fno-math-errno (the build lines
-// pass it).
+// and the x86-64 baseline by GCC, chosen when the library loads. sqrt and division
+// are exact in any width, and fp-contract=off keeps the compiler from fusing
+// multiply-adds (GCC's C++ default fused them in the AVX-512 build and moved `make
+// run`'s NMI), so each gives the same bits. The build lines pass -ffp-contract=off
+// for other compilers and CPUs, and -fno-math-errno, without which sqrt stays scalar.
 template <typename T>
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) // clang: no clones of templates
 __attribute__((target_clones("avx512f", "avx2", "default"), optimize("tree-vectorize", "fp-contract=off")))
 #endif
 void adam_span(T *__restrict pp, const T *__restrict gp, T *__restrict mp, T *__restrict vp,
