@@ -152,7 +152,7 @@ func FuzzImageFolder(f *testing.F) {
 // line numbers and errors on any input, through small buffers so that lines span
 // reads; from a quote on it hands over to encoding/csv.
 func FuzzPlainRecords(f *testing.F) {
-	for _, s := range []string{"a,b\n1,2\n", "1,2\r\n\r\n#c\n3,4", "1, 2\n\"x\",3\n4,5\n", " \n1\r", "1,\"a\nb\",3\n4,5,6\n", "a;b\n", "\n\n1\t2\n"} {
+	for _, s := range []string{"a,b\n1,2\n", "1,2\r\n\r\n#c\n3,4", "1, 2\n\"x\",3\n4,5\n", " \n1\r", "1,\"a\nb\",3\n4,5,6\n", "a;b\n", "\n\n1\t2\n", "1,2\na\"b,3\n"} {
 		f.Add([]byte(s), byte(','))
 		f.Add([]byte(s), byte('\t'))
 	}

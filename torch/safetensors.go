@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"unicode/utf8"
 	"unsafe"
 
 	"emclust/atomicfile"
@@ -100,9 +101,19 @@ func SaveSafetensors(path string, tensors []Named, meta map[string]string) error
 			return fmt.Errorf("save %s: metadata key %q is reserved", path, key)
 		}
 	}
+	// encoding/json writes invalid UTF-8 as U+FFFD, which would read back as other
+	// text than the header's checksum was taken of.
+	for k, v := range meta {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return fmt.Errorf("save %s: metadata %q: not valid UTF-8", path, k)
+		}
+	}
 	var blobs [][]byte
 	off := 0
 	for _, nt := range tensors {
+		if !utf8.ValidString(nt.Name) {
+			return fmt.Errorf("save %s: tensor name %q: not valid UTF-8", path, nt.Name)
+		}
 		if nt.Name == "__metadata__" {
 			return fmt.Errorf("save %s: reserved tensor name %q", path, nt.Name)
 		}

@@ -139,6 +139,10 @@ func TestSafetensorsHeaderChecksum(t *testing.T) {
 	if err := SaveSafetensors(path, []Named{{"a", a}}, map[string]string{HeaderChecksumKey: "x"}); err == nil {
 		t.Fatal("a caller could set the header's checksum entry")
 	}
+	// Written as U+FFFD, it read back as other text: a file refused as damaged.
+	if err := SaveSafetensors(path, []Named{{"a", a}}, map[string]string{"k": "\xff"}); err == nil || !strings.Contains(err.Error(), "UTF-8") {
+		t.Fatalf("metadata of invalid UTF-8: %v", err)
+	}
 }
 
 // FuzzReadSafetensors feeds arbitrary bytes to the reader and loads every tensor of

@@ -1289,7 +1289,7 @@ func ReadCheckpoint(runDir string) (*torch.SafeFile, *Config, model.Spec, error)
 		return nil, nil, model.Spec{}, fmt.Errorf("%s: no checksum of its tensor data (%s) in the header: the file is damaged, or older than emclust's checksums (2026-11-22)", path, torch.ChecksumKey)
 	}
 	if f.Meta[torch.HeaderChecksumKey] == "" {
-		return nil, nil, model.Spec{}, fmt.Errorf("%s: no checksum of its header (%s): the file is damaged, or older than emclust's header checksums (2026-11-28)", path, torch.HeaderChecksumKey)
+		return nil, nil, model.Spec{}, fmt.Errorf("%s: no checksum of its header (%s): the file is damaged, or older than emclust's header checksums (2026-11-28), whose runs an emclust built before then reads, and this one trains again", path, torch.HeaderChecksumKey)
 	}
 	var cfg Config
 	var spec model.Spec
