@@ -471,12 +471,7 @@ func TestAdamLayouts(t *testing.T) {
 	for range steps {
 		opt.ZeroGrad()
 		st := NewScope()
-		// loss = Σ p² over all three: each element's gradient is 2x.
-		loss := st.Sum(st.Square(params[0]), false)
-		for _, p := range params[1:] {
-			loss = st.Add(loss, st.Sum(st.Square(p), false))
-		}
-		st.Backward(loss)
+		st.Backward(sumOfSquares(st, params)) // each element's gradient is 2x
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -1026,11 +1021,7 @@ func benchAdam(b *testing.B, newParams func(*Scope) []*Tensor) {
 		b.Fatal(err)
 	}
 	defer opt.Close()
-	loss := s.Sum(s.Square(params[0]), false)
-	for _, p := range params[1:] {
-		loss = s.Add(loss, s.Sum(s.Square(p), false))
-	}
-	s.Backward(loss)
+	s.Backward(sumOfSquares(s, params))
 	if err := s.Err(); err != nil {
 		b.Fatal(err)
 	}
@@ -1040,4 +1031,13 @@ func benchAdam(b *testing.B, newParams func(*Scope) []*Tensor) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// sumOfSquares is Σ p² over params, whose gradient is 2p.
+func sumOfSquares(s *Scope, params []*Tensor) *Tensor {
+	loss := s.Sum(s.Square(params[0]), false)
+	for _, p := range params[1:] {
+		loss = s.Add(loss, s.Sum(s.Square(p), false))
+	}
+	return loss
 }
