@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"emclust/torch"
@@ -19,7 +20,10 @@ func FuzzReadCheckpoint(f *testing.F) {
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, config, spec, state string) {
 		path := filepath.Join(dir, checkpointName)
-		meta := map[string]string{"format": "emclust-checkpoint-1", "config": config, "spec": spec, "state": state}
+		// SaveSafetensors refuses invalid UTF-8, which its JSON could not carry as it is;
+		// the readers get what a file can hold (raw bytes: FuzzReadSafetensors).
+		valid := func(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+		meta := map[string]string{"format": "emclust-checkpoint-1", "config": valid(config), "spec": valid(spec), "state": valid(state)}
 		if err := torch.SaveSafetensors(path, nil, meta); err != nil {
 			t.Fatal(err)
 		}
