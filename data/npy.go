@@ -244,14 +244,6 @@ type npyType struct {
 	native bool // float32 in the machine's byte order: the bytes are the values
 }
 
-// nativeOrder is the machine's byte order.
-var nativeOrder binary.ByteOrder = func() binary.ByteOrder {
-	if x := uint16(1); *(*byte)(unsafe.Pointer(&x)) == 1 {
-		return binary.LittleEndian
-	}
-	return binary.BigEndian
-}()
-
 const npyTypes = "f4, f8, i1, i2, i4, i8, u1, u2, u4, u8"
 
 func lookupNPYType(descr string) (npyType, error) {
@@ -278,7 +270,8 @@ func lookupNPYType(descr string) (npyType, error) {
 	t := npyType{size: size, float: kind == 'f'}
 	switch {
 	case kind == 'f' && size == 4:
-		t.native = bo == nativeOrder
+		one := []byte{1, 0}
+		t.native = bo.Uint16(one) == binary.NativeEndian.Uint16(one)
 		t.decode = func(dst []float32, src []byte) []float32 {
 			for i := 0; i < len(src); i += 4 {
 				dst = append(dst, math.Float32frombits(bo.Uint32(src[i:])))
