@@ -730,13 +730,16 @@ func (p *plainRecords) next() ([]string, int, error) {
 			p.rec = append(p.rec, unsafe.String(unsafe.SliceData(line), i))
 			line = line[i+1:]
 		}
-		// encoding/csv skips empty lines but not lines of blanks.
-		if len(p.rec) == 1 && strings.TrimSpace(p.rec[0]) == "" {
+		if blankLine(p.rec) {
 			continue
 		}
 		return p.rec, p.line, nil
 	}
 }
+
+// blankLine says whether a record is a line of blanks alone, which both readers
+// skip: encoding/csv skips empty lines but not those.
+func blankLine(rec []string) bool { return len(rec) == 1 && strings.TrimSpace(rec[0]) == "" }
 
 type csvRecords struct{ r *csv.Reader }
 
@@ -746,8 +749,7 @@ func (c *csvRecords) next() ([]string, int, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		// encoding/csv skips empty lines but not lines of blanks.
-		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+		if blankLine(rec) {
 			continue
 		}
 		line, _ := c.r.FieldPos(0)
