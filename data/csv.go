@@ -11,6 +11,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,6 +48,10 @@ type CSVOptions struct {
 	// table larger than memory is an error naming its line rather than the end of
 	// the process.
 	maxBytes int
+
+	// workers parse the numbers (0: one per core, up to 6; 1: the reader parses them),
+	// in batches of at most batchRows rows (0: 1<<14).
+	workers, batchRows int
 }
 
 // ReadCSV reads the delimited text file at path, which may be gzip-compressed,
@@ -156,6 +161,14 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 	if p.maxBytes <= 0 {
 		p.maxBytes = memoryLimit() / 3
 	}
+	if opt.workers == 0 {
+		// The reader splits lines about four times as fast as a worker parses them
+		// (the half-million-row table's profile), so more workers would wait on it.
+		opt.workers = min(runtime.GOMAXPROCS(0), 6)
+	}
+	if opt.batchRows <= 0 {
+		opt.batchRows = 1 << 14
+	}
 	rec, line, err := rd.next()
 	if err == io.EOF {
 		return nil, fmt.Errorf("%s: no data rows", name)
@@ -229,22 +242,31 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 			return nil, err
 		}
 	}
+	rows := newRowPipeline(&p, opt.workers, opt.batchRows)
+	defer rows.close()
 	for {
 		rec, line, err := rd.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
+			if err := rows.flush(); err != nil {
+				return nil, err // an earlier line's
+			}
 			return nil, p.wrap(err)
 		}
-		if err := p.row(rec, line); err != nil {
+		if err := rows.add(rec, line); err != nil {
 			return nil, err
 		}
 		// encoding/csv reads from br itself: what br holds is read, not parsed.
 		if parsed := cr.n - int64(br.Buffered()); size > 0 && parsed >= min(presizeAfter, size/16) && !p.presized {
-			p.presize(float64(parsed) / float64(size))
+			p.presize(rows.read(), float64(parsed)/float64(size))
 		}
 	}
+	if err := rows.flush(); err != nil {
+		return nil, err
+	}
+	rows.close()
 	if p.n == 0 {
 		return nil, fmt.Errorf("%s: no data rows", name)
 	}
@@ -303,15 +325,15 @@ type csvParser struct {
 	maxBytes int // the most bytes x and labels may take
 }
 
-// presize makes room for the rows of the whole input, of which the rows so far are
-// the share read (0 to 1), and 3% more for rows longer than these; rows past that
-// grow the slices as before.
-func (p *csvParser) presize(read float64) {
+// presize makes room for the rows of the whole input, of which the n rows read so far
+// are the share read (0 to 1), and 3% more for rows longer than these; rows past that
+// grow the slices as before. (Rows still being parsed are read, not yet in p.x.)
+func (p *csvParser) presize(n int, read float64) {
 	p.presized = true
-	if !(read > 0 && read < 1) || p.n == 0 {
+	if !(read > 0 && read < 1) || n == 0 {
 		return
 	}
-	rows := int(float64(p.n)/read*1.03) + 1
+	rows := int(float64(n)/read*1.03) + 1
 	if p.bytes(rows) > p.maxBytes {
 		return // row() refuses the row that passes the limit, by its line
 	}
@@ -459,37 +481,60 @@ func (p *csvParser) row(rec []string, line int) error {
 			if s == "" {
 				return fmt.Errorf("%s:%d: %s: empty label", p.name, line, p.col(j))
 			}
-			id, ok := p.ids[s]
-			if !ok {
-				if p.ids == nil {
-					p.ids = make(map[string]int)
-				}
-				// Clone: s points into the whole line, which must not stay alive.
-				s = strings.Clone(s)
-				id = len(p.classes)
-				p.ids[s] = id
-				p.classes = append(p.classes, s)
-			}
-			p.labels = append(p.labels, id)
+			p.label(s)
 			continue
 		}
-		f, err := parseNumber(s)
-		switch {
-		case s == "":
-			return fmt.Errorf("%s:%d: %s: empty cell", p.name, line, p.col(j))
-		case err != nil && !errors.Is(err, strconv.ErrRange):
-			return fmt.Errorf("%s:%d: %s: %s is not a number%s", p.name, line, p.col(j), quoteClip(s), p.labelHint(j))
-		case math.IsNaN(f):
-			return fmt.Errorf("%s:%d: NaN in %s", p.name, line, p.col(j))
-		case math.IsInf(f, 0) && err == nil:
-			return fmt.Errorf("%s:%d: %s in %s", p.name, line, fmtInf(f), p.col(j))
-		case err != nil || math.IsInf(float64(float32(f)), 0):
-			return fmt.Errorf("%s:%d: %s: %s is out of float32 range", p.name, line, p.col(j), quoteClip(s))
+		v, ok := valueOf(s)
+		if !ok {
+			return p.cellError(s, j, line)
 		}
-		p.x = append(p.x, float32(f))
+		p.x = append(p.x, v)
 	}
 	p.n++
 	return nil
+}
+
+// label appends the id of class s, a trimmed cell that is not empty.
+func (p *csvParser) label(s string) {
+	id, ok := p.ids[s]
+	if !ok {
+		if p.ids == nil {
+			p.ids = make(map[string]int)
+		}
+		// Clone: s points into the whole line, which must not stay alive.
+		s = strings.Clone(s)
+		id = len(p.classes)
+		p.ids[s] = id
+		p.classes = append(p.classes, s)
+	}
+	p.labels = append(p.labels, id)
+}
+
+// valueOf is the value of a feature cell, trimmed, and whether it is one: a finite
+// decimal number within float32's range.
+func valueOf(s string) (float32, bool) {
+	f, err := parseNumber(s)
+	if err != nil || math.IsNaN(f) {
+		return 0, false
+	}
+	v := float32(f)
+	return v, !math.IsInf(float64(v), 0)
+}
+
+// cellError says why valueOf refused cell s of column j.
+func (p *csvParser) cellError(s string, j, line int) error {
+	f, err := parseNumber(s)
+	switch {
+	case s == "":
+		return fmt.Errorf("%s:%d: %s: empty cell", p.name, line, p.col(j))
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		return fmt.Errorf("%s:%d: %s: %s is not a number%s", p.name, line, p.col(j), quoteClip(s), p.labelHint(j))
+	case math.IsNaN(f):
+		return fmt.Errorf("%s:%d: NaN in %s", p.name, line, p.col(j))
+	case math.IsInf(f, 0) && err == nil:
+		return fmt.Errorf("%s:%d: %s in %s", p.name, line, fmtInf(f), p.col(j))
+	}
+	return fmt.Errorf("%s:%d: %s: %s is out of float32 range", p.name, line, p.col(j), quoteClip(s))
 }
 
 // parseNumber reads a cell as a decimal number, as NumPy and pandas do: Go's own

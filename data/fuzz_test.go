@@ -3,9 +3,11 @@ package data
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"image/jpeg"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -182,6 +184,23 @@ func FuzzPlainRecords(f *testing.F) {
 			if !slices.Equal(tr(ra), tr(rb)) || la != lb {
 				t.Fatalf("rec %d: %q line %d vs %q line %d", i, ra, la, rb, lb)
 			}
+		}
+	})
+}
+
+// Workers parse rows as the reader alone does, in batches of any size.
+func FuzzCSVWorkers(f *testing.F) {
+	for _, s := range []string{"a,b,label\n1,2,x\n3,,y\n", "1,2\n3,4,5\n", "1,x\n2,3\n", "1,2,\n3,4,a\n", "1;2\n\"3\";4\n5;NaN\n"} {
+		f.Add([]byte(s), "-1", uint8(0))
+		f.Add([]byte(s), "", uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, labelCol string, batch uint8) {
+		opt := CSVOptions{LabelCol: labelCol, workers: 1}
+		want, wantErr := parseCSV(bytes.NewReader(in), "f.csv", opt, int64(len(in)))
+		opt.workers, opt.batchRows = 3, 1+int(batch%4)
+		got, err := parseCSV(bytes.NewReader(in), "f.csv", opt, int64(len(in)))
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("serial: %v, %v\nworkers: %v, %v", want, wantErr, got, err)
 		}
 	})
 }

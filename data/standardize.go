@@ -158,7 +158,9 @@ func (v *Vectors) Validate() error {
 		return fmt.Errorf("%s: %d feature names, want D = %d", name, len(v.Features), v.D)
 	}
 	for i, x := range v.X {
-		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+		// All exponent bits set: NaN or ±Inf. One test a value, where IsNaN and IsInf
+		// of a conversion to float64 took 0.4 s on a table of 64 million values.
+		if math.Float32bits(x)&0x7f800000 == 0x7f800000 {
 			return fmt.Errorf("%s: %v at row %d, column %d (0-based)", name, x, i/v.D, i%v.D)
 		}
 	}

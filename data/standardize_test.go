@@ -148,6 +148,11 @@ func TestValidateStandard(t *testing.T) {
 	if err := ok().Validate(); err != nil {
 		t.Fatalf("valid vectors: %v", err)
 	}
+	extreme := ok()
+	extreme.X = []float32{math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, float32(math.Copysign(0, -1))}
+	if err := extreme.Validate(); err != nil {
+		t.Fatalf("the largest, smallest and negative-zero float32: %v", err)
+	}
 	tests := []struct {
 		name   string
 		mutate func(v *Vectors)
@@ -158,6 +163,9 @@ func TestValidateStandard(t *testing.T) {
 		{"length", func(v *Vectors) { v.X = v.X[:3] }, "v.csv: 3 values, want N×D = 2×2"},
 		{"NaN", func(v *Vectors) { v.X[3] = float32(math.NaN()) }, "v.csv: NaN at row 1, column 1"},
 		{"Inf", func(v *Vectors) { v.X[0] = float32(math.Inf(1)) }, "v.csv: +Inf at row 0, column 0"},
+		{"-Inf", func(v *Vectors) { v.X[2] = float32(math.Inf(-1)) }, "v.csv: -Inf at row 1, column 0"},
+		{"signalling NaN", func(v *Vectors) { v.X[1] = math.Float32frombits(0x7f800001) }, "v.csv: NaN at row 0, column 1"},
+		{"negative NaN", func(v *Vectors) { v.X[1] = math.Float32frombits(0xffc00000) }, "v.csv: NaN at row 0, column 1"},
 		{"labels length", func(v *Vectors) { v.Labels = []int{0} }, "v.csv: 1 labels, want N = 2"},
 		{"label range", func(v *Vectors) { v.Labels[1] = 2 }, "v.csv: row 1: label 2 out of range [0, 2)"},
 		{"negative label", func(v *Vectors) { v.Classes = nil; v.Labels[0] = -1 }, "v.csv: row 0: negative label -1"},
