@@ -319,6 +319,17 @@ func (s *Scope) IndexAdd(a *Tensor, dim int, index, src *Tensor) *Tensor {
 	return s.done("index_add", C.et_index_add(s.flags(), a.h, C.int64_t(dim), index.h, src.h, &h), h)
 }
 
+// SqDist is the M×K squared distances between the rows of x (M×D) and of c (K×D),
+// given x's squared row norms xsq (M×1): ||x||² − 2x·cᵀ + ||c||², clamped at 0, made
+// in one tensor, where the same expression in ops makes four temporaries of its size.
+func (s *Scope) SqDist(x, xsq, c *Tensor) *Tensor {
+	if !s.ok("sq_dist", x, xsq, c) {
+		return nil
+	}
+	var h C.et_tensor
+	return s.done("sq_dist", C.et_sq_dist(s.flags(), x.h, xsq.h, c.h, &h), h)
+}
+
 // Cat joins tensors along an existing dim.
 func (s *Scope) Cat(dim int, ts ...*Tensor) *Tensor { return s.cat("cat", dim, false, ts) }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -776,6 +777,51 @@ func TestIndexAdd(t *testing.T) {
 	s.IndexAdd(base, 0, s.FromInt64([]int64{3}, []int{1}, testDevice), s.Narrow(src, 0, 0, 1))
 	if s.Err() == nil {
 		t.Fatal("index 3 of a 3-row tensor was accepted")
+	}
+}
+
+// SqDist agrees with squared distances from direct differences in float64, to within
+// the rounding of the expansion, and is never negative, even for a row equal to a
+// centre, where the expansion's rounding can go below zero.
+func TestSqDist(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	const m, k, d = 37, 5, 9
+	rng := rand.New(rand.NewPCG(4, 4))
+	xs, cs := make([]float32, m*d), make([]float32, k*d)
+	for i := range xs {
+		xs[i] = float32(rng.NormFloat64()*3 + 10)
+	}
+	for i := range cs {
+		cs[i] = float32(rng.NormFloat64()*3 + 10)
+	}
+	copy(cs[2*d:3*d], xs[7*d:8*d]) // centre 2 is row 7
+	x := s.FromFloat32(xs, []int{m, d}, testDevice)
+	c := s.FromFloat32(cs, []int{k, d}, testDevice)
+	got := s.Float32s(s.SqDist(x, s.Sum(s.Square(x), true, 1), c))
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != m*k {
+		t.Fatalf("%d distances, want %d", len(got), m*k)
+	}
+	for i := range m {
+		for j := range k {
+			want, scale := 0.0, 0.0
+			for e := range d {
+				a, b := float64(xs[i*d+e]), float64(cs[j*d+e])
+				want += (a - b) * (a - b)
+				scale += a*a + b*b
+			}
+			v := float64(got[i*k+j])
+			if v < 0 || math.Abs(v-want) > 1e-5*scale {
+				t.Errorf("row %d, centre %d: %g, want %g (± %g)", i, j, v, want, 1e-5*scale)
+			}
+		}
+	}
+	s.SqDist(x, s.Sum(s.Square(x), true, 1), s.Narrow(c, 1, 0, d-1))
+	if s.Err() == nil {
+		t.Fatal("centres of another width were accepted")
 	}
 }
 

@@ -622,6 +622,18 @@ et_error et_index_add(int flags, et_tensor a, int64_t dim, et_tensor index, et_t
   ET_CATCH
 }
 
+et_error et_sq_dist(int flags, et_tensor x, et_tensor xsq, et_tensor c, et_tensor *out) {
+  ET_TRY
+  Mode m(flags);
+  const at::Tensor &cs = need(c, "sq_dist centres");
+  // In place after addmm: four M×K temporaries made and freed each call cost page
+  // faults that took longer than the product, on a table of half a million rows.
+  at::Tensor d = at::addmm(need(xsq, "sq_dist norms"), need(x, "sq_dist"), cs.t(), 1, -2);
+  d.add_(cs.square().sum(1).unsqueeze(0)).clamp_min_(0);
+  *out = wrap(std::move(d));
+  ET_CATCH
+}
+
 et_error et_gather(int flags, et_tensor a, int64_t dim, et_tensor index, et_tensor *out) {
   ET_TRY
   Mode m(flags);

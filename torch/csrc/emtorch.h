@@ -27,8 +27,9 @@ extern "C" {
  * 4: et_set_cudnn_deterministic.
  * 5: process groups (et_group_*) and et_sync_batch_norm.
  * 6: et_set_num_threads sets OpenBLAS's thread count too; et_get_blas_threads.
- * 7: ET_RELU_INPLACE; et_set_blas_threads. */
-#define ET_ABI_VERSION 7
+ * 7: ET_RELU_INPLACE; et_set_blas_threads.
+ * 8: et_sq_dist. */
+#define ET_ABI_VERSION 8
 
 typedef struct et_tensor_s *et_tensor;
 typedef struct et_adam_s *et_adam;
@@ -159,6 +160,10 @@ et_error et_index_add(int flags, et_tensor a, int64_t dim, et_tensor index, et_t
 et_error et_index_select(int flags, et_tensor a, int64_t dim, et_tensor index,
                          et_tensor *out);
 et_error et_gather(int flags, et_tensor a, int64_t dim, et_tensor index, et_tensor *out);
+/* The squared distances between the rows of x (M×D) and those of c (K×D), M×K:
+ * ||x||² − 2x·cᵀ + ||c||² as one product added to xsq (x's squared row norms, M×1),
+ * clamped at 0 where rounding made a distance negative. One M×K tensor is made. */
+et_error et_sq_dist(int flags, et_tensor x, et_tensor xsq, et_tensor c, et_tensor *out);
 et_error et_cat(int flags, const et_tensor *ts, int n, int64_t dim, int stack,
                 et_tensor *out);
 et_error et_one_hot(int flags, et_tensor index, int64_t k, et_tensor *out);
