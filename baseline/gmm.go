@@ -105,7 +105,7 @@ func gmm(ctx context.Context, x *torch.Tensor, cfg GMMConfig, trace func(restart
 	}
 	s := torch.NoGrad()
 	defer s.Close()
-	p, err := preparePoints(s, x, cfg.K, "gmm")
+	p, err := preparePoints(s, x, cfg.K, "gmm", false)
 	if err != nil {
 		return nil, err
 	}

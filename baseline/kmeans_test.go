@@ -303,7 +303,7 @@ func TestKMeansIdenticalPoints(t *testing.T) {
 func TestLloydReseedsEmptyCluster(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
-	p, err := preparePoints(s, tensor(t, s, []float32{0, 1, 10, 11}, 1), 2, "k-means")
+	p, err := preparePoints(s, tensor(t, s, []float32{0, 1, 10, 11}, 1), 2, "k-means", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,17 +344,17 @@ func TestLloydBoundsKeepNearestCentre(t *testing.T) {
 	for i := range xs {
 		xs[i] = float32(rng.NormFloat64()) + float32(4*((i/d)%5)) // five overlapping groups
 	}
-	p, err := preparePoints(s, tensor(t, s, xs, d), k, "k-means")
+	p, err := preparePoints(s, tensor(t, s, xs, d), k, "k-means", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	host := s.Float32s(p.x)
-	centres, err := p.plusPlus(context.Background(), s, rand.New(rand.NewPCG(1, pcgStream)))
+	centres, err := p.plusPlus(context.Background(), s, []*rand.Rand{rand.New(rand.NewPCG(1, pcgStream))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := &lloyd{}
-	if err := p.resetLloyd(st, centres); err != nil {
+	if err := p.resetLloyd(st, centres[0]); err != nil {
 		t.Fatal(err)
 	}
 	minComputed := n
@@ -471,4 +471,40 @@ func BenchmarkKMeansBlobs(b *testing.B) {
 		iters += res.Iters
 	}
 	b.ReportMetric(float64(iters)/float64(b.N), "iters/op")
+}
+
+// Centred data is clustered as it is, not through a copy, and as a copy would be: the
+// same clusters, and centres in the data's own coordinates.
+func TestKMeansCentred(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	xs, truth := blobs(6, 80, 1, [][]float64{{-4, 0, 2}, {4, 1, -2}, {0, -5, 0}})
+	const d = 3
+	mean := make([]float64, d)
+	for i, v := range xs {
+		mean[i%d] += float64(v) / float64(len(xs)/d)
+	}
+	for i := range xs {
+		xs[i] -= float32(mean[i%d])
+	}
+	x := tensor(t, s, xs, d)
+	p, err := preparePoints(s, x, 3, "k-means", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.x != x {
+		t.Fatal("centred data was copied")
+	}
+	for _, centred := range []bool{false, true} {
+		res, err := KMeans(context.Background(), x, KMeansConfig{K: 3, Seed: 2, Centred: centred})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sameClustering(res.Labels, truth) {
+			t.Errorf("Centred %v: the blobs were not recovered", centred)
+		}
+		if got, want := res.Inertia, hostInertia(xs, d, res.Centers, res.Labels); math.Abs(got-want) > 1e-4*want {
+			t.Errorf("Centred %v: inertia %g, but the centres returned give %g", centred, got, want)
+		}
+	}
 }

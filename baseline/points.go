@@ -44,8 +44,10 @@ type points struct {
 }
 
 // preparePoints checks x and the cluster count k and builds the centred data in s,
-// which owns it. who names the algorithm in error messages.
-func preparePoints(s *torch.Scope, x *torch.Tensor, k int, who string) (*points, error) {
+// which owns it. who names the algorithm in error messages. With centred, x's columns
+// are taken to have mean 0 already (standardized data) and are used as they are: the
+// centred copy would be one more tensor as large as the data, for nothing.
+func preparePoints(s *torch.Scope, x *torch.Tensor, k int, who string, centred bool) (*points, error) {
 	if x == nil {
 		return nil, fmt.Errorf("%s: nil data tensor", who)
 	}
@@ -88,10 +90,13 @@ func preparePoints(s *torch.Scope, x *torch.Tensor, k int, who string) (*points,
 		}
 		return nil, fmt.Errorf("%s: data too large: a column's mean overflows float32", who)
 	}
-	xc := s.Sub(xf, mean)
-	sqx := s.Square(xc)
-	sq := s.Sum(sqx, true, 1)
-	sqx.Free() // N×D: as large as the data
+	xc := xf
+	if centred {
+		clear(meanHost) // nothing to add back to the centres
+	} else {
+		xc = s.Sub(xf, mean)
+	}
+	sq := rowSquares(s, xc)
 	total := s.Item(s.Sum(sq, false))
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("%s: preparing data: %w", who, err)
@@ -118,6 +123,33 @@ func preparePoints(s *torch.Scope, x *torch.Tensor, k int, who string) (*points,
 	return p, nil
 }
 
+// rowSquares is the N×1 squared row norms of x, made 8 192 rows at a time: the
+// squares of all of x at once would be a temporary as large as the data.
+func rowSquares(s *torch.Scope, x *torch.Tensor) *torch.Tensor {
+	const chunk = 8192
+	n := x.Shape()[0]
+	var parts []*torch.Tensor
+	for start := 0; start < n; start += chunk {
+		m := min(chunk, n-start)
+		cs := torch.NoGrad()
+		part := cs.Sum(cs.Square(cs.Narrow(x, 0, start, m)), true, 1)
+		moveTo(s, cs, part)
+		if err := cs.Close(); err != nil {
+			s.Fail(err)
+			return nil
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	out := s.Cat(0, parts...)
+	for _, t := range parts {
+		t.Free()
+	}
+	return out
+}
+
 func allFinite(v []float32) bool {
 	for _, f := range v {
 		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
@@ -131,24 +163,7 @@ func allFinite(v []float32) bool {
 // by the expansion ||x||² − 2x·cᵀ + ||c||² (one matmul instead of an N×K×D tensor),
 // clamped at 0 where rounding made it negative.
 func (p *points) sqDist(s *torch.Scope, c *torch.Tensor) *torch.Tensor {
-	return sqDistTo(s, p.x, p.sq, c)
-}
-
-// sqDistTo is sqDist for the rows x, whose squared norms (M×1) are sq. Each M×K
-// temporary is freed once the next is made: on a table of millions of rows they are
-// the largest tensors the baselines make, and s may live for a whole restart.
-func sqDistTo(s *torch.Scope, x, sq, c *torch.Tensor) *torch.Tensor {
-	cc := s.Reshape(s.Sum(s.Square(c), false, 1), 1, -1)
-	xc := s.MatMul(x, s.Transpose(c, 0, 1))
-	xc2 := s.MulScalar(xc, 2)
-	xc.Free()
-	diff := s.Sub(sq, xc2)
-	xc2.Free()
-	d := s.Add(diff, cc)
-	diff.Free()
-	out := s.ClampMin(d, 0)
-	d.Free()
-	return out
+	return s.SqDist(p.x, p.sq, c)
 }
 
 // moveTo hands tensors made in a short-lived scope to a longer-lived one, so that the

@@ -922,20 +922,21 @@ func printSummary(s summary, asJSON bool, stdout, log, warn io.Writer) error {
 }
 
 // kmeansScores scores the k-means baseline on src's features; with unstandardize, on
-// the features as they were before the run's standardisation (x·std + mean, on the
-// device, rather than reading the data again).
+// the features as they were before the run's standardisation, less their means, which
+// change no clustering (x·std on the device, rather than reading the data again).
 func kmeansScores(ctx context.Context, src train.Source, cfg train.Config, labels []int, unstandardize bool) (*eval.Scores, error) {
 	s := torch.NoGrad()
 	defer s.Close()
 	x := src.Features(s)
 	if unstandardize {
 		d := len(cfg.InputStd)
-		x = s.Add(s.Mul(x, s.FromFloat32(toFloat32(cfg.InputStd), []int{1, d}, x.Device())), s.FromFloat32(toFloat32(cfg.InputMean), []int{1, d}, x.Device()))
+		x = s.Mul(x, s.FromFloat32(toFloat32(cfg.InputStd), []int{1, d}, x.Device()))
 	}
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	return kmeansOn(ctx, x, cfg, labels)
+	// Standardized features are centred already, and so are they times their scales.
+	return kmeansOn(ctx, x, cfg, labels, cfg.Standardize)
 }
 
 // kmeansStandardized scores the k-means baseline on vs's features z-scored as
@@ -947,12 +948,13 @@ func kmeansStandardized(ctx context.Context, vs *train.VectorSource, cfg train.C
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	return kmeansOn(ctx, x, cfg, labels)
+	return kmeansOn(ctx, x, cfg, labels, true)
 }
 
-// kmeansOn scores ten k-means++ restarts on the rows of x against labels.
-func kmeansOn(ctx context.Context, x *torch.Tensor, cfg train.Config, labels []int) (*eval.Scores, error) {
-	res, err := baseline.KMeans(ctx, x, baseline.KMeansConfig{K: cfg.K, Restarts: 10, Seed: cfg.Seed})
+// kmeansOn scores ten k-means++ restarts on the rows of x against labels; centred
+// says x's columns have mean 0 already.
+func kmeansOn(ctx context.Context, x *torch.Tensor, cfg train.Config, labels []int, centred bool) (*eval.Scores, error) {
+	res, err := baseline.KMeans(ctx, x, baseline.KMeansConfig{K: cfg.K, Restarts: 10, Seed: cfg.Seed, Centred: centred})
 	if err != nil {
 		return nil, err
 	}
