@@ -819,9 +819,19 @@ func TestSqDist(t *testing.T) {
 			}
 		}
 	}
-	s.SqDist(x, s.Sum(s.Square(x), true, 1), s.Narrow(c, 1, 0, d-1))
-	if s.Err() == nil {
-		t.Fatal("centres of another width were accepted")
+	for _, bad := range []struct {
+		what    string
+		x, n, c *Tensor
+	}{
+		{"centres of another width", x, s.Sum(s.Square(x), true, 1), s.Narrow(c, 1, 0, d-1)},
+		{"norms as a vector (as many rows as centres)", s.Narrow(x, 0, 0, k), s.Sum(s.Square(s.Narrow(x, 0, 0, k)), false, 1), c},
+		{"one norm for every row", x, s.Ones([]int{1, 1}, Float32, testDevice), c},
+	} {
+		b := NewScope()
+		b.SqDist(bad.x, bad.n, bad.c)
+		if b.Close() == nil {
+			t.Errorf("%s: accepted", bad.what)
+		}
 	}
 }
 

@@ -625,10 +625,15 @@ et_error et_index_add(int flags, et_tensor a, int64_t dim, et_tensor index, et_t
 et_error et_sq_dist(int flags, et_tensor x, et_tensor xsq, et_tensor c, et_tensor *out) {
   ET_TRY
   Mode m(flags);
-  const at::Tensor &cs = need(c, "sq_dist centres");
+  const at::Tensor &cs = need(c, "sq_dist centres"), &xs = need(x, "sq_dist");
+  const at::Tensor &n = need(xsq, "sq_dist norms");
+  // addmm would broadcast norms of another shape into a wrong result.
+  TORCH_CHECK(xs.dim() == 2 && n.dim() == 2 && n.size(0) == xs.size(0) && n.size(1) == 1,
+              "sq_dist: norms of shape ", n.sizes(), " for rows of shape ", xs.sizes(),
+              ", want M×1");
   // In place after addmm: four M×K temporaries made and freed each call cost page
   // faults that took longer than the product, on a table of half a million rows.
-  at::Tensor d = at::addmm(need(xsq, "sq_dist norms"), need(x, "sq_dist"), cs.t(), 1, -2);
+  at::Tensor d = at::addmm(n, xs, cs.t(), 1, -2);
   d.add_(cs.square().sum(1).unsqueeze(0)).clamp_min_(0);
   *out = wrap(std::move(d));
   ET_CATCH
