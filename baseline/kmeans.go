@@ -68,10 +68,12 @@ type Result struct {
 //
 // An interrupt (ctx done) is seen at each Lloyd iteration and returned wrapped.
 //
-// Besides x and a centred copy of it, the device holds at most two N×K distance
-// matrices and the rows whose distances an iteration computes (see lloyd); the host
-// holds the assignment, N×K distance bounds and the last N×K distances, one set of
-// them for all the restarts. Nothing of size N×D crosses to the host.
+// Besides x and a centred copy of it (none with Centred), seeding holds two N×R
+// distance matrices for R restarts on the device and two on the host, and Lloyd's
+// iterations at most two N×K distance matrices and the rows whose distances an
+// iteration computes (see lloyd); the host holds the assignment, N×K distance bounds
+// and the last N×K distances, one set of them for all the restarts. Nothing of size
+// N×D crosses to the host.
 func KMeans(ctx context.Context, x *torch.Tensor, cfg KMeansConfig) (*Result, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
@@ -87,9 +89,13 @@ func KMeans(ctx context.Context, x *torch.Tensor, cfg KMeansConfig) (*Result, er
 	for r := range rngs {
 		rngs[r] = rand.New(rand.NewPCG(cfg.Seed+uint64(r), pcgStream))
 	}
-	seeds, err := p.plusPlus(ctx, s, rngs)
-	if err != nil {
-		return nil, fmt.Errorf("k-means: k-means++ seeding of %d restarts: %w", cfg.Restarts, err)
+	var seeds []*torch.Tensor
+	for g, size := 0, seedGroup(p.n, p.d, cfg.Restarts); g < cfg.Restarts; g += size {
+		group, err := p.plusPlus(ctx, s, rngs[g:min(g+size, cfg.Restarts)])
+		if err != nil {
+			return nil, fmt.Errorf("k-means: k-means++ seeding of %d restarts: %w", cfg.Restarts, err)
+		}
+		seeds = append(seeds, group...)
 	}
 	var best *kmeansRun
 	var st lloyd // one restart's host state, reused by the next: N×K bounds on large N
@@ -252,16 +258,28 @@ func (p *points) plusPlus(ctx context.Context, rs *torch.Scope, rngs []*rand.Ran
 	}
 	cum := make([]float64, n)
 	cand := make([]int64, restarts*trials) // restart r's at r*trials
-	var w []float32
+	var host, w []float32
+	if restarts > 1 {
+		w = make([]float32, n*restarts)
+	}
 	for len(chosen) < k*restarts {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		s := torch.NoGrad()
-		w = s.Float32sInto(w, s.Contiguous(s.Transpose(closest, 0, 1))) // R×N
+		host = s.Float32sInto(host, closest) // N×R
 		if err := s.Err(); err != nil {
 			s.Close()
 			return nil, err
+		}
+		if restarts == 1 {
+			w = host
+		} else {
+			for i := range n { // to R×N: each restart's weights in a row
+				for r, v := range host[i*restarts : (i+1)*restarts] {
+					w[r*n+i] = v
+				}
+			}
 		}
 		for r, rng := range rngs {
 			sampleCandidates(rng, w[r*n:(r+1)*n], taken[r*n:(r+1)*n], cum, cand[r*trials:(r+1)*trials])
@@ -306,34 +324,43 @@ func (p *points) plusPlus(ctx context.Context, rs *torch.Scope, rngs []*rand.Ran
 	return centers, rs.Err()
 }
 
+// seedGroup is how many of r restarts plusPlus seeds side by side on n points of d
+// features: all of them while their N×R distances take at most 64 MiB or a quarter of
+// the data's size. A few features and many rows (4 million points of 2, ten restarts)
+// would otherwise hold several times the data in distances.
+func seedGroup(n, d, r int) int {
+	return max(1, min(r, max((16<<20)/n, d/4)))
+}
+
 // seedChunk is how many points plusPlus takes at a time: enough that a product with
 // the candidates is efficient, few enough that the temporaries of R×trials distances
 // per point stay small (a few MB) on tables of millions of rows.
 func seedChunk(cols int) int { return max(4096, (4<<20)/4/max(cols, 1)) }
 
 // nearer is min(closest, d) in s, N×R, where column r of d is the squared distance of
-// each point to point picks[r]; with closest nil, d itself.
+// each point to point picks[r]; with closest nil, d itself. It is written a chunk of
+// rows at a time into one tensor, so that no more than a chunk's temporaries exist.
 func (p *points) nearer(s *torch.Scope, closest *torch.Tensor, picks []int64) (*torch.Tensor, error) {
 	restarts := len(picks)
 	c := s.IndexSelect(p.x, 0, s.FromInt64(picks, []int{restarts}, p.dev))
+	out := s.Empty([]int{p.n, restarts}, torch.Float32, p.dev)
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
 	chunk := seedChunk(restarts)
-	var parts []*torch.Tensor
 	for start := 0; start < p.n; start += chunk {
 		m := min(chunk, p.n-start)
-		d := s.SqDist(s.Narrow(p.x, 0, start, m), s.Narrow(p.sq, 0, start, m), c)
+		cs := torch.NoGrad()
+		d := cs.SqDist(cs.Narrow(p.x, 0, start, m), cs.Narrow(p.sq, 0, start, m), c)
 		if closest != nil {
-			d = s.Minimum(s.Narrow(closest, 0, start, m), d)
+			d = cs.Minimum(cs.Narrow(closest, 0, start, m), d)
 		}
-		parts = append(parts, d)
+		cs.CopyInto(cs.Narrow(out, 0, start, m), d)
+		if err := cs.Close(); err != nil {
+			return nil, err
+		}
 	}
-	if len(parts) == 1 {
-		return parts[0], s.Err()
-	}
-	out := s.Cat(0, parts...)
-	for _, t := range parts {
-		t.Free()
-	}
-	return out, s.Err()
+	return out, nil
 }
 
 // potentials is, for each candidate cand[r*trials+t] of restart r, the sum over the

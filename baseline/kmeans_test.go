@@ -2,6 +2,7 @@ package baseline
 
 import (
 	"context"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -506,5 +507,35 @@ func TestKMeansCentred(t *testing.T) {
 		if got, want := res.Inertia, hostInertia(xs, d, res.Centers, res.Labels); math.Abs(got-want) > 1e-4*want {
 			t.Errorf("Centred %v: inertia %g, but the centres returned give %g", centred, got, want)
 		}
+	}
+}
+
+// A centred copy that failed (out of memory) leaves x nil and the scope's error set:
+// the row norms are nil too, and preparePoints returns that error, not a panic.
+func TestRowSquaresAfterAFailure(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	s.Fail(errors.New("sub: can't allocate memory"))
+	if sq := rowSquares(s, nil); sq != nil {
+		t.Fatalf("row norms %v of a failed copy", sq)
+	}
+}
+
+// Restarts seeded side by side hold N×R distances: never more than 64 MiB or a
+// quarter of the data, yet at least one restart and at most all.
+func TestSeedGroup(t *testing.T) {
+	for _, tc := range []struct{ n, d, r int }{
+		{500000, 128, 10}, {4000000, 2, 10}, {1797, 64, 10}, {60000, 784, 10}, {100000000, 1, 10}, {10, 3, 1}, {5, 1, 50},
+	} {
+		g := seedGroup(tc.n, tc.d, tc.r)
+		if g < 1 || g > tc.r {
+			t.Errorf("%+v: group %d, want 1 to %d", tc, g, tc.r)
+		}
+		if bytes := tc.n * g * 4; g > 1 && bytes > max(64<<20, tc.n*tc.d) {
+			t.Errorf("%+v: group %d holds %d MiB of distances", tc, g, bytes>>20)
+		}
+	}
+	if g := seedGroup(500000, 128, 10); g != 10 {
+		t.Errorf("500 000 × 128: group %d, want all 10 restarts", g)
 	}
 }

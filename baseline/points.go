@@ -127,6 +127,9 @@ func preparePoints(s *torch.Scope, x *torch.Tensor, k int, who string, centred b
 // squares of all of x at once would be a temporary as large as the data.
 func rowSquares(s *torch.Scope, x *torch.Tensor) *torch.Tensor {
 	const chunk = 8192
+	if s.Err() != nil {
+		return nil // x may be nil: the centred copy did not fit
+	}
 	n := x.Shape()[0]
 	var parts []*torch.Tensor
 	for start := 0; start < n; start += chunk {
