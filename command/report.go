@@ -15,6 +15,7 @@ import (
 
 	"emclust/atomicfile"
 	"emclust/compare"
+	"emclust/launch"
 	"emclust/report"
 	"emclust/torch"
 	"emclust/train"
@@ -51,7 +52,7 @@ type reportOptions struct {
 	Out             string // the report folder: --out, or RUN/report
 	Device          string
 	Data            dataOptions
-	Report          report.Options // all but Log and Compare
+	Report          report.Options // all but Log, Progress and Compare
 	Force, Quiet    bool
 	StepsSet        bool // --steps given: refused where nothing is synthesised
 }
@@ -153,6 +154,17 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 	run.Cfg = cfg
 	opt := opts.Report
 	opt.Log = stderr
+	if !opts.Quiet && launch.IsTerminal(stderr) {
+		opt.Progress = func(total int, unit string) func(int) {
+			bar := newBar(stderr, total, unit)
+			return func(done int) {
+				bar.Set(done)
+				if done >= total {
+					bar.Finish()
+				}
+			}
+		}
+	}
 	if opts.Quiet {
 		opt.Log = io.Discard
 	}

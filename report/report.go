@@ -59,6 +59,10 @@ type Options struct {
 	Compare *Run
 	// Log receives one line per slow step; nil for none.
 	Log io.Writer
+	// Progress, when set, starts a display of a long step's total units (t-SNE's
+	// iterations: minutes for thousands of points) and returns what advances it to
+	// done units; the step ends it by reaching total.
+	Progress func(total int, unit string) (advance func(done int))
 	// Replaces names the figures of an earlier report in Out that this one
 	// replaces: those it does not write again (a t-SNE map left out) are removed
 	// once its index.html is written.
@@ -580,7 +584,12 @@ func (b *builder) tsne() error {
 	}
 	b.logf("t-SNE of %d points", len(idx))
 	start := time.Now()
-	y, err := TSNE(x, len(idx), k, TSNEConfig{Seed: b.opt.Seed})
+	cfg := TSNEConfig{Seed: b.opt.Seed}
+	if b.opt.Progress != nil {
+		cfg.defaults()
+		cfg.Step = b.opt.Progress(cfg.Iterations, "iteration")
+	}
+	y, err := TSNE(x, len(idx), k, cfg)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,9 @@ type TSNEConfig struct {
 	ExaggerIters int     // steps with exaggeration and momentum 0.5; 250
 	LearningRate float64 // 200
 	Seed         uint64  // the initial layout
+
+	// Step, when set, is told after each gradient step how many are done.
+	Step func(done int)
 }
 
 func (c *TSNEConfig) defaults() {
@@ -107,6 +110,9 @@ func TSNE(x []float64, n, d int, cfg TSNEConfig) ([]float64, error) {
 		for i := 0; i < n; i++ {
 			y[2*i] -= mx
 			y[2*i+1] -= my
+		}
+		if cfg.Step != nil {
+			cfg.Step(it + 1)
 		}
 	}
 	for _, v := range y {

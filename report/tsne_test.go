@@ -84,3 +84,23 @@ func TestTSNEErrors(t *testing.T) {
 		t.Error("one point accepted")
 	}
 }
+
+// Step hears of every gradient step, in order, the last at Iterations.
+func TestTSNESteps(t *testing.T) {
+	x := make([]float64, 20*3)
+	for i := range x {
+		x[i] = float64(i % 7)
+	}
+	var seen []int
+	if _, err := TSNE(x, 20, 3, TSNEConfig{Iterations: 60, ExaggerIters: 20, Seed: 1, Step: func(done int) { seen = append(seen, done) }}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 60 {
+		t.Fatalf("%d steps reported, want 60", len(seen))
+	}
+	for i, d := range seen {
+		if d != i+1 {
+			t.Fatalf("step %d reported as %d", i+1, d)
+		}
+	}
+}
