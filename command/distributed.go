@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -34,6 +35,9 @@ type distOptions struct {
 	Backend string // auto, gloo, nccl
 	// Args are the command line, for the processes --nproc starts.
 	Args []string
+	// Log hears a rank that is still waiting for the others to join (every rank's,
+	// though only rank 0 logs the run); nil with --quiet.
+	Log io.Writer
 }
 
 func distOptionsFrom(c *cli.Context) (distOptions, error) {
@@ -130,28 +134,60 @@ func joinGroup(ctx context.Context, role *launch.Role, dev torch.Device, threads
 	}()
 	var g *torch.Group
 	var err error
-	select {
-	case j := <-done:
-		g, err = j.g, j.err
-	case <-ctx.Done():
-		// The join cannot be called off: it waits in libtorch until --dist-timeout
-		// (5 minutes by default), which an interrupt need not. The process leaves
-		// it there, and a group that forms meanwhile is left at once.
-		go func() {
-			if j := <-done; j.g != nil {
-				j.g.Close()
+	// A rank started with a mistyped MASTER_ADDR, or whose peers never start, waits
+	// the whole --dist-timeout; it says so once, after a while.
+	patience := time.NewTimer(min(15*time.Second, o.Timeout/4))
+	defer patience.Stop()
+	for joining := true; joining; {
+		select {
+		case j := <-done:
+			g, err, joining = j.g, j.err, false
+		case <-patience.C:
+			if o.Log != nil {
+				line := fmt.Sprintf("emclust: rank %d: still waiting for the %d ranks to join at %s:%d (up to --dist-timeout %v)",
+					role.Rank, role.World, role.MasterAddr, role.MasterPort, o.Timeout)
+				if u := unresolved(ctx, role.MasterAddr); u != "" {
+					line += "; " + u
+				}
+				fmt.Fprintln(o.Log, line)
 			}
-		}()
-		return nil, ctx.Err()
+		case <-ctx.Done():
+			// The join cannot be called off: it waits in libtorch until --dist-timeout
+			// (5 minutes by default), which an interrupt need not. The process leaves
+			// it there, and a group that forms meanwhile is left at once.
+			go func() {
+				if j := <-done; j.g != nil {
+					j.g.Close()
+				}
+			}()
+			return nil, ctx.Err()
+		}
 	}
 	if err != nil {
 		hint := ""
 		if msg := strings.ToLower(err.Error()); strings.Contains(msg, "timeout") || strings.Contains(msg, "timed out") {
 			hint = fmt.Sprintf(" (the %d ranks did not all come within --dist-timeout %v: were they all started, with the same MASTER_ADDR and MASTER_PORT?)", role.World, o.Timeout)
+			if u := unresolved(ctx, role.MasterAddr); u != "" {
+				hint = fmt.Sprintf(" (%s)", u)
+			}
 		}
 		return nil, fmt.Errorf("join %d ranks at %s:%d as rank %d (%s, %v): %w%s", role.World, role.MasterAddr, role.MasterPort, role.Rank, role.Launcher, backend, err, hint)
 	}
 	return g, nil
+}
+
+// unresolved says, for a waiting rank's line, that host does not resolve: empty when
+// it does or when the resolver does not answer within a few seconds. (Under Kubeflow
+// the master's name resolves only once its pod is up, so this is no error.)
+func unresolved(ctx context.Context, host string) string {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err := net.DefaultResolver.LookupHost(ctx, host)
+	var de *net.DNSError
+	if errors.As(err, &de) && de.IsNotFound {
+		return fmt.Sprintf("MASTER_ADDR %s does not resolve", host)
+	}
+	return ""
 }
 
 // interruptedIn reports whether err, from joining the group, came of an interrupt.

@@ -360,6 +360,24 @@ func TestDistributedErrors(t *testing.T) {
 	}
 }
 
+// A rank that waits to join says so once, before --dist-timeout ends it, and names a
+// MASTER_ADDR that does not resolve; with --quiet it says nothing until the error
+// (TestDistributedErrors).
+func TestWaitingRankSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	env := append(rankEnv(1, 2, unusedPort(t)), "MASTER_ADDR=nowhere.invalid")
+	args := append([]string{"train", "--kmeans=false", "--epochs", "2", "--dist-timeout", "4s", "--out", "w"}, distDevice()...)
+	res := runRanks(t, dir, time.Minute, [][]string{env}, args)[0]
+	noCrash(t, res)
+	lines := strings.Split(strings.TrimSpace(res.stderr), "\n")
+	if res.code == 0 || len(lines) != 2 ||
+		!strings.Contains(lines[0], "rank 1: still waiting for the 2 ranks to join at nowhere.invalid:") ||
+		!strings.Contains(lines[0], "MASTER_ADDR nowhere.invalid does not resolve") ||
+		!strings.Contains(lines[1], "(MASTER_ADDR nowhere.invalid does not resolve)") {
+		t.Errorf("exit %d, stderr %q; want a failure, a line saying it waits and why, then the error", res.code, res.stderr)
+	}
+}
+
 // A rank killed mid-run stops the run: --nproc names the lost rank, and the last
 // checkpoint stays loadable and resumable.
 func TestLostRank(t *testing.T) {

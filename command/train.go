@@ -295,7 +295,11 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		return spawnRanks(ctx, opts.Dist, stdout, stderr)
 	}
 	if role != nil {
-		// Rank 0 speaks for the run; the others report only their errors.
+		// Rank 0 speaks for the run; the others report only their errors, and that
+		// they are still waiting to join.
+		if !opts.Quiet {
+			opts.Dist.Log = stderr
+		}
 		if role.Rank != 0 {
 			stdout, stderr = io.Discard, io.Discard
 			opts.Quiet = true
