@@ -25,6 +25,9 @@ type KMeansConfig struct {
 	// x is then used as it is rather than through a centred copy, one tensor as large
 	// as the data fewer. The result is the same either way, up to rounding.
 	Centred bool
+
+	// Step, when set, is told after each restart how many are done.
+	Step func(done int)
 }
 
 func (c KMeansConfig) withDefaults() (KMeansConfig, error) {
@@ -110,6 +113,9 @@ func KMeans(ctx context.Context, x *torch.Tensor, cfg KMeansConfig) (*Result, er
 			}
 			run.labels = append(run.labels, st.labels...)
 			best = run
+		}
+		if cfg.Step != nil {
+			cfg.Step(r + 1)
 		}
 	}
 	labels := make([]int, len(best.labels))

@@ -763,11 +763,19 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 			// The baselines only inform: one that fails (features too large for
 			// float32 distances, say) is named and left out, and the run finishes.
 			// Failing here would leave a run that no --resume could finish.
-			baseline := func(what string, fit func() (*eval.Scores, error)) *eval.Scores {
+			baseline := func(what string, fit func(step func(restarts int)) (*eval.Scores, error)) *eval.Scores {
 				var sc *eval.Scores
 				err := ctx.Err() // interrupted already: build no copy of the data for it
 				if err == nil {
-					sc, err = fit()
+					// Ten restarts on a large table take a while after the last epoch.
+					var step func(int)
+					if launch.IsTerminal(log) {
+						bar := newBar(log, kmeansRestarts, "restart")
+						bar.Describe(what)
+						step = func(done int) { bar.Set(done) }
+						defer bar.Finish()
+					}
+					sc, err = fit(step)
 				}
 				if errors.Is(err, context.Canceled) {
 					err = errors.New("interrupted")
@@ -780,7 +788,9 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 				return sc
 			}
 			t0 := time.Now()
-			sum.KMeans = baseline("k-means baseline", func() (*eval.Scores, error) { return kmeansScores(ctx, src, run.Cfg, labels, false) })
+			sum.KMeans = baseline("k-means baseline", func(step func(int)) (*eval.Scores, error) {
+				return kmeansScores(ctx, src, run.Cfg, labels, false, step)
+			})
 			if sum.KMeans != nil {
 				sum.KMeansSeconds = round3(time.Since(t0).Seconds())
 			}
@@ -788,9 +798,13 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 			// standardized wine (0.97 against 0.70): show it on the features the run
 			// did not use too, so that the stronger baseline is in view.
 			if run.Cfg.Standardize {
-				sum.KMeansRaw = baseline("k-means baseline on the raw features", func() (*eval.Scores, error) { return kmeansScores(ctx, src, run.Cfg, labels, true) })
+				sum.KMeansRaw = baseline("k-means baseline on the raw features", func(step func(int)) (*eval.Scores, error) {
+					return kmeansScores(ctx, src, run.Cfg, labels, true, step)
+				})
 			} else if vs, ok := src.(*train.VectorSource); ok {
-				sum.KMeansStandardized = baseline("k-means baseline on the standardized features", func() (*eval.Scores, error) { return kmeansStandardized(ctx, vs, run.Cfg, labels) })
+				sum.KMeansStandardized = baseline("k-means baseline on the standardized features", func(step func(int)) (*eval.Scores, error) {
+					return kmeansStandardized(ctx, vs, run.Cfg, labels, step)
+				})
 			}
 		}
 	}
@@ -928,7 +942,7 @@ func printSummary(s summary, asJSON bool, stdout, log, warn io.Writer) error {
 // kmeansScores scores the k-means baseline on src's features; with unstandardize, on
 // the features as they were before the run's standardisation, less their means, which
 // change no clustering (x·std on the device, rather than reading the data again).
-func kmeansScores(ctx context.Context, src train.Source, cfg train.Config, labels []int, unstandardize bool) (*eval.Scores, error) {
+func kmeansScores(ctx context.Context, src train.Source, cfg train.Config, labels []int, unstandardize bool, step func(int)) (*eval.Scores, error) {
 	s := torch.NoGrad()
 	defer s.Close()
 	x := src.Features(s)
@@ -940,25 +954,28 @@ func kmeansScores(ctx context.Context, src train.Source, cfg train.Config, label
 		return nil, err
 	}
 	// Standardized features are centred already, and so are they times their scales.
-	return kmeansOn(ctx, x, cfg, labels, cfg.Standardize)
+	return kmeansOn(ctx, x, cfg, labels, cfg.Standardize, step)
 }
 
 // kmeansStandardized scores the k-means baseline on vs's features z-scored as
 // --standardize would (data.Vectors.Standardize, on a copy).
-func kmeansStandardized(ctx context.Context, vs *train.VectorSource, cfg train.Config, labels []int) (*eval.Scores, error) {
+func kmeansStandardized(ctx context.Context, vs *train.VectorSource, cfg train.Config, labels []int, step func(int)) (*eval.Scores, error) {
 	s := torch.NoGrad()
 	defer s.Close()
 	x := vs.Standardized(s)
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	return kmeansOn(ctx, x, cfg, labels, true)
+	return kmeansOn(ctx, x, cfg, labels, true, step)
 }
 
+// kmeansRestarts is the k-means baselines' restarts, scikit-learn's n_init.
+const kmeansRestarts = 10
+
 // kmeansOn scores ten k-means++ restarts on the rows of x against labels; centred
-// says x's columns have mean 0 already.
-func kmeansOn(ctx context.Context, x *torch.Tensor, cfg train.Config, labels []int, centred bool) (*eval.Scores, error) {
-	res, err := baseline.KMeans(ctx, x, baseline.KMeansConfig{K: cfg.K, Restarts: 10, Seed: cfg.Seed, Centred: centred})
+// says x's columns have mean 0 already; step, when set, hears of each restart done.
+func kmeansOn(ctx context.Context, x *torch.Tensor, cfg train.Config, labels []int, centred bool, step func(int)) (*eval.Scores, error) {
+	res, err := baseline.KMeans(ctx, x, baseline.KMeansConfig{K: cfg.K, Restarts: kmeansRestarts, Seed: cfg.Seed, Centred: centred, Step: step})
 	if err != nil {
 		return nil, err
 	}
