@@ -540,25 +540,16 @@ func TestSeedGroup(t *testing.T) {
 	}
 }
 
-// Step hears of each restart, in order, and the result is the one without it.
+// Step hears of each restart, in order.
 func TestKMeansSteps(t *testing.T) {
 	s := torch.NoGrad()
 	defer s.Close()
 	xs, _ := blobs(3, 40, 1, [][]float64{{0, 0}, {6, 6}, {0, 6}})
-	x := tensor(t, s, xs, 2)
 	var seen []int
-	with, err := KMeans(context.Background(), x, KMeansConfig{K: 3, Restarts: 4, Seed: 5, Step: func(done int) { seen = append(seen, done) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	without, err := KMeans(context.Background(), x, KMeansConfig{K: 3, Restarts: 4, Seed: 5})
-	if err != nil {
+	if _, err := KMeans(context.Background(), tensor(t, s, xs, 2), KMeansConfig{K: 3, Restarts: 4, Seed: 5, Step: func(done int) { seen = append(seen, done) }}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(seen, []int{1, 2, 3, 4}) {
 		t.Errorf("steps %v, want 1 to 4", seen)
-	}
-	if !slices.Equal(with.Labels, without.Labels) {
-		t.Error("Step changed the clustering")
 	}
 }

@@ -134,20 +134,28 @@ func joinGroup(ctx context.Context, role *launch.Role, dev torch.Device, threads
 	}()
 	var g *torch.Group
 	var err error
+	at := net.JoinHostPort(role.MasterAddr, strconv.Itoa(role.MasterPort))
 	// A rank started with a mistyped MASTER_ADDR, or whose peers never start, waits
-	// the whole --dist-timeout; it says so once, after a while.
+	// the whole --dist-timeout; it says so once, after a while, and whether the name
+	// resolves. The lookup runs aside, so that the join's end or an interrupt is seen
+	// at once, and its answer serves the error too.
 	patience := time.NewTimer(min(15*time.Second, o.Timeout/4))
 	defer patience.Stop()
+	var lookup chan string // nil until the lookup starts, and once it has answered
+	why := ""              // the lookup's answer: that the name does not resolve, or ""
 	for joining := true; joining; {
 		select {
 		case j := <-done:
 			g, err, joining = j.g, j.err, false
 		case <-patience.C:
+			lookup = make(chan string, 1)
+			go func() { lookup <- unresolved(ctx, role.MasterAddr) }()
+		case why = <-lookup:
+			lookup = nil
 			if o.Log != nil {
-				line := fmt.Sprintf("emclust: rank %d: still waiting for the %d ranks to join at %s:%d (up to --dist-timeout %v)",
-					role.Rank, role.World, role.MasterAddr, role.MasterPort, o.Timeout)
-				if u := unresolved(ctx, role.MasterAddr); u != "" {
-					line += "; " + u
+				line := fmt.Sprintf("emclust: rank %d: still waiting for the %d ranks to join at %s (up to --dist-timeout %v)", role.Rank, role.World, at, o.Timeout)
+				if why != "" {
+					line += "; " + why
 				}
 				fmt.Fprintln(o.Log, line)
 			}
@@ -166,12 +174,15 @@ func joinGroup(ctx context.Context, role *launch.Role, dev torch.Device, threads
 	if err != nil {
 		hint := ""
 		if msg := strings.ToLower(err.Error()); strings.Contains(msg, "timeout") || strings.Contains(msg, "timed out") {
+			if lookup != nil {
+				why = <-lookup // started a quarter of the timeout ago; bounded by its own
+			}
 			hint = fmt.Sprintf(" (the %d ranks did not all come within --dist-timeout %v: were they all started, with the same MASTER_ADDR and MASTER_PORT?)", role.World, o.Timeout)
-			if u := unresolved(ctx, role.MasterAddr); u != "" {
-				hint = fmt.Sprintf(" (%s)", u)
+			if why != "" {
+				hint = fmt.Sprintf(" (%s)", why)
 			}
 		}
-		return nil, fmt.Errorf("join %d ranks at %s:%d as rank %d (%s, %v): %w%s", role.World, role.MasterAddr, role.MasterPort, role.Rank, role.Launcher, backend, err, hint)
+		return nil, fmt.Errorf("join %d ranks at %s as rank %d (%s, %v): %w%s", role.World, at, role.Rank, role.Launcher, backend, err, hint)
 	}
 	return g, nil
 }
@@ -182,7 +193,8 @@ func joinGroup(ctx context.Context, role *launch.Role, dev torch.Device, threads
 func unresolved(ctx context.Context, host string) string {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	_, err := net.DefaultResolver.LookupHost(ctx, host)
+	// LookupIPAddr, not LookupHost, which runs on for its timeout after an interrupt.
+	_, err := net.DefaultResolver.LookupIPAddr(ctx, host)
 	var de *net.DNSError
 	if errors.As(err, &de) && de.IsNotFound {
 		return fmt.Sprintf("MASTER_ADDR %s does not resolve", host)

@@ -763,7 +763,7 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 			// The baselines only inform: one that fails (features too large for
 			// float32 distances, say) is named and left out, and the run finishes.
 			// Failing here would leave a run that no --resume could finish.
-			baseline := func(what string, fit func(step func(restarts int)) (*eval.Scores, error)) *eval.Scores {
+			baseline := func(what, short string, fit func(step func(restarts int)) (*eval.Scores, error)) *eval.Scores {
 				var sc *eval.Scores
 				err := ctx.Err() // interrupted already: build no copy of the data for it
 				if err == nil {
@@ -771,7 +771,7 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 					var step func(int)
 					if launch.IsTerminal(log) {
 						bar := newBar(log, kmeansRestarts, "restart")
-						bar.Describe(what)
+						bar.Describe(short) // within 80 columns with the rest of the bar
 						step = func(done int) { bar.Set(done) }
 						defer bar.Finish()
 					}
@@ -788,7 +788,7 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 				return sc
 			}
 			t0 := time.Now()
-			sum.KMeans = baseline("k-means baseline", func(step func(int)) (*eval.Scores, error) {
+			sum.KMeans = baseline("k-means baseline", "k-means", func(step func(int)) (*eval.Scores, error) {
 				return kmeansScores(ctx, src, run.Cfg, labels, false, step)
 			})
 			if sum.KMeans != nil {
@@ -798,11 +798,11 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 			// standardized wine (0.97 against 0.70): show it on the features the run
 			// did not use too, so that the stronger baseline is in view.
 			if run.Cfg.Standardize {
-				sum.KMeansRaw = baseline("k-means baseline on the raw features", func(step func(int)) (*eval.Scores, error) {
+				sum.KMeansRaw = baseline("k-means baseline on the raw features", "k-means, raw", func(step func(int)) (*eval.Scores, error) {
 					return kmeansScores(ctx, src, run.Cfg, labels, true, step)
 				})
 			} else if vs, ok := src.(*train.VectorSource); ok {
-				sum.KMeansStandardized = baseline("k-means baseline on the standardized features", func(step func(int)) (*eval.Scores, error) {
+				sum.KMeansStandardized = baseline("k-means baseline on the standardized features", "k-means, standardized", func(step func(int)) (*eval.Scores, error) {
 					return kmeansStandardized(ctx, vs, run.Cfg, labels, step)
 				})
 			}
@@ -927,7 +927,7 @@ func printSummary(s summary, asJSON bool, stdout, log, warn io.Writer) error {
 		return nil
 	}
 	if s.KMeans != nil {
-		fmt.Fprintf(log, "emclust  %s\nk-means  %s  (%.1fs, same features, 10 restarts)\n", s.Scores, s.KMeans, s.KMeansSeconds)
+		fmt.Fprintf(log, "emclust  %s\nk-means  %s  (%.1fs, same features, %d restarts)\n", s.Scores, s.KMeans, s.KMeansSeconds, kmeansRestarts)
 	}
 	if s.KMeansRaw != nil {
 		fmt.Fprintf(log, "k-means  %s  (raw features, before --standardize)\n", s.KMeansRaw)

@@ -129,9 +129,17 @@ func TestReportDigits(t *testing.T) {
 			run := trainRun(t, cfg, src)
 
 			out := filepath.Join(t.TempDir(), "report")
-			index, err := Write(run, src, Options{Out: out, TSNEPoints: 200, Seed: 3})
+			var total, last int
+			progress := func(n int, unit string) func(int) {
+				total = n
+				return func(done int) { last = done }
+			}
+			index, err := Write(run, src, Options{Out: out, TSNEPoints: 200, Seed: 3, Progress: progress})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if total != 1000 || last != total {
+				t.Errorf("t-SNE's progress: %d of %d iterations reported, want 1000 of 1000", last, total)
 			}
 			if index != filepath.Join(out, "index.html") {
 				t.Errorf("index at %s", index)
