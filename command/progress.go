@@ -50,7 +50,7 @@ func newBar(w io.Writer, n int, unit string) *progressbar.ProgressBar {
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
-		progressbar.OptionSetWidth(30),
+		progressbar.OptionFullWidth(), // the terminal's width, so that no line wraps
 	)
 }
 
