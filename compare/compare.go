@@ -568,7 +568,8 @@ func (opt *Options) baseline(ctx context.Context, src train.Source, method strin
 	var reg float64
 	switch method {
 	case "kmeans":
-		res, err := baseline.KMeans(ctx, x, baseline.KMeansConfig{K: k, Restarts: KMeansRestarts, Seed: seed * KMeansRestarts})
+		// Standardized features are centred already: no copy of them is made.
+		res, err := baseline.KMeans(ctx, x, baseline.KMeansConfig{K: k, Restarts: KMeansRestarts, Seed: seed * KMeansRestarts, Centred: opt.Train.Standardize})
 		if err != nil {
 			return Result{}, err
 		}
