@@ -344,55 +344,54 @@ func seedGroup(n, d, r int) int {
 func seedChunk(cols int) int { return max(4096, (4<<20)/4/max(cols, 1)) }
 
 // nearer is min(closest, d) in s, N×R, where column r of d is the squared distance of
-// each point to point picks[r]; with closest nil, d itself. It is written a chunk of
-// rows at a time into one tensor, so that no more than a chunk's temporaries exist.
+// each point to point picks[r]; with closest nil, d itself.
 func (p *points) nearer(s *torch.Scope, closest *torch.Tensor, picks []int64) (*torch.Tensor, error) {
-	restarts := len(picks)
-	c := s.IndexSelect(p.x, 0, s.FromInt64(picks, []int{restarts}, p.dev))
-	out := s.Empty([]int{p.n, restarts}, torch.Float32, p.dev)
-	if err := s.Err(); err != nil {
-		return nil, err
-	}
-	chunk := seedChunk(restarts)
-	for start := 0; start < p.n; start += chunk {
-		m := min(chunk, p.n-start)
-		cs := torch.NoGrad()
+	c := s.IndexSelect(p.x, 0, s.FromInt64(picks, []int{len(picks)}, p.dev))
+	return byRows(s, p.n, len(picks), seedChunk(len(picks)), p.dev, func(cs *torch.Scope, start, m int) *torch.Tensor {
 		d := cs.SqDist(cs.Narrow(p.x, 0, start, m), cs.Narrow(p.sq, 0, start, m), c)
 		if closest != nil {
 			d = cs.Minimum(cs.Narrow(closest, 0, start, m), d)
 		}
-		cs.CopyInto(cs.Narrow(out, 0, start, m), d)
-		if err := cs.Close(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+		return d
+	})
 }
 
 // potentials is, for each candidate cand[r*trials+t] of restart r, the sum over the
-// points of their squared distance to restart r's nearest centre were it added,
-// summed in float64 across chunks.
+// points of their squared distance to restart r's nearest centre were it added. The
+// chunks' sums add up on the device, so that one copy to the host (one sync on a GPU)
+// serves the whole pass.
 func (p *points) potentials(closest *torch.Tensor, cand []int64, trials int) ([]float64, error) {
 	restarts := len(cand) / trials
-	pots := make([]float64, len(cand))
 	s := torch.NoGrad()
 	defer s.Close()
 	c := s.IndexSelect(p.x, 0, s.FromInt64(cand, []int{len(cand)}, p.dev))
+	var total *torch.Tensor
 	chunk := seedChunk(len(cand))
 	for start := 0; start < p.n; start += chunk {
 		m := min(chunk, p.n-start)
 		cs := torch.NoGrad()
 		d := cs.Reshape(cs.SqDist(cs.Narrow(p.x, 0, start, m), cs.Narrow(p.sq, 0, start, m), c), m, restarts, trials)
 		near := cs.Reshape(cs.Narrow(closest, 0, start, m), m, restarts, 1)
-		part := cs.Float32s(cs.Sum(cs.Minimum(d, near), false, 0))
+		part := cs.Sum(cs.Minimum(d, near), false, 0)
+		if total != nil {
+			part = cs.Add(total, part)
+			total.Free()
+		}
+		moveTo(s, cs, part)
 		if err := cs.Close(); err != nil {
 			return nil, err
 		}
-		for i, v := range part {
-			pots[i] += float64(v)
-		}
+		total = part
 	}
-	return pots, s.Err()
+	host := s.Float32s(total)
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	pots := make([]float64, len(host))
+	for i, v := range host {
+		pots[i] = float64(v)
+	}
+	return pots, nil
 }
 
 // sampleCandidates fills cand with indices drawn with probability proportional to w,

@@ -126,31 +126,33 @@ func preparePoints(s *torch.Scope, x *torch.Tensor, k int, who string, centred b
 // rowSquares is the N×1 squared row norms of x, made 8 192 rows at a time: the
 // squares of all of x at once would be a temporary as large as the data.
 func rowSquares(s *torch.Scope, x *torch.Tensor) *torch.Tensor {
-	const chunk = 8192
 	if s.Err() != nil {
 		return nil // x may be nil: the centred copy did not fit
 	}
-	n := x.Shape()[0]
-	var parts []*torch.Tensor
+	out, err := byRows(s, x.Shape()[0], 1, 8192, x.Device(), func(cs *torch.Scope, start, m int) *torch.Tensor {
+		return cs.Sum(cs.Square(cs.Narrow(x, 0, start, m)), true, 1)
+	})
+	s.Fail(err)
+	return out
+}
+
+// byRows is an n×cols float32 tensor in s whose rows are rows(cs, start, m), made chunk
+// rows at a time in a scope cs of their own, so that no more than a chunk's
+// temporaries exist at once.
+func byRows(s *torch.Scope, n, cols, chunk int, dev torch.Device, rows func(cs *torch.Scope, start, m int) *torch.Tensor) (*torch.Tensor, error) {
+	out := s.Empty([]int{n, cols}, torch.Float32, dev)
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
 	for start := 0; start < n; start += chunk {
 		m := min(chunk, n-start)
 		cs := torch.NoGrad()
-		part := cs.Sum(cs.Square(cs.Narrow(x, 0, start, m)), true, 1)
-		moveTo(s, cs, part)
+		cs.CopyInto(cs.Narrow(out, 0, start, m), rows(cs, start, m))
 		if err := cs.Close(); err != nil {
-			s.Fail(err)
-			return nil
+			return nil, err
 		}
-		parts = append(parts, part)
 	}
-	if len(parts) == 1 {
-		return parts[0]
-	}
-	out := s.Cat(0, parts...)
-	for _, t := range parts {
-		t.Free()
-	}
-	return out
+	return out, nil
 }
 
 func allFinite(v []float32) bool {

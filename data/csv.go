@@ -266,7 +266,6 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 	if err := rows.flush(); err != nil {
 		return nil, err
 	}
-	rows.close()
 	if p.n == 0 {
 		return nil, fmt.Errorf("%s: no data rows", name)
 	}

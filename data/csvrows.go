@@ -101,14 +101,18 @@ func (r *rowPipeline) add(rec []string, line int) error {
 	if r.work == nil {
 		return p.row(rec, line)
 	}
-	if len(rec) != r.ncol || p.bytes(r.read()+1) > p.maxBytes || r.labelCol >= 0 && strings.TrimSpace(rec[r.labelCol]) == "" {
+	label := ""
+	if r.labelCol >= 0 && len(rec) == r.ncol {
+		label = strings.TrimSpace(rec[r.labelCol])
+	}
+	if len(rec) != r.ncol || p.bytes(r.read()+1) > p.maxBytes || r.labelCol >= 0 && label == "" {
 		if err := r.flush(); err != nil {
 			return err
 		}
 		return p.row(rec, line)
 	}
 	if r.labelCol >= 0 {
-		p.label(strings.TrimSpace(rec[r.labelCol]))
+		p.label(label)
 	}
 	b := r.cur
 	if b == nil {
