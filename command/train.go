@@ -21,6 +21,7 @@ import (
 
 	"emclust/atomicfile"
 	"emclust/baseline"
+	"emclust/compare"
 	"emclust/data"
 	"emclust/eval"
 	"emclust/launch"
@@ -770,7 +771,7 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 					// Ten restarts on a large table take a while after the last epoch.
 					var step func(int)
 					if launch.IsTerminal(log) {
-						bar := newBar(log, kmeansRestarts, "restart")
+						bar := newBar(log, compare.KMeansRestarts, "restart")
 						bar.Describe(short) // within 80 columns with the rest of the bar
 						step = func(done int) { bar.Set(done) }
 						defer bar.Finish()
@@ -927,7 +928,7 @@ func printSummary(s summary, asJSON bool, stdout, log, warn io.Writer) error {
 		return nil
 	}
 	if s.KMeans != nil {
-		fmt.Fprintf(log, "emclust  %s\nk-means  %s  (%.1fs, same features, %d restarts)\n", s.Scores, s.KMeans, s.KMeansSeconds, kmeansRestarts)
+		fmt.Fprintf(log, "emclust  %s\nk-means  %s  (%.1fs, same features, %d restarts)\n", s.Scores, s.KMeans, s.KMeansSeconds, compare.KMeansRestarts)
 	}
 	if s.KMeansRaw != nil {
 		fmt.Fprintf(log, "k-means  %s  (raw features, before --standardize)\n", s.KMeansRaw)
@@ -969,13 +970,10 @@ func kmeansStandardized(ctx context.Context, vs *train.VectorSource, cfg train.C
 	return kmeansOn(ctx, x, cfg, labels, true, step)
 }
 
-// kmeansRestarts is the k-means baselines' restarts, scikit-learn's n_init.
-const kmeansRestarts = 10
-
 // kmeansOn scores ten k-means++ restarts on the rows of x against labels; centred
 // says x's columns have mean 0 already; step, when set, hears of each restart done.
 func kmeansOn(ctx context.Context, x *torch.Tensor, cfg train.Config, labels []int, centred bool, step func(int)) (*eval.Scores, error) {
-	res, err := baseline.KMeans(ctx, x, baseline.KMeansConfig{K: cfg.K, Restarts: kmeansRestarts, Seed: cfg.Seed, Centred: centred, Step: step})
+	res, err := baseline.KMeans(ctx, x, baseline.KMeansConfig{K: cfg.K, Restarts: compare.KMeansRestarts, Seed: cfg.Seed, Centred: centred, Step: step})
 	if err != nil {
 		return nil, err
 	}
