@@ -775,7 +775,7 @@ func checkCompareOutputs(opts compareOptions) error {
 			if opts.Resume || opts.Force {
 				continue
 			}
-			return usageError{fmt.Errorf("%s holds the trials of a comparison stopped among them; go on with the same command and --resume, or replace it with --force", run)}
+			return usageError{fmt.Errorf("%s holds the trials or restarts of a comparison stopped among them; go on with the same command and --resume, or replace it with --force", run)}
 		}
 		if err := checkNewRunDir(run); err != nil {
 			return err

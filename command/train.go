@@ -226,23 +226,29 @@ func streamInRanks(file string, world int) error {
 	return nil
 }
 
-// trialsInRanks refuses to resume a run stopped among its trials in world processes.
+// trialsInRanks refuses to resume a run stopped among its trials (or whole-run
+// restarts) in world processes.
 func trialsInRanks(dir string, world int) error {
-	return usageError{fmt.Errorf("--resume %s with %d processes: the run stopped among its trials, which train in one process; resume it in one", dir, world)}
+	return usageError{fmt.Errorf("--resume %s with %d processes: the run stopped among its trials or restarts, which train in one process; resume it in one", dir, world)}
 }
 
-// openResumedTrials reads the config of a run stopped among its trials, with the
-// overrides applied, and locks its folder.
+// openResumedTrials reads the config of a run stopped among its trials, or among its
+// whole-run image restarts, which train in the same folder (train.TrainRestartsIn),
+// with the overrides applied, and locks its folder.
 func openResumedTrials(dir string, o resumeOverrides) (train.Config, *runFolder, error) {
 	saved, err := train.ReadConfig(filepath.Join(dir, train.TrialsDir))
 	if err != nil {
 		return train.Config{}, nil, fmt.Errorf("resume: %s holds trials but not their config: %w", dir, err)
 	}
-	if saved.Restarts < 2 || saved.TrialEpochs < 2 {
-		return train.Config{}, nil, fmt.Errorf("resume: %s holds a trials folder, but its config.json trains no trials", dir)
+	if saved.Restarts < 2 || saved.TrialEpochs == 1 {
+		return train.Config{}, nil, fmt.Errorf("resume: %s holds a trials folder, but its config.json trains no trials or restarts", dir)
 	}
 	if err := checkMovedData(dir, o, saved); err != nil {
 		return train.Config{}, nil, err
+	}
+	if o.Epochs != nil && saved.TrialEpochs == 0 && (*o.Epochs != saved.Epochs || saved.MinSteps != 0 || saved.MaxSteps != 0) {
+		// Restarts of different lengths would not be chosen among fairly.
+		return train.Config{}, nil, usageError{fmt.Errorf("--epochs %d with --resume: the restarts of %s train %d epochs each, as they began; resume without --epochs", *o.Epochs, dir, saved.Epochs)}
 	}
 	cfg := *saved
 	resumedThreads(&cfg)
@@ -412,7 +418,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		return trainTrials(ctx, cfg, src, dev, newFolder, resumeTrials, opts.Quiet, opts.JSON, stdout, log, stderr)
 	}
 	if ckpt == nil && cfg.Restarts > 1 {
-		return trainRestarts(ctx, cfg, src, dev, newFolder, opts.JSON, stdout, log, stderr)
+		return trainRestarts(ctx, cfg, src, dev, newFolder, resumeTrials, opts.JSON, stdout, log, stderr)
 	}
 	writeDir := runDir
 	if !speaks || newFolder != nil {
@@ -636,9 +642,19 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 
 // trainRestarts trains cfg.Restarts seeds, keeps the run cfg.KeepBy chooses in
 // runDir, and finishes it like a single run.
-func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, folder *runFolder, asJSON bool, stdout, log, warn io.Writer) error {
+//
+// Image restarts, whole runs of hours each, train in RUN/trials/seed-S and save as
+// they go, as trials do (train.TrainRestartsIn): a run stopped among them goes on
+// with --resume (resumed), and the folders go once the kept one is saved as the run.
+// Vector restarts take seconds and train in memory: an interrupt keeps the choice
+// among those that finished.
+func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, folder *runFolder, resumed, asJSON bool, stdout, log, warn io.Writer) error {
 	start := time.Now()
 	runDir := folder.dir
+	restartsDir := ""
+	if _, vectors := src.(*train.VectorSource); !vectors && train.RestartsInFolders(cfg, src, dev) {
+		restartsDir = runDir
+	}
 	by := map[string]string{train.KeepBySilhouette: "the silhouette of their clusterings",
 		train.KeepByAgreement: "the agreement between their clusterings"}[train.KeptBy(cfg.KeepBy, cfg.Restarts)]
 	if by == "" {
@@ -657,8 +673,12 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	} else if stack > 1 {
 		atOnce = fmt.Sprintf(", in stacks of up to %d,", stack)
 	}
-	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %d restarts%s kept by %s%s\n",
-		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), max(cfg.Restarts, 1), atOnce, by, networks)
+	how := fmt.Sprintf("%d restarts", max(cfg.Restarts, 1))
+	if resumed {
+		how = "resuming " + how
+	}
+	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %s%s kept by %s%s\n",
+		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), how, atOnce, by, networks)
 	done := 0
 	hooks := newRestartsProgress(log, log == io.Discard, total, "restarts").hooks(func(_ int, r train.Restart) {
 		done++
@@ -669,13 +689,23 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 		fmt.Fprintf(log, "emclust: restart %d/%d%s, seed %d: max posterior %.4f, EM objective %.4f\n",
 			done, total, net, r.Seed, r.Criteria.MaxPosterior, r.Criteria.EMObjective)
 	})
-	run, restarts, err := train.TrainRestarts(ctx, cfg, src, dev, hooks)
+	run, restarts, err := train.TrainRestartsIn(ctx, cfg, src, dev, restartsDir, hooks)
 	if run != nil {
 		defer run.Close()
+	}
+	if restartsDir != "" && errors.Is(err, context.Canceled) {
+		// Each restart's folder holds its last epoch: the resume goes on from there.
+		return interruptedError{fmt.Errorf("interrupted in restart %d of %d; emclust train --resume %s goes on with the restarts",
+			min(done+1, total), total, runDir)}
 	}
 	interrupted, err := keepChoice(run, err, folder)
 	if err != nil {
 		return err
+	}
+	if restartsDir != "" {
+		if err := train.RemoveTrials(runDir); err != nil {
+			return err
+		}
 	}
 	if interrupted {
 		// The choice among the restarts that finished is a whole run; a resume
@@ -1040,7 +1070,7 @@ func checkNewRunDir(dir string) error {
 		name := e.Name()
 		switch {
 		case name == train.TrialsDir && e.IsDir() && isRunConfig(filepath.Join(dir, name, "config.json")):
-			return usageError{fmt.Errorf("%s holds the trials of a run that stopped among them; continue it with --resume %s or pick another --out", dir, dir)}
+			return usageError{fmt.Errorf("%s holds the trials or restarts of a run that stopped among them; continue it with --resume %s or pick another --out", dir, dir)}
 		case name == train.LockName && train.IsRunLock(filepath.Join(dir, name)), isPartialRunFile(name):
 		case slices.Contains(train.RunFiles, name):
 			named = append(named, name)
@@ -1249,7 +1279,7 @@ func checkRunDir(dir string) error {
 		run := filepath.Dir(filepath.Dir(abs))
 		for _, conf := range []string{filepath.Join(run, "config.json"), filepath.Join(run, train.TrialsDir, "config.json")} {
 			if _, err := os.Stat(conf); err == nil {
-				return usageError{fmt.Errorf("resume: %s is a trial of the run in %s; resume that run", dir, run)}
+				return usageError{fmt.Errorf("resume: %s is a trial or restart of the run in %s; resume that run", dir, run)}
 			}
 		}
 	}

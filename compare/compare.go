@@ -415,10 +415,10 @@ func writeResult(path, plan string, r Result) error {
 // cfg.Restarts of them from cfg.Seed·cfg.Restarts (disjoint for each seed, as
 // k-means' are; see KMeansRestarts) of which train.TrainRestarts keeps one (for
 // each network, with HiddenAuto, and then one of the networks), or, with
-// cfg.TrialEpochs, train.TrainTrials keeps one to train on (in dir's trials folder,
-// where a resume goes on with them). With resume, a run whose checkpoint dir holds
-// goes on from there; resumed says whether the run began in an earlier sitting.
-// The caller closes the run.
+// cfg.TrialEpochs, train.TrainTrials keeps one to train on. Trials, and whole-run
+// image restarts, train in dir's trials folder, where a resume goes on with them.
+// With resume, a run whose checkpoint dir holds goes on from there; resumed says
+// whether the run began in an earlier sitting. The caller closes the run.
 func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string, resume bool, prog progress) (run *train.Run, resumed bool, err error) {
 	if dir != "" && resume {
 		if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); err == nil {
@@ -439,7 +439,8 @@ func trainRun(ctx context.Context, cfg train.Config, src train.Source, dev torch
 		return run, false, nil
 	}
 	cfg.Seed *= uint64(cfg.Restarts)
-	if cfg.TrialEpochs > 0 && dir != "" {
+	_, vectors := src.(*train.VectorSource)
+	if dir != "" && (cfg.TrialEpochs > 0 || !vectors && train.RestartsInFolders(cfg, src, dev)) {
 		return trainTrials(ctx, cfg, src, dev, dir, resume, prog)
 	}
 	choose := train.TrainRestarts
@@ -477,11 +478,16 @@ type progress struct {
 	restarts train.RestartHooks
 }
 
-// trainTrials trains cfg's trials in dir/trials, as train does, so that a stopped
-// comparison goes on with them, keeps one in dir, and trains it on.
+// trainTrials trains cfg's trials, or its whole-run image restarts, in dir/trials, as
+// train does, so that a stopped comparison goes on with them, keeps one in dir, and
+// trains it on (a trial; a restart is trained).
 func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev torch.Device, dir string, resume bool, prog progress) (*train.Run, bool, error) {
 	resumed := resume && train.StoppedInTrials(dir)
-	run, _, err := train.TrainTrialsIn(ctx, cfg, src, dev, dir, prog.restarts)
+	in := train.TrainTrialsIn
+	if cfg.TrialEpochs == 0 {
+		in = train.TrainRestartsIn
+	}
+	run, _, err := in(ctx, cfg, src, dev, dir, prog.restarts)
 	if err == nil {
 		if err = run.KeepTrial(dir, nil); err == nil {
 			run.Progress = prog.epochs

@@ -214,7 +214,7 @@ func (m *Model) Unfinished() bool { return !m.Chosen && m.Epoch < m.Cfg.Epochs }
 func LoadModel(path string, dev torch.Device) (*Model, error) {
 	f, cfg, spec, err := ReadCheckpoint(path)
 	if errors.Is(err, fs.ErrNotExist) && StoppedInTrials(path) {
-		return nil, fmt.Errorf("%s stopped among its trials, before it had a model: emclust train --resume %s goes on with them", path, path)
+		return nil, fmt.Errorf("%s stopped among its trials or restarts, before it had a model: emclust train --resume %s goes on with them", path, path)
 	}
 	if err != nil {
 		return nil, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -158,8 +160,39 @@ type RestartHooks struct {
 // It sets process-wide state while restarts train side by side (GOMAXPROCS, the
 // BLAS's thread count) and restores it: calls must not overlap.
 func TrainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks) (*Run, []Restart, error) {
+	return TrainRestartsIn(ctx, cfg, src, dev, "", hooks)
+}
+
+// TrainRestartsIn is TrainRestarts with each restart trained as a run of its own in
+// dir/trials/seed-S (TrialsDir, as trials are), saved as it trains, where dir is not
+// "": whole runs of a CNN take hours each, and a job killed among them would lose
+// them all. Called again on the same dir, it takes the restarts that finished from
+// their checkpoints, goes on with the one that was stopped and trains the rest: the
+// run it keeps is the one an uninterrupted call keeps. The plan, cfg, is
+// dir/trials/config.json, for the resume to read.
+//
+// Only restarts that train one after another, unstacked, as images' do, train in
+// folders (RestartsInFolders); vector restarts take seconds. With a dir, an interrupt
+// keeps no choice (the folders are what a resume goes on from), and the run kept comes
+// back without a folder: KeepTrial saves it in dir.
+func TrainRestartsIn(ctx context.Context, cfg Config, src Source, dev torch.Device, dir string, hooks RestartHooks) (*Run, []Restart, error) {
 	workers, stacks := restartPlan(cfg, src, dev)
-	run, all, err := trainRestarts(ctx, cfg, src, dev, hooks, workers, stacks)
+	if dir != "" {
+		if workers > 0 || stacks < cfg.RestartRuns() {
+			return nil, nil, errors.New("restarts trained side by side or stacked train without folders")
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, nil, err // before config.json, which a resume must be able to read
+		}
+		trials := filepath.Join(dir, TrialsDir)
+		if err := os.MkdirAll(trials, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("run folder: %w", err)
+		}
+		if err := WriteConfig(trials, cfg); err != nil {
+			return nil, nil, err
+		}
+	}
+	run, all, err := trainRestarts(ctx, cfg, src, dev, hooks, workers, stacks, dir)
 	if run != nil {
 		run.Restarts = all
 		// The restarts scored only their last epoch; a resume trains on as asked.
@@ -242,16 +275,25 @@ func RestartsSideBySide(cfg Config, src Source, dev torch.Device) int {
 }
 
 // restartJob is one restart to train: its config, the name of its network in its
-// record, and its index among its network's restarts.
+// record, its index among its network's restarts, and the folder it trains in ("":
+// none).
 type restartJob struct {
 	cfg     Config
 	network string
 	index   int
+	dir     string
 }
 
-// trainRestarts is TrainRestarts with workers side by side (0: one after another on
+// RestartsInFolders says whether TrainRestartsIn trains cfg's restarts in folders of
+// their own: where they train one after another, unstacked.
+func RestartsInFolders(cfg Config, src Source, dev torch.Device) bool {
+	workers, stacks := restartPlan(cfg, src, dev)
+	return workers == 0 && stacks >= cfg.RestartRuns()
+}
+
+// trainRestarts is TrainRestartsIn with workers side by side (0: one after another on
 // the caller's threads), and each network's restarts in that many stacks (trainJobs).
-func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks, workers, stacks int) (*Run, []Restart, error) {
+func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks, workers, stacks int, dir string) (*Run, []Restart, error) {
 	cands := NetworkCandidates(cfg)
 	n := max(cfg.Restarts, 1)
 	var jobs []restartJob
@@ -267,7 +309,11 @@ func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 			// epoch of runs that are mostly dropped took 3/4 of the time (10 restarts
 			// of the digits: 12.8 s against 3.2 s).
 			c.EvalEvery = 0
-			jobs = append(jobs, restartJob{cfg: c, network: name, index: i})
+			job := restartJob{cfg: c, network: name, index: i}
+			if dir != "" {
+				job.dir = filepath.Join(dir, TrialsDir, strings.TrimSuffix(fmt.Sprintf("seed-%d-%s", c.Seed, name), "-"))
+			}
+			jobs = append(jobs, job)
 		}
 	}
 	runs, records, err := trainJobs(ctx, jobs, src, dev, hooks, workers, stacks)
@@ -281,7 +327,7 @@ func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 			}
 		}
 	}
-	if err != nil && ctx.Err() == nil {
+	if err != nil && (ctx.Err() == nil || dir != "") {
 		closeFrom(0, nil)
 		return nil, nil, err
 	}
@@ -314,6 +360,7 @@ func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 	case 0:
 		return nil, nil, err
 	case 1:
+		kept[0].detach() // from its folder, if it has one: the caller attaches it to dir
 		return kept[0], all, err
 	}
 	best, cerr := chooseNetwork(kept, src)
@@ -331,6 +378,7 @@ func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device
 			r.Close()
 		}
 	}
+	kept[best.index].detach()
 	return kept[best.index], all, err
 }
 
@@ -380,7 +428,7 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 				fail(fmt.Errorf("%s: %w", name(j), err))
 				return
 			}
-			r, err := New(jobs[j].cfg, src, dev, "")
+			r, err := openRestart(jobs[j], src, dev)
 			if err != nil {
 				fail(fmt.Errorf("%s: %w", name(j), err))
 				return
@@ -388,6 +436,11 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 			rs = append(rs, r)
 			if steps != nil {
 				r.Progress = &restartSteps{c: steps, j: j}
+				// A restored restart's epochs are done: counted now, as a whole one trains none.
+				if done := r.EpochsDone(); done > 0 {
+					per := r.stepsPerEpoch()
+					steps.set(j, done*per, r.Cfg.Epochs*per)
+				}
 			}
 		}
 		if len(rs) == 1 {
@@ -472,6 +525,35 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 		firstErr = err
 	}
 	return runs, records, firstErr
+}
+
+// openRestart makes the run of job, in its folder where it has one: from its
+// checkpoint there, if it has one.
+func openRestart(job restartJob, src Source, dev torch.Device) (*Run, error) {
+	if job.dir == "" {
+		return New(job.cfg, src, dev, "")
+	}
+	var ckpt *torch.SafeFile
+	if _, err := os.Stat(filepath.Join(job.dir, checkpointName)); err == nil {
+		if ckpt, _, _, err = ReadCheckpoint(job.dir); err != nil {
+			return nil, fmt.Errorf("%w (remove %s to train that restart again)", err, job.dir)
+		}
+	}
+	r, err := New(job.cfg, src, dev, job.dir)
+	if err != nil {
+		return nil, err
+	}
+	if ckpt != nil {
+		if err := r.Restore(ckpt); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("%w (remove %s to train that restart again)", err, job.dir)
+		}
+		if r.EpochsDone() > r.Cfg.Epochs {
+			r.Close()
+			return nil, fmt.Errorf("%s trained %d epochs, more than the run's %d", job.dir, r.EpochsDone(), r.Cfg.Epochs)
+		}
+	}
+	return r, nil
 }
 
 // splitStacks splits jobs into what a worker trains at once: each network's

@@ -3,7 +3,11 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -172,7 +176,7 @@ func TestTrainRestartsInterrupted(t *testing.T) {
 				if i+1 == tc.cancelAt {
 					cancel()
 				}
-			}}, 0, cfg.Restarts) // each alone
+			}}, 0, cfg.Restarts, "") // each alone
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("err %v, want the cancellation", err)
 			}
@@ -229,7 +233,7 @@ func TestRestartsSideBySide(t *testing.T) {
 					t.Errorf("%d side by side: steps done fell from %d to %d", workers, done, d)
 				}
 				done, total = d, n
-			}}, workers, stacks)
+			}}, workers, stacks, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -313,7 +317,7 @@ func TestRestartsSideBySideInterrupted(t *testing.T) {
 		cfg.MinSteps, cfg.MaxSteps, cfg.HiddenAuto = 0, 0, false
 		cfg.Epochs, cfg.Seed, cfg.Restarts = 2, 5, 3*stack // in three stacks, more than the workers take at first
 		ctx, cancel := context.WithCancel(context.Background())
-		r, all, err := trainRestarts(ctx, cfg, src, torch.CPU, RestartHooks{Done: func(int, Restart) { cancel() }}, workers, 3)
+		r, all, err := trainRestarts(ctx, cfg, src, torch.CPU, RestartHooks{Done: func(int, Restart) { cancel() }}, workers, 3, "")
 		cancel()
 		if !errors.Is(err, context.Canceled) || r == nil {
 			t.Fatalf("%d stacked: err %v, kept a run: %v; want the cancellation and a run", stack, err, r != nil)
@@ -327,7 +331,7 @@ func TestRestartsSideBySideInterrupted(t *testing.T) {
 		r.Close()
 
 		cfg.K = 2
-		r, all, err = trainRestarts(context.Background(), cfg, huge, torch.CPU, RestartHooks{}, workers, 3)
+		r, all, err = trainRestarts(context.Background(), cfg, huge, torch.CPU, RestartHooks{}, workers, 3, "")
 		if err == nil || !strings.Contains(err.Error(), "diverged") || !strings.Contains(err.Error(), "(seed ") || r != nil || all != nil {
 			t.Fatalf("%d stacked: err %v, kept a run: %v, %d restarts; want divergence of a named restart and nothing", stack, err, r != nil, len(all))
 		}
@@ -527,5 +531,126 @@ func TestBetterNetwork(t *testing.T) {
 		if got := betterNetwork(tc.used, tc.sil); got != tc.want {
 			t.Errorf("betterNetwork(%v, %v) = %d, want %d", tc.used, tc.sil, got, tc.want)
 		}
+	}
+}
+
+// Whole-run image restarts in a folder survive an interrupt: called again,
+// TrainRestartsIn takes the restart that finished from its checkpoint, goes on with
+// the one stopped, trains the last, and keeps what one uninterrupted call keeps, to
+// the bit. An interrupt keeps no choice: the folders are what the resume goes on from.
+func TestTrainRestartsResumed(t *testing.T) {
+	im := mnistSet(t, 64)
+	src := imageSource(t, im)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := torch.SetNumThreads(runtime.NumCPU()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := imageConfig("em", 3, 32) // 2 steps an epoch, 6 a restart
+	cfg.Restarts = 3
+	if !RestartsInFolders(cfg, src, testDevice) {
+		t.Fatal("image restarts do not train in folders")
+	}
+
+	straight, want, err := TrainRestarts(context.Background(), cfg, src, testDevice, RestartHooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer straight.Close()
+
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := RestartHooks{Progress: func(done, _ int) {
+		if done >= 10 { // the second restart's second epoch
+			cancel()
+		}
+	}}
+	first, recs, err := TrainRestartsIn(ctx, cfg, src, testDevice, dir, stop)
+	if !errors.Is(err, context.Canceled) || first != nil || recs != nil {
+		first.closeIfAny()
+		t.Fatalf("interrupted: run %v, %d records, error %v; want none kept and the context's error", first != nil, len(recs), err)
+	}
+	for _, seed := range []int{1, 2} {
+		if _, err := os.Stat(filepath.Join(dir, TrialsDir, fmt.Sprintf("seed-%d", seed), checkpointName)); err != nil {
+			t.Fatalf("restart of seed %d left no checkpoint: %v", seed, err)
+		}
+	}
+	if saved, err := ReadConfig(filepath.Join(dir, TrialsDir)); err != nil || saved.Restarts != 3 || saved.TrialEpochs != 0 {
+		t.Fatalf("the plan: %+v, %v; want 3 whole restarts", saved, err)
+	}
+
+	// A damaged restart's checkpoint is named, with the way on.
+	seed2 := filepath.Join(dir, TrialsDir, "seed-2")
+	ckpt2, err := os.ReadFile(filepath.Join(seed2, checkpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(seed2, checkpointName), ckpt2[:len(ckpt2)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, err := TrainRestartsIn(context.Background(), cfg, src, testDevice, dir, RestartHooks{}); err == nil || !strings.Contains(err.Error(), "restart 2 (seed 2)") ||
+		!strings.Contains(err.Error(), "(remove "+seed2+" to train that restart again)") {
+		r.closeIfAny()
+		t.Fatalf("a damaged restart: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(seed2, checkpointName), ckpt2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var last [2]int // the resumed call's last count: a restored restart's steps count as done
+	resumed, got, err := TrainRestartsIn(context.Background(), cfg, src, testDevice, dir, RestartHooks{Progress: func(done, total int) { last = [2]int{done, total} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close()
+	if last != [2]int{18, 18} {
+		t.Errorf("resumed restarts counted %d of %d steps at the end, want 18 of 18", last[0], last[1])
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d restarts resumed, %d straight", len(got), len(want))
+	}
+	for i := range want {
+		w, g := want[i], got[i]
+		if w.Seed != g.Seed || w.Criteria != g.Criteria || *w.Agreement != *g.Agreement {
+			t.Errorf("restart %d: %+v resumed, %+v straight", i+1, g, w)
+		}
+	}
+	if resumed.Cfg.Seed != straight.Cfg.Seed || resumed.Dir != "" || resumed.EpochsDone() != 3 || resumed.Cfg.Restarts != 3 {
+		t.Fatalf("kept seed %d in %q after %d epochs of %d restarts; want seed %d without a folder, after 3, of 3",
+			resumed.Cfg.Seed, resumed.Dir, resumed.EpochsDone(), resumed.Cfg.Restarts, straight.Cfg.Seed)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	sameBits(t, s, "parameter", "resumed", straight.Net.Params(), resumed.Net.Params())
+	sameBits(t, s, "buffer", "resumed", straight.Net.Buffers(), resumed.Net.Buffers())
+
+	// Kept in the run folder, the run is whole there and the restarts' folders go.
+	if err := resumed.KeepTrial(dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, checkpointName)); err != nil {
+		t.Errorf("the kept run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, TrialsDir)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the restarts' folder after the keep: %v, want it gone", err)
+	}
+	if StoppedInTrials(dir) {
+		t.Error("a kept run still reads as stopped among its restarts")
+	}
+}
+
+// Vector restarts, which train stacked (and side by side where there are threads),
+// take no folders.
+func TestRestartsInFoldersRefused(t *testing.T) {
+	src := digitsSource(t)
+	cfg := VectorDefaults()
+	cfg.Restarts = 4
+	if RestartsInFolders(cfg, src, torch.CPU) {
+		t.Fatal("stacked vector restarts would train in folders")
+	}
+	if r, _, err := TrainRestartsIn(context.Background(), cfg, src, torch.CPU, t.TempDir(), RestartHooks{}); err == nil {
+		r.closeIfAny()
+		t.Fatal("restarts side by side trained in folders")
 	}
 }

@@ -37,7 +37,7 @@ func TrainTrials(ctx context.Context, cfg Config, src Source, dev torch.Device, 
 }
 
 // TrialsDir is the folder of a run folder in which TrainTrialsIn trains the trials,
-// one folder each, named for its seed.
+// and TrainRestartsIn whole-run restarts, one folder each, named for its seed.
 const TrialsDir = "trials"
 
 // TrainTrialsIn is TrainTrials with each trial trained as a run of its own in
@@ -160,8 +160,8 @@ func isNotEmpty(err error) bool {
 	return errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST)
 }
 
-// StoppedInTrials says whether dir is a run stopped among its trials: their folder,
-// and no checkpoint of the run yet.
+// StoppedInTrials says whether dir is a run stopped among its trials (or whole-run
+// restarts, TrainRestartsIn): their folder, and no checkpoint of the run yet.
 func StoppedInTrials(dir string) bool {
 	if _, err := os.Stat(filepath.Join(dir, checkpointName)); err == nil {
 		return false
