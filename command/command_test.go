@@ -216,6 +216,22 @@ func runIn(dir string, timeout time.Duration, args ...string) result {
 	return runProgram(bin, dir, nil, timeout, args...)
 }
 
+// emclustCmd is exec.Command of the emclust under test, which dies with the test
+// binary (diesWithTest).
+func emclustCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.SysProcAttr = diesWithTest()
+	return cmd
+}
+
+// diesWithTest has a child killed when the test binary ends, as go test -timeout
+// ends it without running the cleanups: one such child trained on for 1.5 h. (The
+// signal follows the thread that started the child, and Go ends a thread only with a
+// goroutine locked to it, which these tests have none of.)
+func diesWithTest() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
 // runProgram runs prog in dir with env (nil: this process's) and waits at most
 // timeout; the exit code is -1 when a signal killed it and -2 when it could not run.
 func runProgram(prog, dir string, env []string, timeout time.Duration, args ...string) result {
@@ -223,6 +239,7 @@ func runProgram(prog, dir string, env []string, timeout time.Duration, args ...s
 	defer cancel()
 	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir, cmd.Env = dir, env
+	cmd.SysProcAttr = diesWithTest()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -1399,7 +1416,7 @@ func TestReportGuardsOutput(t *testing.T) {
 	if err := syscall.Mkfifo(rows, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	late := exec.Command(bin, "report", filepath.Join(fixtures, "r4"), "--no-tsne", "--quiet", "--out", "race", "--device", "cpu", "--data", rows, "--label-col", "label")
+	late := emclustCmd("report", filepath.Join(fixtures, "r4"), "--no-tsne", "--quiet", "--out", "race", "--device", "cpu", "--data", rows, "--label-col", "label")
 	late.Dir = dir
 	var lateErr bytes.Buffer
 	late.Stderr = &lateErr
@@ -1606,7 +1623,7 @@ func checkpointEpoch(t *testing.T, path string) int {
 // startTrain starts a long training run on big.csv; done closes when it exits.
 func startTrain(t *testing.T, dir string, stderr io.Writer, args ...string) (*exec.Cmd, <-chan struct{}) {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"train", "--data", "big.csv", "--label-col", "label",
+	cmd := emclustCmd(append([]string{"train", "--data", "big.csv", "--label-col", "label",
 		"--epochs", "1000", "--restarts", "1", "--kmeans=false", "--out", "run"}, args...)...)
 	cmd.Dir = dir
 	cmd.Stderr = stderr
@@ -1933,7 +1950,7 @@ func TestTrainTrialsKilled(t *testing.T) {
 		t.Errorf("a finished run left its trials folder: %v", err)
 	}
 
-	cmd := exec.Command(bin, append(args, "--out", "killed")...)
+	cmd := emclustCmd(append(args, "--out", "killed")...)
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -1948,7 +1965,7 @@ func TestTrainTrialsKilled(t *testing.T) {
 	<-done
 
 	// The folder is the stopped run's: a new run, and predict, are sent to --resume.
-	wantError(t, run(t, dir, append(args, "--out", "killed")...), 2, "holds the trials of a run", "--resume")
+	wantError(t, run(t, dir, append(args, "--out", "killed")...), 2, "holds the trials or restarts of a run", "--resume")
 	wantError(t, run(t, dir, "predict", "--model", "killed", "--out", "p.csv"), 1, "stopped among its trials", "--resume killed")
 	// Refused resumes change nothing: the trials' plan stays as it was.
 	plan, err := os.ReadFile(filepath.Join(dir, "killed", "trials", "config.json"))
@@ -1961,7 +1978,7 @@ func TestTrainTrialsKilled(t *testing.T) {
 	wantError(t, run(t, dir, "train", "--resume", "killed", "--device", "cpu", "--precision", "bf32"), 2, `--precision "bf32"`)
 	// A trial alone went past --trial-epochs, and the run scored it there.
 	wantError(t, run(t, dir, "train", "--resume", filepath.Join("killed", "trials", "seed-1"), "--device", "cpu", "--epochs", "3"), 2,
-		"is a trial of the run in", "resume that run")
+		"is a trial or restart of the run in", "resume that run")
 	if now, _ := os.ReadFile(filepath.Join(dir, "killed", "trials", "config.json")); !bytes.Equal(now, plan) {
 		t.Errorf("a refused resume rewrote the trials' config.json")
 	}
@@ -2017,6 +2034,77 @@ func TestTrainTrialsKilled(t *testing.T) {
 	}
 }
 
+// A run killed among its whole-run image restarts (--trial-epochs 0) goes on with
+// --resume from the restart it was in, and keeps the seed an unkilled run keeps.
+// Before, they lived in memory and a kill lost them all.
+func TestTrainRestartsKilled(t *testing.T) {
+	dir := t.TempDir()
+	writeIDXSet(t, dir, 480, 32)
+	args := []string{"train", "--quiet", "--dataset", "mnist", "--data-dir", dir, "--device", "cpu", "--objective", "em",
+		"--epochs", "2", "--batch-size", "32", "--restarts", "3", "--trial-epochs", "0"}
+	straight := run(t, dir, append(args, "--out", "straight")...)
+	if straight.code != 0 {
+		t.Fatalf("exit %d: %s", straight.code, straight.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "straight", "trials")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a finished run left its restarts' folder: %v", err)
+	}
+
+	cmd := emclustCmd(append(args, "--out", "killed")...)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	waitFor(t, filepath.Join(dir, "killed", "trials", "seed-1", "checkpoint.safetensors"), slowWait, done)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+
+	wantError(t, run(t, dir, append(args, "--out", "killed")...), 2, "holds the trials or restarts of a run", "--resume")
+	// Restarts of other lengths would not be kept by the same measure.
+	wantError(t, run(t, dir, "train", "--resume", "killed", "--device", "cpu", "--epochs", "3"), 2, "--epochs 3 with --resume", "2 epochs each")
+	r := run(t, dir, "train", "--resume", "killed", "--device", "cpu")
+	noCrash(t, r)
+	if r.code != 0 || !strings.Contains(r.stderr, "resuming 3 restarts") {
+		t.Fatalf("resume: exit %d: %s", r.code, r.stderr)
+	}
+	type restart struct {
+		Seed      uint64   `json:"seed"`
+		Agreement *float64 `json:"agreement"`
+	}
+	var want, got struct {
+		Epochs   int       `json:"epochs"`
+		Restarts []restart `json:"restarts"`
+	}
+	readJSON(t, filepath.Join(dir, "straight", "summary.json"), &want)
+	readJSON(t, filepath.Join(dir, "killed", "summary.json"), &got)
+	if len(got.Restarts) != 3 || len(want.Restarts) != 3 || got.Epochs != 2 {
+		t.Fatalf("resumed: %d epochs, %d restarts; unkilled: %d restarts; want 2 epochs and 3 restarts each", got.Epochs, len(got.Restarts), len(want.Restarts))
+	}
+	for i := range want.Restarts {
+		w, g := want.Restarts[i], got.Restarts[i]
+		if w.Seed != g.Seed || w.Agreement == nil || g.Agreement == nil || *w.Agreement != *g.Agreement {
+			t.Errorf("restart %d: resumed %+v, unkilled %+v", i+1, g, w)
+		}
+	}
+	var ws, gs struct {
+		Seed     uint64 `json:"seed"`
+		Restarts int    `json:"restarts"`
+	}
+	readJSON(t, filepath.Join(dir, "straight", "config.json"), &ws)
+	readJSON(t, filepath.Join(dir, "killed", "config.json"), &gs)
+	if ws != gs {
+		t.Errorf("resumed run kept %+v, the unkilled one %+v", gs, ws)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "killed", "trials")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the resumed run left its restarts' folder: %v", err)
+	}
+}
+
 // A comparison killed among an image seed's trials goes on with --resume: seeds
 // that finished are taken from their folders, the stopped one goes on with its
 // trials, and the table equals an unkilled comparison's. A finished run whose result
@@ -2044,7 +2132,7 @@ func TestCompareResume(t *testing.T) {
 	}
 
 	// Seed 1 trains trials of seeds 2 and 3; the kill lands in the first.
-	cmd := exec.Command(bin, append(args, "--out", "killed")...)
+	cmd := emclustCmd(append(args, "--out", "killed")...)
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -2582,7 +2670,7 @@ func TestBuildShimScript(t *testing.T) {
 	if exported < 50 {
 		t.Errorf("the shim exports %d et_ functions; want its whole C API", exported)
 	}
-	devices := exec.Command(bin, "devices")
+	devices := emclustCmd("devices")
 	devices.Env = append(os.Environ(), "LD_LIBRARY_PATH="+out, "LD_DEBUG=libs")
 	var stdout, stderr bytes.Buffer
 	devices.Stdout, devices.Stderr = &stdout, &stderr
@@ -2635,7 +2723,7 @@ int et_abi_version(void) { return %d; }`, abi+1),
 				t.Fatalf("cc: %v\n%s", err, b)
 			}
 			for _, args := range [][]string{{"devices"}, {"train", "--epochs", "1", "--out", "run"}} {
-				cmd := exec.Command(bin, args...)
+				cmd := emclustCmd(args...)
 				cmd.Dir = dir
 				cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+dir)
 				var out, errb bytes.Buffer
@@ -3394,7 +3482,7 @@ func saveRunAs(t *testing.T, from, to string, edit func(*train.Config)) {
 // exit code.
 func interruptAt(t *testing.T, dir, trigger string, args ...string) (string, []string, int) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
+	cmd := emclustCmd(args...)
 	cmd.Dir = dir
 	var stdout bytes.Buffer
 	cmd.Stdout = &stdout
@@ -3463,7 +3551,7 @@ func TestInterruptBaselines(t *testing.T) {
 	}
 
 	var stderr bytes.Buffer
-	train := exec.Command(bin, append([]string{"train", "--epochs", "1", "--restarts", "1", "--out", "run"}, data...)...)
+	train := emclustCmd(append([]string{"train", "--epochs", "1", "--restarts", "1", "--out", "run"}, data...)...)
 	train.Dir = dir
 	train.Stderr = &stderr
 	if err := train.Start(); err != nil {
@@ -3518,7 +3606,7 @@ func TestBenchTimesEachConfiguration(t *testing.T) {
 // bench prints each row as it finishes: stopped by Ctrl-C in the second model, it
 // has printed the first's row under the header (it printed nothing before).
 func TestBenchInterruptedKeepsRows(t *testing.T) {
-	cmd := exec.Command(bin, "bench", "--model", "mlp,mnist", "--device", "cpu", "--steps", "2000", "--batch-size", "8")
+	cmd := emclustCmd("bench", "--model", "mlp,mnist", "--device", "cpu", "--steps", "2000", "--batch-size", "8")
 	cmd.Dir = t.TempDir()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

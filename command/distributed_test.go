@@ -233,7 +233,7 @@ func TestDataParallelEquivalence(t *testing.T) {
 					"--master_port", strconv.Itoa(unusedPort(t)), "--no_python",
 					"/usr/bin/env", "LD_LIBRARY_PATH="+os.Getenv("LD_LIBRARY_PATH"), bin)
 				cmd.Args = append(cmd.Args, out(tc.name+"-torchrun")...)
-				cmd.Dir = dir
+				cmd.Dir, cmd.SysProcAttr = dir, diesWithTest()
 				for _, kv := range os.Environ() {
 					if !strings.HasPrefix(kv, "LD_LIBRARY_PATH=") {
 						cmd.Env = append(cmd.Env, kv)
@@ -442,7 +442,7 @@ func TestInterruptRanks(t *testing.T) {
 func TestInterruptedInJoin(t *testing.T) {
 	dir := t.TempDir()
 	port := unusedPort(t)
-	cmd := exec.Command(bin, append([]string{"train", "--quiet", "--kmeans=false", "--epochs", "2", "--dist-timeout", "10m", "--out", "run"}, distDevice()...)...)
+	cmd := emclustCmd(append([]string{"train", "--quiet", "--kmeans=false", "--epochs", "2", "--dist-timeout", "10m", "--out", "run"}, distDevice()...)...)
 	cmd.Dir, cmd.Env = dir, rankEnv(0, 2, port) // rank 1 never comes
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -495,7 +495,7 @@ func TestLostRankNamed(t *testing.T) {
 			errs := make([]bytes.Buffer, 2)
 			dones := make([]chan struct{}, 2)
 			for r := range cmds {
-				cmd := exec.Command(bin, append([]string{"train", "--data", "big.csv", "--label-col", "label", "--epochs", "1000",
+				cmd := emclustCmd(append([]string{"train", "--data", "big.csv", "--label-col", "label", "--epochs", "1000",
 					"--kmeans=false", "--out", "run", "--quiet", "--batch-size", "32", "--dist-timeout", "20s"}, distDevice()...)...)
 				cmd.Dir, cmd.Env, cmd.Stderr = dir, rankEnv(r, 2, port), &errs[r]
 				if err := cmd.Start(); err != nil {
