@@ -180,7 +180,7 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 	}
 	in := &inference{Model: m, dev: dev, log: log}
 	trainedOn := m.Cfg.DataDigest
-	in.src, err = train.OpenSource(cfg, dev)
+	in.src, err = m.OpenSource(opts.Model, cfg, dev)
 	if err == nil {
 		err = m.CheckInput(opts.Model, in.src, cfg)
 	}

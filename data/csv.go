@@ -42,6 +42,12 @@ type CSVOptions struct {
 	// default). ' ' asks for blank-separated fields explicitly.
 	Comma rune
 
+	// Features, when set, hears how many feature columns the table has as soon as
+	// its first line shows it, before the other lines are read; an error it returns
+	// ends the read. A caller that needs one width (a model's) refuses a table of
+	// another at once rather than after parsing all of it.
+	Features func(d int) error
+
 	// maxBytes bounds the values and labels read (0: a third of the machine's
 	// memory, since the rows are held twice while libtorch copies them, and a slice
 	// that grows holds its old and new arrays at once), so that a gzip bomb or a
@@ -235,6 +241,11 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 	}
 	if p.d == 0 {
 		return nil, fmt.Errorf("%s: no feature columns: the only column, %s, is the label", name, p.col(p.labelCol))
+	}
+	if opt.Features != nil {
+		if err := opt.Features(p.d); err != nil {
+			return nil, err
+		}
 	}
 
 	if !header {

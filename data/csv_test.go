@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -490,6 +491,36 @@ func TestReadCSVErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// CSVOptions.Features hears the feature columns' count, the label's aside, before
+// any row but the first is read: its error comes back where a later bad row would
+// have ended the read, and a nil error reads on.
+func TestParseCSVFeatures(t *testing.T) {
+	const table = "a,b,label\n1,2,x\n3,4,y\n5,oops,z\n"
+	stop := errors.New("the model takes 3")
+	for _, tc := range []struct {
+		name, labelCol string
+		refuse         bool
+		want           string // error prefix, "" for none; heard: the count heard
+		heard          int
+	}{
+		{"refused", "label", true, "the model takes 3", 2},
+		{"accepted, then the bad row", "label", false, "t.csv:4:", 2},
+		{"no label column", "", true, "the model takes 3", 3},
+	} {
+		heard := 0
+		_, err := ParseCSV(strings.NewReader(table), "t.csv", CSVOptions{LabelCol: tc.labelCol, Header: "yes", Features: func(d int) error {
+			heard = d
+			if tc.refuse {
+				return stop
+			}
+			return nil
+		}})
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || heard != tc.heard {
+			t.Errorf("%s: heard %d, err %v; want %d and an error beginning %q", tc.name, heard, err, tc.heard, tc.want)
+		}
 	}
 }
 

@@ -69,6 +69,37 @@ func DataName(cfg Config) string {
 // training data), or computes them and saves them in cfg. With StandardizeAuto it
 // first decides Standardize from the vectors' FeatureSpread.
 func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
+	return openSource(cfg, dev, nil)
+}
+
+// OpenSource is OpenSource (the function) for data the model, saved at modelPath, is
+// to take: a table whose first line shows another width than the model's is refused
+// there, rather than once all of it is parsed (seconds a gigabyte). CheckInput still
+// checks the data it returns.
+func (m *Model) OpenSource(modelPath string, cfg *Config, dev torch.Device) (Source, error) {
+	want := m.Net.Spec
+	if want.Arch != "mlp" {
+		return openSource(cfg, dev, nil)
+	}
+	return openSource(cfg, dev, func(d int) error {
+		if d == want.In {
+			return nil
+		}
+		return widthError(fmt.Sprintf("%s has %d feature columns", cfg.DataFile, d), fmt.Sprintf("the model in %s", modelPath), d, want.In, cfg.LabelCol)
+	})
+}
+
+// widthError says that data, of have feature columns, are not the want that model
+// takes.
+func widthError(data, model string, have, want int, labelCol string) error {
+	msg := fmt.Sprintf("%s, but %s takes %d-feature input", data, model, want)
+	if have == want+1 && labelCol == "" {
+		msg += " (if one column holds labels, name it with --label-col)"
+	}
+	return errors.New(msg)
+}
+
+func openSource(cfg *Config, dev torch.Device, features func(d int) error) (Source, error) {
 	if err := CheckData(cfg); err != nil {
 		return nil, err
 	}
@@ -76,7 +107,7 @@ func OpenSource(cfg *Config, dev torch.Device) (Source, error) {
 		var v *data.Vectors
 		var err error
 		if cfg.DataFile != "" {
-			v, err = data.LoadVectors(cfg.DataFile, data.CSVOptions{Header: cfg.Header, LabelCol: cfg.LabelCol})
+			v, err = data.LoadVectors(cfg.DataFile, data.CSVOptions{Header: cfg.Header, LabelCol: cfg.LabelCol, Features: features})
 		} else {
 			name := cfg.Dataset
 			if name == "" {
@@ -172,11 +203,7 @@ func standardize(cfg *Config, v *data.Vectors) error {
 	if cfg.InputMean != nil {
 		// Said here as CheckInput says it, which runs after this.
 		if d := len(cfg.InputMean); d != v.D {
-			msg := fmt.Sprintf("%s has %d feature columns, but the model takes %d-feature input", v.Source, v.D, d)
-			if v.D == d+1 && cfg.LabelCol == "" {
-				msg += " (if one column holds labels, name it with --label-col)"
-			}
-			return errors.New(msg)
+			return widthError(fmt.Sprintf("%s has %d feature columns", v.Source, v.D), "the model", v.D, d, cfg.LabelCol)
 		}
 		return v.ApplyStandardize(cfg.InputMean, cfg.InputStd)
 	}
@@ -263,11 +290,10 @@ func (m *Model) CheckInput(modelPath string, src Source, cfg *Config) error {
 		return fmt.Errorf("the model in %s takes %s input, and %s: %v", modelPath, describeInput(want), src.Describe(), err)
 	}
 	if got.In != want.In || got.H != want.H || got.W != want.W || got.InC != want.InC {
-		msg := fmt.Sprintf("%s, but the model in %s takes %s input", src.Describe(), modelPath, describeInput(want))
-		if want.Arch == "mlp" && got.Arch == "mlp" && got.In == want.In+1 && cfg.LabelCol == "" {
-			msg += " (if one column holds labels, name it with --label-col)"
+		if want.Arch == "mlp" && got.Arch == "mlp" {
+			return widthError(src.Describe(), "the model in "+modelPath, got.In, want.In, cfg.LabelCol)
 		}
-		return errors.New(msg)
+		return fmt.Errorf("%s, but the model in %s takes %s input", src.Describe(), modelPath, describeInput(want))
 	}
 	return nil
 }
