@@ -2476,6 +2476,50 @@ func TestPredictBeyondRange(t *testing.T) {
 	}
 }
 
+// A model whose weights are not finite is named for the outputs it gives, not the
+// data, which were blamed before ("is a value far outside the range of the training
+// data?") for a checkpoint of NaN weights.
+func TestPredictNaNModel(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.csv"), []byte(randomCSV(30, 4, 2, 1, true)), 0o644)
+	if r := run(t, dir, "train", "--quiet", "--data", "a.csv", "--label-col", "label", "--restarts", "1", "--epochs", "2", "--kmeans=false", "--device", "cpu", "--out", "run"); r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	// The checkpoint saved again, as a run would, with one weight NaN.
+	runDir := filepath.Join(dir, "run")
+	f, cfg, _, err := train.ReadCheckpoint(runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := train.OpenSource(cfg, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	r, err := train.New(*cfg, src, torch.CPU, runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Restore(f); err != nil {
+		t.Fatal(err)
+	}
+	s := torch.NoGrad()
+	w := r.Net.Params()[0]
+	s.CopyInto(s.Narrow(s.Flatten(w.Tensor, 0), 0, 0, 1), s.Full([]int{1}, math.NaN(), torch.Float32, torch.CPU))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Save(); err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	for _, verb := range [][]string{{"predict", "--out", "p.csv"}, {"eval"}} {
+		wantError(t, run(t, dir, append(verb, "--model", "run", "--data", "a.csv", "--label-col", "label", "--device", "cpu")...), 1,
+			"run: ", "its "+w.Name+" holds values that are not finite", "train the model again")
+	}
+}
+
 // predict without --data clusters the training file as it is now, and says so where
 // it changed since training.
 func TestPredictChangedTrainingData(t *testing.T) {

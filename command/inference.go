@@ -149,9 +149,10 @@ func modelOptionsFrom(c *cli.Context) (modelOptions, error) {
 // inference is a trained model and the data it is applied to.
 type inference struct {
 	*train.Model
-	src train.Source
-	dev torch.Device
-	log io.Writer // where a terminal shows predict's progress
+	path string // the model's, as given
+	src  train.Source
+	dev  torch.Device
+	log  io.Writer // where a terminal shows predict's progress
 }
 
 // openInference loads the model on its device and the data the options name (or the
@@ -178,7 +179,7 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 		m.Close()
 		return nil, err
 	}
-	in := &inference{Model: m, dev: dev, log: log}
+	in := &inference{Model: m, path: opts.Model, dev: dev, log: log}
 	trainedOn := m.Cfg.DataDigest
 	in.src, err = m.OpenSource(opts.Model, cfg, dev)
 	if err == nil {
@@ -238,6 +239,12 @@ func (in *inference) predict() (*train.Prediction, error) {
 	}
 	pred, err := train.PredictProgress(in.Net, in.src, in.dev, in.Prior, done)
 	if errors.Is(err, train.ErrNotFinite) {
+		if name, werr := in.NotFinite(); werr != nil || name != "" {
+			if werr != nil {
+				return nil, fmt.Errorf("%s: %w, and checking its weights failed: %v", in.path, err, werr)
+			}
+			return nil, fmt.Errorf("%s: %w: its %s holds values that are not finite (NaN or infinite), whatever the data; train the model again", in.path, train.ErrNotFinite, name)
+		}
 		return nil, fmt.Errorf("%s: %w; is a value far outside the range of the training data?", dataPath(*in.Cfg), err)
 	}
 	if err != nil {

@@ -274,6 +274,28 @@ func LoadModel(path string, dev torch.Device) (*Model, error) {
 	return m, nil
 }
 
+// NotFinite names the first of the model's tensors (parameters, running statistics,
+// prior) holding a value that is not finite, "" where all are finite: a model's
+// outputs that are not finite come from it, or else from the data.
+func (m *Model) NotFinite() (string, error) {
+	tensors := append(m.Net.Params(), m.Net.Buffers()...)
+	if m.Prior != nil {
+		tensors = append(tensors, torch.Named{Name: "prior", Tensor: m.Prior})
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	for _, t := range tensors {
+		bad := s.Item(s.Sum(s.Not(s.IsFinite(t.Tensor)), false))
+		if err := s.Err(); err != nil {
+			return "", err
+		}
+		if bad > 0 {
+			return t.Name, nil
+		}
+	}
+	return "", nil
+}
+
 // Close frees the network and the prior.
 func (m *Model) Close() {
 	m.Prior.Free()

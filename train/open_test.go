@@ -1,7 +1,9 @@
 package train
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -98,5 +100,41 @@ func TestDataName(t *testing.T) {
 		if got := DataName(tc.cfg); got != tc.want {
 			t.Errorf("DataName(%+v) = %q, want %q", tc.cfg, got, tc.want)
 		}
+	}
+}
+
+// NotFinite names the tensor of a loaded model that holds a NaN or an infinity: none
+// of a trained one, then a parameter, then the learned prior.
+func TestModelNotFinite(t *testing.T) {
+	cfg := VectorDefaults()
+	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs, cfg.Prior = 0, 0, 2, "learned"
+	dir := t.TempDir()
+	r := newRun(t, cfg, digitsSource(t), dir)
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel(dir, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Prior == nil {
+		t.Fatal("no learned prior loaded")
+	}
+	if name, err := m.NotFinite(); name != "" || err != nil {
+		t.Fatalf("a trained model: %q, %v; want all finite", name, err)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	params := m.Net.Params()
+	last := params[len(params)-1]
+	s.CopyInto(s.Narrow(s.Flatten(last.Tensor, 0), 0, 0, 1), s.Full([]int{1}, math.Inf(1), torch.Float32, testDevice))
+	if name, err := m.NotFinite(); name != last.Name || err != nil {
+		t.Errorf("an infinite weight: %q, %v; want %q", name, err, last.Name)
+	}
+	s.CopyInto(last.Tensor, s.Zeros(last.Tensor.Shape(), torch.Float32, testDevice))
+	s.CopyInto(s.Narrow(m.Prior, 0, 0, 1), s.Full([]int{1}, math.NaN(), torch.Float32, testDevice))
+	if name, err := m.NotFinite(); name != "prior" || err != nil {
+		t.Errorf("a NaN prior: %q, %v; want \"prior\"", name, err)
 	}
 }
