@@ -48,6 +48,13 @@ type CSVOptions struct {
 	// another at once rather than after parsing all of it.
 	Features func(d int) error
 
+	// Alloc, when set, allocates the array a large table's values are parsed into,
+	// of room for n values (nil: Go's make), so that the caller can hand them on
+	// without a copy: the Vectors' X starts there unless the table outgrew the
+	// estimate of its size, and then the caller frees what it allocated. It is
+	// called at most once.
+	Alloc func(n int) []float32
+
 	// maxBytes bounds the values and labels read (0: a third of the machine's
 	// memory, since the rows are held twice while libtorch copies them, and a slice
 	// that grows holds its old and new arrays at once), so that a gzip bomb or a
@@ -163,7 +170,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size int64) (*Vectors, e
 		rd = &csvRecords{r: newCSVReader(br, comma)}
 	}
 
-	p := csvParser{name: name, labelCol: -1, maxBytes: opt.maxBytes}
+	p := csvParser{name: name, labelCol: -1, maxBytes: opt.maxBytes, alloc: opt.Alloc}
 	if p.maxBytes <= 0 {
 		p.maxBytes = memoryLimit() / 3
 	}
@@ -332,7 +339,8 @@ type csvParser struct {
 	classes  []string       // class names in order of first appearance
 	labels   []int          // first-appearance ids
 	presized bool
-	maxBytes int // the most bytes x and labels may take
+	maxBytes int                   // the most bytes x and labels may take
+	alloc    func(n int) []float32 // CSVOptions.Alloc
 }
 
 // presize makes room for the rows of the whole input, of which the n rows read so far
@@ -349,7 +357,14 @@ func (p *csvParser) presize(n int, read float64) {
 	}
 	// make and copy rather than slices.Grow, which clears the new room: fresh
 	// memory from the OS is zero already, and clearing it faults every page in at once.
-	x := make([]float32, len(p.x), rows*p.d)
+	var x []float32
+	if p.alloc != nil {
+		x = p.alloc(rows * p.d)
+	}
+	if cap(x) < rows*p.d {
+		x = make([]float32, rows*p.d)
+	}
+	x = x[:len(p.x)]
 	copy(x, p.x)
 	p.x = x
 	if p.labelCol >= 0 {

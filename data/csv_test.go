@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // writeVecFile writes content to a file called name in a fresh temporary
@@ -659,6 +661,64 @@ func TestSniffCSVComma(t *testing.T) {
 		if got := sniffComma([]byte(tt.head)); got != tt.want {
 			t.Errorf("sniffComma(%q) = %q, want %q", tt.head, got, tt.want)
 		}
+	}
+}
+
+// CSVOptions.Alloc gives the array a file's values are parsed into, once: the rows
+// are there when the file's size foretold them, and in Go's heap when later rows,
+// shorter than the first, outgrew the estimate. Either way they are the rows
+// ParseCSV reads without it. A .npy file's go there too.
+func TestReadCSVAlloc(t *testing.T) {
+	dir := t.TempDir()
+	var even, outgrown strings.Builder
+	even.WriteString("a,b,c\n")
+	outgrown.WriteString("a,b,c\n")
+	for i := range 20000 {
+		fmt.Fprintf(&even, "%d.5,%d.25,%d\n", i, i%7, i%3)
+		if i < 2000 {
+			fmt.Fprintf(&outgrown, "%d.123456789,%d.123456789,%d.123456789\n", i, i, i)
+		} else {
+			fmt.Fprintf(&outgrown, "%d,%d,%d\n", i%10, i%10, i%10) // a third as long
+		}
+	}
+	for _, tc := range []struct {
+		name, text string
+		held       bool
+	}{{"even", even.String(), true}, {"outgrown", outgrown.String(), false}} {
+		path := filepath.Join(dir, tc.name+".csv")
+		if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want, err := ParseCSV(strings.NewReader(tc.text), path, CSVOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var given []float32
+		calls := 0
+		got, err := LoadVectors(path, CSVOptions{Alloc: func(n int) []float32 {
+			calls++
+			given = make([]float32, n)
+			return given
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held := calls == 1 && unsafe.SliceData(got.X) == unsafe.SliceData(given)
+		if calls != 1 || held != tc.held || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Alloc called %d times, rows held there %v (want %v), rows as without it %v",
+				tc.name, calls, held, tc.held, reflect.DeepEqual(got, want))
+		}
+	}
+
+	want := &Vectors{X: []float32{1, 2, 3, 4, 5, 6}, N: 3, D: 2}
+	path := filepath.Join(dir, "x.npy")
+	if err := os.WriteFile(path, npyFile(1, "<f4", false, "(3, 2)", npyData(binary.LittleEndian, want.X)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var given []float32
+	got, err := LoadVectors(path, CSVOptions{Alloc: func(n int) []float32 { given = make([]float32, n); return given }})
+	if err != nil || !slices.Equal(got.X, want.X) || unsafe.SliceData(got.X) != unsafe.SliceData(given) {
+		t.Errorf(".npy: %v, rows %v, held in Alloc's array %v", err, got, given != nil && unsafe.SliceData(got.X) == unsafe.SliceData(given))
 	}
 }
 

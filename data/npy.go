@@ -14,13 +14,17 @@ import (
 )
 
 // ReadNPY reads the NumPy .npy file at path, as described by ParseNPY.
-func ReadNPY(path string) (*Vectors, error) {
+func ReadNPY(path string) (*Vectors, error) { return readNPY(path, nil) }
+
+// readNPY is ReadNPY with the values' array from alloc where it is not nil and the
+// file's length vouches for its rows (CSVOptions.Alloc).
+func readNPY(path string, alloc func(n int) []float32) (*Vectors, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return parseNPY(bufio.NewReaderSize(f, 1<<20), path, fileSize(f))
+	return parseNPY(bufio.NewReaderSize(f, 1<<20), path, fileSize(f), alloc)
 }
 
 // fileSize is f's size in bytes, or -1 where it has none that says how much can
@@ -52,11 +56,11 @@ const npyMaxHeader = 1 << 20
 // can cluster them. name identifies the input in error messages and becomes
 // the Source of the result.
 func ParseNPY(r io.Reader, name string) (*Vectors, error) {
-	return parseNPY(r, name, -1)
+	return parseNPY(r, name, -1, nil)
 }
 
 // parseNPY is ParseNPY of a stream of size bytes (-1 if not known).
-func parseNPY(r io.Reader, name string, size int64) (*Vectors, error) {
+func parseNPY(r io.Reader, name string, size int64, alloc func(n int) []float32) (*Vectors, error) {
 	var pre [10]byte
 	if n, err := io.ReadFull(r, pre[:8]); err != nil {
 		if n == 0 && err == io.EOF {
@@ -141,14 +145,20 @@ func parseNPY(r io.Reader, name string, size int64) (*Vectors, error) {
 		capacity = count
 	}
 	var x []float32
+	if alloc != nil && capacity == count {
+		x = alloc(count)
+	}
+	if cap(x) < capacity {
+		x = make([]float32, capacity)
+	}
 	var buf, into []byte
 	if dt.native && capacity == count {
 		// float32 in this machine's byte order, of a file long enough: read the
 		// bytes into place, without a buffer or a decode.
-		x = make([]float32, count)
+		x = x[:count]
 		into = unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), want)
 	} else {
-		x = make([]float32, 0, capacity)
+		x = x[:0]
 		buf = make([]byte, (1<<20)/dt.size*dt.size)
 	}
 	for done := 0; done < want; {

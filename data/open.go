@@ -33,7 +33,7 @@ func LoadVectors(path string, opt CSVOptions) (*Vectors, error) {
 		if strings.HasSuffix(strings.ToLower(path), ".gz") {
 			break
 		}
-		return ReadNPY(path)
+		return readNPY(path, opt.Alloc)
 	}
 	if IsStream(path) {
 		return readStream(path, opt)
@@ -70,7 +70,7 @@ func readStream(path string, opt CSVOptions) (*Vectors, error) {
 		if opt.LabelCol != "" {
 			return nil, fmt.Errorf("%s: a NumPy array, which has no label column for --label-col %s; give the labels as a CSV column, or leave --label-col out", path, opt.LabelCol)
 		}
-		return parseNPY(br, path, -1)
+		return parseNPY(br, path, -1, nil)
 	}
 	return parseCSV(br, path, opt, -1)
 }

@@ -7,6 +7,7 @@ package torch
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"unsafe"
@@ -52,6 +53,75 @@ func fromHost(s *Scope, p unsafe.Pointer, n int, dt DType, shape []int, dev Devi
 	}
 	e := C.et_from_host(p, C.int(dt), sp, nd, dev.ctype(), C.int(dev.Index), &h)
 	return s.done("from_host", e, h)
+}
+
+// HostFloats is float32 memory outside Go's heap that a CPU tensor can take over
+// without a copy (Scope.AdoptFloat32): a large table parsed into it is held once,
+// not twice, on its way to a tensor. Go code reads and writes it through Slice.
+type HostFloats struct {
+	p unsafe.Pointer
+	n int
+}
+
+// NewHostFloats allocates room for n float32 values, uninitialised (fresh pages from
+// the kernel are zero, and touched only when written).
+func NewHostFloats(n int) (*HostFloats, error) {
+	if n < 0 || n > math.MaxInt64/4 {
+		return nil, fmt.Errorf("torch: host_alloc: %d values", n)
+	}
+	var p unsafe.Pointer
+	if err := check("host_alloc", C.et_host_alloc(C.int64_t(n)*4, &p)); err != nil {
+		return nil, err
+	}
+	return &HostFloats{p: p, n: n}, nil
+}
+
+// Slice is the memory as n float32 values; nil once freed or adopted.
+func (h *HostFloats) Slice() []float32 {
+	if h == nil || h.p == nil {
+		return nil
+	}
+	return unsafe.Slice((*float32)(h.p), h.n)
+}
+
+// Holds reports whether x's values start at h's first: whether a parser that may
+// have outgrown h left them there.
+func (h *HostFloats) Holds(x []float32) bool {
+	return h != nil && h.p != nil && len(x) > 0 && unsafe.Pointer(unsafe.SliceData(x)) == h.p
+}
+
+// Free gives the memory back unless a tensor took it; h may be nil, and freed twice.
+func (h *HostFloats) Free() {
+	if h == nil || h.p == nil {
+		return
+	}
+	C.et_host_free(h.p)
+	h.p = nil
+}
+
+// AdoptFloat32 makes a CPU tensor of the given shape of h's first values, without a
+// copy: the tensor owns the memory from then on, and h is empty (Slice is nil), even
+// when the tensor could not be made. Slices taken from h before must not be used after.
+func (s *Scope) AdoptFloat32(h *HostFloats, shape []int) *Tensor {
+	if s.err != nil {
+		h.Free()
+		return nil
+	}
+	if h == nil || h.p == nil {
+		s.err = errors.New("torch: adopt_host: no memory to adopt")
+		return nil
+	}
+	if want, ok := shapeBytes(shape, 1, math.MaxInt); !ok || want > h.n {
+		s.err = fmt.Errorf("torch: adopt_host: %d values do not fill shape %v", h.n, shape)
+		h.Free()
+		return nil
+	}
+	p := h.p
+	h.p = nil
+	var t C.et_tensor
+	sp, nd := cshape(shape)
+	e := C.et_adopt_host(p, C.int(Float32), sp, nd, &t)
+	return s.done("adopt_host", e, t)
 }
 
 // Float32s copies t to the host as float32 values (converting its dtype).

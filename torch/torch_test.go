@@ -1097,3 +1097,55 @@ func sumOfSquares(s *Scope, params []*Tensor) *Tensor {
 	}
 	return loss
 }
+
+// A tensor adopts HostFloats' memory without a copy: a value written there after
+// shows in the tensor, which frees the memory when it goes (no tensor left behind);
+// the HostFloats is empty from the call on, whether the tensor was made or not.
+func TestAdoptFloat32(t *testing.T) {
+	before := LiveTensors()
+	h, err := NewHostFloats(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := h.Slice()
+	for i := range x {
+		x[i] = float32(i)
+	}
+	if !h.Holds(x[:6]) || h.Holds(slices.Clone(x)) {
+		t.Fatal("Holds: wrong about where the values are")
+	}
+	s := NoGrad()
+	a := s.AdoptFloat32(h, []int{2, 3})
+	if h.Slice() != nil || h.Holds(x) {
+		t.Error("the HostFloats still holds the memory it gave away")
+	}
+	h.Free()  // nothing to free: the tensor's
+	x[4] = 40 // the tensor's memory now; written here only to show it is the same
+	if got := s.Float32s(a); !slices.Equal(got, []float32{0, 1, 2, 3, 40, 5}) || !slices.Equal(a.Shape(), []int{2, 3}) {
+		t.Errorf("adopted %v of shape %v, want 0 1 2 3 40 5 of [2 3]", got, a.Shape())
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	small, err := NewHostFloats(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = NoGrad()
+	if s.AdoptFloat32(small, []int{2, 2}); s.Err() == nil || small.Slice() != nil {
+		t.Errorf("4 values adopted from 3: error %v, memory kept %v", s.Err(), small.Slice() != nil)
+	}
+	s.Close()
+	if got := LiveTensors() - before; got != 0 {
+		t.Errorf("%d tensors left", got)
+	}
+	if _, err := NewHostFloats(-1); err == nil {
+		t.Error("room for -1 values")
+	}
+	// More than any address space: an error (cgo's C.malloc would end the process).
+	if h, err := NewHostFloats(1 << 60); err == nil || !strings.Contains(err.Error(), "no room") {
+		h.Free()
+		t.Errorf("room for 2^60 values: %v", err)
+	}
+}

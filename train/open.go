@@ -106,8 +106,24 @@ func openSource(cfg *Config, dev torch.Device, features func(d int) error) (Sour
 	if cfg.DataFile != "" || !IsImageSet(cfg.Dataset) {
 		var v *data.Vectors
 		var err error
+		// On the CPU the rows become the tensor where they were parsed: a copy would
+		// hold them twice at the load's peak. (On a GPU the host's are copied there
+		// and freed.)
+		var host *torch.HostFloats
+		defer func() { host.Free() }() // unless adopted
+		alloc := func(n int) []float32 {
+			if dev.CUDA {
+				return nil
+			}
+			h, err := torch.NewHostFloats(n)
+			if err != nil {
+				return nil // Go's heap, then a copy
+			}
+			host = h
+			return h.Slice()
+		}
 		if cfg.DataFile != "" {
-			v, err = data.LoadVectors(cfg.DataFile, data.CSVOptions{Header: cfg.Header, LabelCol: cfg.LabelCol, Features: features})
+			v, err = data.LoadVectors(cfg.DataFile, data.CSVOptions{Header: cfg.Header, LabelCol: cfg.LabelCol, Features: features, Alloc: alloc})
 		} else {
 			name := cfg.Dataset
 			if name == "" {
@@ -126,7 +142,10 @@ func openSource(cfg *Config, dev torch.Device, features func(d int) error) (Sour
 			return nil, err
 		}
 		big := v.N*v.D >= 1<<24
-		src, err := NewVectorSource(v, dev)
+		if !host.Holds(v.X) {
+			host.Free() // outgrown: the rows are in Go's heap
+		}
+		src, err := newVectorSource(v, dev, host)
 		if big {
 			// The host's rows are garbage now. Training allocates too little on Go's
 			// heap for its collector to run again soon: without this they would stay

@@ -39,18 +39,31 @@ type VectorSource struct {
 // a table of millions of rows it would hold the table twice (three times, with the
 // room Go's collector leaves to a heap that size).
 func NewVectorSource(v *data.Vectors, dev torch.Device) (*VectorSource, error) {
+	return newVectorSource(v, dev, nil)
+}
+
+// newVectorSource is NewVectorSource of rows that host, when it holds them
+// (HostFloats.Holds) and dev is the CPU, gives to the source's tensor without a copy;
+// v.X is then the tensor's, and must not be used after.
+func newVectorSource(v *data.Vectors, dev torch.Device, host *torch.HostFloats) (*VectorSource, error) {
 	if err := v.Validate(); err != nil {
 		return nil, err
 	}
+	z := v.ZScore()
 	s := torch.NoGrad()
 	defer s.Close()
-	x := s.Keep(s.FromFloat32(v.X, []int{v.N, v.D}, dev))
+	var x *torch.Tensor
+	if !dev.CUDA && host.Holds(v.X) {
+		x = s.Keep(s.AdoptFloat32(host, []int{v.N, v.D}))
+	} else {
+		x = s.Keep(s.FromFloat32(v.X, []int{v.N, v.D}, dev))
+	}
 	if err := s.Err(); err != nil {
 		return nil, fmt.Errorf("copy %s to %v: %w", v.Source, dev, err)
 	}
 	meta := *v
 	meta.X = nil
-	return &VectorSource{v: &meta, z: v.ZScore(), x: x}, nil
+	return &VectorSource{v: &meta, z: z, x: x}, nil
 }
 
 func (vs *VectorSource) Len() int      { return vs.v.N }

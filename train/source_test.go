@@ -80,6 +80,7 @@ func TestVectorSourceStandardizedWithoutHostRows(t *testing.T) {
 }
 
 // Opening a table leaves no copy of its rows on Go's heap: they live on the device.
+// On the CPU they never were there: the tensor took the memory they were read into.
 func TestOpenSourceLeavesNoHostRows(t *testing.T) {
 	const n, d = 1 << 16, 64 // 16 MiB of rows
 	var b strings.Builder
@@ -117,8 +118,21 @@ func TestOpenSourceLeavesNoHostRows(t *testing.T) {
 	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > rows/8 {
 		t.Errorf("Go's heap grew by %d KiB after opening %d KiB of rows, want at most %d", grew>>10, rows>>10, rows>>13)
 	}
+	if allocated := int64(after.TotalAlloc - before.TotalAlloc); !testDevice.CUDA && allocated > rows/8 {
+		t.Errorf("Go allocated %d KiB while opening %d KiB of rows on the CPU, want at most %d: a copy", allocated>>10, rows>>10, rows>>13)
+	}
 	if src.Len() != n {
 		t.Errorf("%d rows, want %d", src.Len(), n)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	x := s.Float32s(src.Features(s))
+	for _, i := range []int{0, 1, n/2 + 3, n - 1} {
+		for _, j := range []int{0, d - 1} {
+			if got, want := x[i*d+j], float32(i%10+j); got != want {
+				t.Errorf("row %d column %d: %v, want %v", i, j, got, want)
+			}
+		}
 	}
 }
 

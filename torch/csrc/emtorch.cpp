@@ -321,10 +321,33 @@ et_error et_from_host(const void *data, int dtype, const int64_t *shape, int ndi
                       int device_type, int device_index, et_tensor *out) {
   ET_TRY
   std::vector<int64_t> sz(shape, shape + ndim);
-  auto t = at::from_blob(const_cast<void *>(data), sz, at::TensorOptions().dtype(scalar_type(dtype)))
-               .clone();
+  auto blob = at::from_blob(const_cast<void *>(data), sz, at::TensorOptions().dtype(scalar_type(dtype)));
   auto dev = device(device_type, device_index);
-  if (!dev.is_cpu()) t = t.to(dev);
+  // A copy to another device is synchronous from pageable memory: straight from data,
+  // without a CPU clone first (which glibc, set by et_keep_freed_memory, would keep).
+  *out = wrap(dev.is_cpu() ? blob.clone() : blob.to(dev));
+  ET_CATCH
+}
+
+et_error et_host_alloc(int64_t nbytes, void **out) {
+  ET_TRY
+  TORCH_CHECK(nbytes >= 0, "host_alloc: ", nbytes, " bytes");
+  // Aligned as libtorch's CPU allocator aligns (c10::gAlignment), for its kernels.
+  void *p = nullptr;
+  TORCH_CHECK(posix_memalign(&p, 64, std::max<int64_t>(nbytes, 1)) == 0 && p != nullptr, "host_alloc: no room for ", nbytes, " bytes");
+  *out = p;
+  ET_CATCH
+}
+
+void et_host_free(void *p) { std::free(p); }
+
+et_error et_adopt_host(void *data, int dtype, const int64_t *shape, int ndim, et_tensor *out) {
+  std::unique_ptr<void, decltype(&std::free)> owned(data, &std::free); // until the tensor has it
+  ET_TRY
+  std::vector<int64_t> sz(shape, shape + ndim);
+  auto t = at::from_blob(data, sz, [](void *p) { std::free(p); },
+                         at::TensorOptions().dtype(scalar_type(dtype)));
+  owned.release();
   *out = wrap(std::move(t));
   ET_CATCH
 }

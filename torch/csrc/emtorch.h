@@ -28,8 +28,9 @@ extern "C" {
  * 5: process groups (et_group_*) and et_sync_batch_norm.
  * 6: et_set_num_threads sets OpenBLAS's thread count too; et_get_blas_threads.
  * 7: ET_RELU_INPLACE; et_set_blas_threads.
- * 8: et_sq_dist. */
-#define ET_ABI_VERSION 8
+ * 8: et_sq_dist.
+ * 9: et_host_alloc, et_host_free and et_adopt_host; et_from_host copies once to a GPU. */
+#define ET_ABI_VERSION 9
 
 typedef struct et_tensor_s *et_tensor;
 typedef struct et_adam_s *et_adam;
@@ -118,6 +119,14 @@ et_error et_info(et_tensor t, int *dtype, int *device_type, int *device_index,
  * dtype on the CPU and copies numel elements into dst. */
 et_error et_from_host(const void *data, int dtype, const int64_t *shape, int ndim,
                       int device_type, int device_index, et_tensor *out);
+/* Host memory a CPU tensor can take over without a copy: et_host_alloc allocates
+ * nbytes, aligned as libtorch's own (an error, not NULL, where there is no room);
+ * et_adopt_host makes data, from et_host_alloc, the storage of a new CPU tensor of
+ * dtype and shape, which frees it when freed. data is the shim's from the call on,
+ * and freed at once on error; memory never adopted goes back with et_host_free. */
+et_error et_host_alloc(int64_t nbytes, void **out);
+void et_host_free(void *p);
+et_error et_adopt_host(void *data, int dtype, const int64_t *shape, int ndim, et_tensor *out);
 et_error et_to_host(et_tensor t, int dtype, void *dst, int64_t numel);
 
 /* Creation. */
