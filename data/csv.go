@@ -56,8 +56,8 @@ type CSVOptions struct {
 	Alloc func(n int) []float32
 
 	// maxBytes bounds the values and labels read (0: a third of the machine's
-	// memory, since the rows are held twice while libtorch copies them, and a slice
-	// that grows holds its old and new arrays at once), so that a gzip bomb or a
+	// memory, since a slice that grows holds its old and new arrays at once, and
+	// rows not in Alloc's array are copied into a tensor), so that a gzip bomb or a
 	// table larger than memory is an error naming its line rather than the end of
 	// the process.
 	maxBytes int
