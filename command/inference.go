@@ -232,8 +232,7 @@ func exists(path string) bool {
 func (in *inference) predict() (*train.Prediction, error) {
 	var done func(int)
 	if launch.IsTerminal(in.log) {
-		bar := newBar(in.log, in.src.Len(), "row")
-		bar.Describe("clustering")
+		bar := newBar(in.log, in.src.Len(), "row", "clustering")
 		defer bar.Finish()
 		done = func(rows int) { bar.Set(rows) }
 	}

@@ -33,17 +33,21 @@ func (p *barProgress) Start(epoch, epochs, steps int) {
 	if !p.tty {
 		return
 	}
-	p.bar = newStepBar(p.w, steps)
-	p.bar.Describe(fmt.Sprintf("epoch %d/%d", epoch, epochs))
+	p.bar = newStepBar(p.w, steps, fmt.Sprintf("epoch %d/%d", epoch, epochs))
 }
 
 // newStepBar is a bar over steps with count, rate and ETA, cleared when finished.
-func newStepBar(w io.Writer, steps int) *progressbar.ProgressBar { return newBar(w, steps, "step") }
+func newStepBar(w io.Writer, steps int, description string) *progressbar.ProgressBar {
+	return newBar(w, steps, "step", description)
+}
 
 // newBar is a bar over n of unit with count, rate and ETA, cleared when finished.
-func newBar(w io.Writer, n int, unit string) *progressbar.ProgressBar {
-	return progressbar.NewOptions(n,
+// Its clock starts now and it is first drawn at the first count: drawn before, it
+// showed a rate of "0 step/hr" and no time left.
+func newBar(w io.Writer, n int, unit, description string) *progressbar.ProgressBar {
+	bar := progressbar.NewOptions(n,
 		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription(description),
 		progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(),
 		progressbar.OptionSetItsString(unit),
@@ -52,6 +56,8 @@ func newBar(w io.Writer, n int, unit string) *progressbar.ProgressBar {
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionFullWidth(), // the terminal's width, so that no line wraps
 	)
+	bar.StartWithoutRender()
+	return bar
 }
 
 // ShowsLoss: only the bar shows the running loss; the lines are drawn at End.
@@ -61,10 +67,10 @@ func (p *barProgress) Step(done int, loss float64, read bool) {
 	if p.bar == nil {
 		return
 	}
+	p.bar.Set(done) // first: a description drawn before it would show the old count
 	if read {
 		p.bar.Describe(fmt.Sprintf("epoch %d/%d loss %.4f", p.epoch, p.of, loss))
 	}
-	p.bar.Set(done)
 }
 
 func (p *barProgress) End(m train.EpochMetrics) {
@@ -177,8 +183,7 @@ func (p *restartsProgress) steps(done, total int) {
 		return
 	}
 	if p.bar == nil {
-		p.bar = newStepBar(p.w, total)
-		p.describe()
+		p.bar = newStepBar(p.w, total, p.description())
 	} else if total != p.bar.GetMax() {
 		p.bar.ChangeMax(total)
 	}
@@ -224,8 +229,10 @@ func (p *restartsProgress) hooks(done func(i int, r train.Restart)) train.Restar
 	return h
 }
 
-func (p *restartsProgress) describe() {
-	p.bar.Describe(fmt.Sprintf("%s %d/%d done", p.what, p.done, p.restarts))
+func (p *restartsProgress) describe() { p.bar.Describe(p.description()) }
+
+func (p *restartsProgress) description() string {
+	return fmt.Sprintf("%s %d/%d done", p.what, p.done, p.restarts)
 }
 
 // runBar draws one bar over all the steps of a run, for compare, whose lines are a
@@ -240,12 +247,14 @@ type runBar struct {
 }
 
 func (p *runBar) Start(epoch, epochs, steps int) {
-	if p.bar == nil {
-		p.first = epoch
-		p.bar = newStepBar(p.w, (epochs-epoch+1)*steps)
-	}
 	p.base, p.epoch, p.epochs = (epoch-p.first)*steps, epoch, epochs
-	p.bar.Describe(fmt.Sprintf("%s: epoch %d/%d", p.name, epoch, epochs))
+	description := fmt.Sprintf("%s: epoch %d/%d", p.name, epoch, epochs)
+	if p.bar == nil {
+		p.first, p.base = epoch, 0
+		p.bar = newStepBar(p.w, (epochs-epoch+1)*steps, description)
+		return
+	}
+	p.bar.Describe(description)
 }
 
 // ShowsLoss: the bar shows no loss, so the training loop need not wait for it.

@@ -174,3 +174,31 @@ func TestRunLines(t *testing.T) {
 		t.Errorf("lines %q, want %q", out.String(), want)
 	}
 }
+
+// A bar is first drawn at its first count, with the run's own rate: drawn at its
+// start, the epoch's bar showed "(0/N, 0 step/hr)", and the compare run's too.
+func TestBarFirstDrawCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    train.Progress
+	}{
+		{"epoch", &barProgress{tty: true, pace: newPace(0)}},
+		{"run", &runBar{name: "em seed 1"}},
+	} {
+		var out bytes.Buffer
+		switch p := tc.p.(type) {
+		case *barProgress:
+			p.w = &out
+		case *runBar:
+			p.w = &out
+		}
+		tc.p.Start(1, 2, 10)
+		if out.Len() != 0 {
+			t.Errorf("%s: drawn before any step: %q", tc.name, out.String())
+		}
+		tc.p.Step(1, 0.5, true)
+		if got := out.String(); !strings.Contains(got, "(1/") || strings.Contains(got, "(0/") || strings.Contains(got, "/hr") {
+			t.Errorf("%s: first drawn as %q, want the first step counted and no rate per hour", tc.name, got)
+		}
+	}
+}

@@ -156,7 +156,7 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 	opt.Log = stderr
 	if !opts.Quiet && launch.IsTerminal(stderr) {
 		opt.Progress = func(total int, unit string) func(int) {
-			bar := newBar(stderr, total, unit)
+			bar := newBar(stderr, total, unit, "")
 			return func(done int) {
 				bar.Set(done)
 				if done >= total {

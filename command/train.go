@@ -801,8 +801,7 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 					// Ten restarts on a large table take a while after the last epoch.
 					var step func(int)
 					if launch.IsTerminal(log) {
-						bar := newBar(log, compare.KMeansRestarts, "restart")
-						bar.Describe(short) // within 80 columns with the rest of the bar
+						bar := newBar(log, compare.KMeansRestarts, "restart", short) // short: within 80 columns with the rest of the bar
 						step = func(done int) { bar.Set(done) }
 						defer bar.Finish()
 					}
