@@ -2067,6 +2067,7 @@ func TestTrainRestartsKilled(t *testing.T) {
 	wantError(t, run(t, dir, append(args, "--out", "killed")...), 2, "holds the trials or restarts of a run", "--resume")
 	// Restarts of other lengths would not be kept by the same measure.
 	wantError(t, run(t, dir, "train", "--resume", "killed", "--device", "cpu", "--epochs", "3"), 2, "--epochs 3 with --resume", "2 epochs each")
+	wantError(t, run(t, dir, "train", "--resume", "killed", "--device", "cpu", "--precision", "bf16"), 2, "--precision bf16 with --resume", "in fp32")
 	r := run(t, dir, "train", "--resume", "killed", "--device", "cpu")
 	noCrash(t, r)
 	if r.code != 0 || !strings.Contains(r.stderr, "resuming 3 restarts") {
@@ -2102,6 +2103,28 @@ func TestTrainRestartsKilled(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "killed", "trials")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the resumed run left its restarts' folder: %v", err)
+	}
+}
+
+// A run whose first trial or restart fails before it saves (here a setting New
+// refuses) leaves no trials folder: the same --out takes the run again, fixed. One
+// that fails after a restart saved keeps it, and says how to go on.
+func TestTrainRestartsFailedBeforeSaving(t *testing.T) {
+	dir := t.TempDir()
+	writeIDXSet(t, dir, 96, 32)
+	for _, trials := range []string{"0", "2"} {
+		args := []string{"train", "--quiet", "--dataset", "mnist", "--data-dir", dir, "--device", "cpu", "--epochs", "3",
+			"--batch-size", "32", "--restarts", "3", "--trial-epochs", trials, "--out", "bad" + trials}
+		r := run(t, dir, append(args, "--objective", "supervised", "--k", "5")...)
+		if r.code == 0 || strings.Contains(r.stderr, "--resume") {
+			t.Fatalf("--trial-epochs %s, a refused k: exit %d, %s", trials, r.code, r.stderr)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "bad"+trials)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("--trial-epochs %s: the failed run left its folder: %v", trials, err)
+		}
+		if r := run(t, dir, append(args, "--objective", "em")...); r.code != 0 {
+			t.Errorf("--trial-epochs %s: the same --out, fixed: exit %d, %s", trials, r.code, r.stderr)
+		}
 	}
 }
 

@@ -440,7 +440,7 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	rep.Standardized = cfg.Standardize
 	if interrupted {
 		if len(results) == 0 {
-			return nil, interruptedError{fmt.Errorf("interrupted before the first of %d runs finished", len(methods)*len(seeds))}
+			return nil, interruptedError{fmt.Errorf("interrupted before the first of %d runs finished; %s", len(methods)*len(seeds), unwritten(opts))}
 		}
 		return rep, interruptedError{context.Canceled}
 	}
@@ -548,7 +548,8 @@ func unwritten(opts compareOptions) string {
 	case 2:
 		none = fmt.Sprintf("neither %s nor %s was written", files[0], files[1])
 	}
-	// With restarts, a run's folder is made once its restarts are chosen.
+	// A neural run saves as it trains: itself, or its trials or image restarts in
+	// its folder (vector restarts take seconds, and are chosen in memory).
 	if _, err := os.Stat(filepath.Join(opts.Out, comparePlanName)); err != nil || !slices.ContainsFunc(opts.Methods, compare.Neural) {
 		return none
 	}

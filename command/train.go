@@ -246,9 +246,13 @@ func openResumedTrials(dir string, o resumeOverrides) (train.Config, *runFolder,
 	if err := checkMovedData(dir, o, saved); err != nil {
 		return train.Config{}, nil, err
 	}
+	// Whole restarts are chosen among as they end: trained alike, so that the choice is
+	// fair and the config kept says how the one kept trained.
 	if o.Epochs != nil && saved.TrialEpochs == 0 && (*o.Epochs != saved.Epochs || saved.MinSteps != 0 || saved.MaxSteps != 0) {
-		// Restarts of different lengths would not be chosen among fairly.
 		return train.Config{}, nil, usageError{fmt.Errorf("--epochs %d with --resume: the restarts of %s train %d epochs each, as they began; resume without --epochs", *o.Epochs, dir, saved.Epochs)}
+	}
+	if o.Precision != nil && saved.TrialEpochs == 0 && *o.Precision != saved.Precision {
+		return train.Config{}, nil, usageError{fmt.Errorf("--precision %s with --resume: the restarts of %s train in %s, as they began; resume without --precision", *o.Precision, dir, saved.Precision)}
 	}
 	cfg := *saved
 	resumedThreads(&cfg)
@@ -573,6 +577,16 @@ func keepChoice(run *train.Run, err error, folder *runFolder) (interrupted bool,
 	return interrupted, run.Save()
 }
 
+// savedTrials adds to err, which stopped a run among its trials or restarts (what),
+// the ways on where some saved: the folder is the stopped run's (train.TrainTrialsIn
+// removes one that holds no checkpoint).
+func savedTrials(err error, runDir, what string) error {
+	if !train.StoppedInTrials(runDir) {
+		return err
+	}
+	return fmt.Errorf("%w; the %s saved so far are in %s: emclust train --resume %s goes on with them, or remove %s to start over", err, what, filepath.Join(runDir, train.TrialsDir), runDir, runDir)
+}
+
 // trainTrials trains cfg.Restarts trials of cfg.TrialEpochs epochs, keeps the one
 // whose clustering settled most (train.TrainTrials) in the run folder, trains it on to
 // cfg's epochs, and finishes it like a single run.
@@ -624,7 +638,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 			min(trialsDone+1, n), n, runDir)}
 	}
 	if err != nil {
-		return train.ExplainOOM(err, oomAdvice)
+		return savedTrials(train.ExplainOOM(err, oomAdvice), runDir, "trials")
 	}
 	if err := run.KeepTrial(runDir, folder.take()); err != nil {
 		return err
@@ -700,6 +714,9 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	interrupted, err := keepChoice(run, err, folder)
 	if err != nil {
+		if restartsDir != "" {
+			err = savedTrials(err, runDir, "restarts")
+		}
 		return err
 	}
 	if restartsDir != "" {

@@ -193,6 +193,9 @@ func TrainRestartsIn(ctx context.Context, cfg Config, src Source, dev torch.Devi
 		}
 	}
 	run, all, err := trainRestarts(ctx, cfg, src, dev, hooks, workers, stacks, dir)
+	if err != nil && ctx.Err() == nil {
+		dropUnsavedTrials(dir)
+	}
 	if run != nil {
 		run.Restarts = all
 		// The restarts scored only their last epoch; a resume trains on as asked.
@@ -448,6 +451,9 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 				fail(fmt.Errorf("%s: %w", name(g[0]), err))
 				return
 			}
+			// A restart in a folder kept its last epoch, its only one evaluated and
+			// so its chosen, as the network has it: no copy while the others train.
+			rs[0].dropChosenState()
 		} else if err := trainStacked(ctx, rs); err != nil {
 			var one *restartError
 			if errors.As(err, &one) {

@@ -620,6 +620,9 @@ func TestTrainRestartsResumed(t *testing.T) {
 		t.Fatalf("kept seed %d in %q after %d epochs of %d restarts; want seed %d without a folder, after 3, of 3",
 			resumed.Cfg.Seed, resumed.Dir, resumed.EpochsDone(), resumed.Cfg.Restarts, straight.Cfg.Seed)
 	}
+	if resumed.chosenState != nil {
+		t.Errorf("the kept restart holds a copy of its model (%d tensors) besides the network", len(resumed.chosenState))
+	}
 	s := torch.NoGrad()
 	defer s.Close()
 	sameBits(t, s, "parameter", "resumed", straight.Net.Params(), resumed.Net.Params())

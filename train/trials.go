@@ -97,6 +97,9 @@ func TrainTrialsIn(ctx context.Context, cfg Config, src Source, dev torch.Device
 				return best, records, err
 			}
 			best.closeIfAny()
+			if ctx.Err() == nil {
+				dropUnsavedTrials(dir)
+			}
 			return nil, nil, err
 		}
 		rec := Restart{Seed: c.Seed, Criteria: *r.History[len(r.History)-1].Criteria, ChosenEpoch: r.chosen.Epoch,
@@ -153,6 +156,20 @@ func RemoveTrials(dir string) error {
 		}
 	}
 	return nil
+}
+
+// dropUnsavedTrials removes dir's trials folder where no trial or restart in it has
+// saved a checkpoint: a run that failed before any did (a setting refused, memory
+// short) leaves nothing a resume could go on with, and with the folder gone the run
+// folder goes as a failed run's does, free for the command again with other flags.
+func dropUnsavedTrials(dir string) {
+	if dir == "" {
+		return
+	}
+	if saved, _ := filepath.Glob(filepath.Join(dir, TrialsDir, "seed-*", checkpointName)); len(saved) > 0 {
+		return
+	}
+	RemoveTrials(dir) // the plan, config.json, with the rest
 }
 
 // isNotEmpty says whether err is a folder's removal refused for what it holds.
