@@ -1933,6 +1933,39 @@ func TestTrainTrials(t *testing.T) {
 	}
 }
 
+// killWhenSaved runs emclust with args in dir and kills it (SIGKILL: nothing of it
+// runs after) once path, a checkpoint it writes, exists.
+func killWhenSaved(t *testing.T, dir, path string, args ...string) {
+	t.Helper()
+	cmd := emclustCmd(args...)
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	t.Cleanup(func() { cmd.Process.Kill(); <-done })
+	waitFor(t, path, slowWait, done)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+}
+
+// straightAndKilled trains args in dir/straight to the end, which leaves no trials
+// folder, and in dir/killed, killed once its first trial or restart has saved.
+func straightAndKilled(t *testing.T, dir string, args []string) {
+	t.Helper()
+	straight := run(t, dir, append(args, "--out", "straight")...)
+	if straight.code != 0 {
+		t.Fatalf("exit %d: %s", straight.code, straight.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "straight", "trials")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a finished run left its trials folder: %v", err)
+	}
+	killWhenSaved(t, dir, filepath.Join(dir, "killed", "trials", "seed-1", "checkpoint.safetensors"), append(args, "--out", "killed")...)
+}
+
 // A run killed among its trials (kill -9: nothing of it runs) goes on with --resume
 // from the trial it was in, and keeps the trial an unkilled run keeps; a run that
 // finished its trials leaves no trials folder. Before, the trials lived in memory
@@ -1942,27 +1975,7 @@ func TestTrainTrialsKilled(t *testing.T) {
 	writeIDXSet(t, dir, 480, 32) // epochs of a few tenths of a second: the kill lands among the trials
 	args := []string{"train", "--quiet", "--dataset", "mnist", "--data-dir", dir, "--device", "cpu", "--objective", "em",
 		"--epochs", "3", "--batch-size", "32", "--restarts", "3", "--trial-epochs", "2"}
-	straight := run(t, dir, append(args, "--out", "straight")...)
-	if straight.code != 0 {
-		t.Fatalf("exit %d: %s", straight.code, straight.stderr)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "straight", "trials")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a finished run left its trials folder: %v", err)
-	}
-
-	cmd := emclustCmd(append(args, "--out", "killed")...)
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	waitFor(t, filepath.Join(dir, "killed", "trials", "seed-1", "checkpoint.safetensors"), slowWait, done)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-done
+	straightAndKilled(t, dir, args)
 
 	// The folder is the stopped run's: a new run, and predict, are sent to --resume.
 	wantError(t, run(t, dir, append(args, "--out", "killed")...), 2, "holds the trials or restarts of a run", "--resume")
@@ -2042,27 +2055,7 @@ func TestTrainRestartsKilled(t *testing.T) {
 	writeIDXSet(t, dir, 480, 32)
 	args := []string{"train", "--quiet", "--dataset", "mnist", "--data-dir", dir, "--device", "cpu", "--objective", "em",
 		"--epochs", "2", "--batch-size", "32", "--restarts", "3", "--trial-epochs", "0"}
-	straight := run(t, dir, append(args, "--out", "straight")...)
-	if straight.code != 0 {
-		t.Fatalf("exit %d: %s", straight.code, straight.stderr)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "straight", "trials")); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("a finished run left its restarts' folder: %v", err)
-	}
-
-	cmd := emclustCmd(append(args, "--out", "killed")...)
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	waitFor(t, filepath.Join(dir, "killed", "trials", "seed-1", "checkpoint.safetensors"), slowWait, done)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-done
+	straightAndKilled(t, dir, args)
 
 	wantError(t, run(t, dir, append(args, "--out", "killed")...), 2, "holds the trials or restarts of a run", "--resume")
 	// Restarts of other lengths would not be kept by the same measure.
@@ -2155,19 +2148,7 @@ func TestCompareResume(t *testing.T) {
 	}
 
 	// Seed 1 trains trials of seeds 2 and 3; the kill lands in the first.
-	cmd := emclustCmd(append(args, "--out", "killed")...)
-	cmd.Dir = dir
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() { cmd.Process.Kill(); <-done })
-	waitFor(t, filepath.Join(dir, "killed", "em-s1", "trials", "seed-2", "checkpoint.safetensors"), slowWait, done)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-done
+	killWhenSaved(t, dir, filepath.Join(dir, "killed", "em-s1", "trials", "seed-2", "checkpoint.safetensors"), append(args, "--out", "killed")...)
 
 	wantError(t, run(t, dir, append(args, "--out", "killed")...), 2, "stopped among them", "--resume", "--force")
 	wantError(t, run(t, dir, append(args, "--out", "killed", "--resume", "--epochs", "4")...), 2, "differs in --epochs", "compare-plan.json")
@@ -2509,34 +2490,15 @@ func TestPredictNaNModel(t *testing.T) {
 		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
 	}
 	// The checkpoint saved again, as a run would, with one weight NaN.
-	runDir := filepath.Join(dir, "run")
-	f, cfg, _, err := train.ReadCheckpoint(runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := train.OpenSource(cfg, torch.CPU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	r, err := train.New(*cfg, src, torch.CPU, runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if err := r.Restore(f); err != nil {
-		t.Fatal(err)
-	}
-	s := torch.NoGrad()
-	w := r.Net.Params()[0]
-	s.CopyInto(s.Narrow(s.Flatten(w.Tensor, 0), 0, 0, 1), s.Full([]int{1}, math.NaN(), torch.Float32, torch.CPU))
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Save(); err != nil {
-		t.Fatal(err)
-	}
-	r.Close()
+	var w torch.Named
+	saveRunAs(t, filepath.Join(dir, "run"), filepath.Join(dir, "run"), nil, func(r *train.Run) {
+		s := torch.NoGrad()
+		w = r.Net.Params()[0]
+		s.CopyInto(s.Narrow(s.Flatten(w.Tensor, 0), 0, 0, 1), s.Full([]int{1}, math.NaN(), torch.Float32, torch.CPU))
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
 	for _, verb := range [][]string{{"predict", "--out", "p.csv"}, {"eval"}} {
 		wantError(t, run(t, dir, append(verb, "--model", "run", "--data", "a.csv", "--label-col", "label", "--device", "cpu")...), 1,
 			"run: ", "its "+w.Name+" holds values that are not finite", "train the model again")
@@ -3357,7 +3319,7 @@ func TestInferenceWarnsOfUnfinishedRuns(t *testing.T) {
 		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
 	}
 	// The same run as if stopped after 3 of 10 epochs.
-	saveRunAs(t, filepath.Join(dir, "done"), filepath.Join(dir, "stopped"), func(cfg *train.Config) { cfg.Epochs = 10 })
+	saveRunAs(t, filepath.Join(dir, "done"), filepath.Join(dir, "stopped"), func(cfg *train.Config) { cfg.Epochs = 10 }, nil)
 	for _, tc := range []struct {
 		args []string
 		warn bool
@@ -3466,7 +3428,7 @@ func TestResumeWithOtherData(t *testing.T) {
 	}
 
 	// A run saved before config.json had a digest is checked by its rows.
-	saveRunAs(t, filepath.Join(dir, "run"), filepath.Join(dir, "old"), func(cfg *train.Config) { cfg.DataDigest, cfg.LabelsDigest, cfg.Epochs = "", "", 10 })
+	saveRunAs(t, filepath.Join(dir, "run"), filepath.Join(dir, "old"), func(cfg *train.Config) { cfg.DataDigest, cfg.LabelsDigest, cfg.Epochs = "", "", 10 }, nil)
 	wantError(t, run(t, dir, "train", "--resume", "old", "--data", "b.csv"), 2, "trained on 10 rows", "b.csv hold 20", "needs the data it trained on")
 }
 
@@ -3517,9 +3479,9 @@ func TestAssignmentsNameClasses(t *testing.T) {
 }
 
 // saveRunAs saves the run in from again in to, its config changed by edit (after the
-// data are opened, which records their digest): a run as an older build, or an
-// interrupt, would have left it.
-func saveRunAs(t *testing.T, from, to string, edit func(*train.Config)) {
+// data are opened, which records their digest) and then the run by editRun (either
+// may be nil): a run as an older build, or an interrupt, would have left it.
+func saveRunAs(t *testing.T, from, to string, edit func(*train.Config), editRun func(*train.Run)) {
 	t.Helper()
 	f, cfg, _, err := train.ReadCheckpoint(from)
 	if err != nil {
@@ -3530,12 +3492,17 @@ func saveRunAs(t *testing.T, from, to string, edit func(*train.Config)) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	edit(cfg)
+	if edit != nil {
+		edit(cfg)
+	}
 	r, err := train.New(*cfg, src, torch.CPU, to)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Restore(f); err == nil {
+		if editRun != nil {
+			editRun(r)
+		}
 		err = r.Save()
 	}
 	r.Close()

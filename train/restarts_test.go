@@ -581,22 +581,9 @@ func TestTrainRestartsResumed(t *testing.T) {
 	}
 
 	// A damaged restart's checkpoint is named, with the way on.
-	seed2 := filepath.Join(dir, TrialsDir, "seed-2")
-	ckpt2, err := os.ReadFile(filepath.Join(seed2, checkpointName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(seed2, checkpointName), ckpt2[:len(ckpt2)/2], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if r, _, err := TrainRestartsIn(context.Background(), cfg, src, testDevice, dir, RestartHooks{}); err == nil || !strings.Contains(err.Error(), "restart 2 (seed 2)") ||
-		!strings.Contains(err.Error(), "(remove "+seed2+" to train that restart again)") {
-		r.closeIfAny()
-		t.Fatalf("a damaged restart: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(seed2, checkpointName), ckpt2, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	damagedSeed2(t, dir, "restart", func() (*Run, []Restart, error) {
+		return TrainRestartsIn(context.Background(), cfg, src, testDevice, dir, RestartHooks{})
+	})
 
 	var last [2]int // the resumed call's last count: a restored restart's steps count as done
 	resumed, got, err := TrainRestartsIn(context.Background(), cfg, src, testDevice, dir, RestartHooks{Progress: func(done, total int) { last = [2]int{done, total} }})

@@ -206,22 +206,9 @@ func TestTrainTrialsResumed(t *testing.T) {
 	}
 
 	// A damaged trial's checkpoint is named, with the way on.
-	seed2 := filepath.Join(dir, TrialsDir, "seed-2")
-	ckpt2, err := os.ReadFile(filepath.Join(seed2, checkpointName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(seed2, checkpointName), ckpt2[:len(ckpt2)/2], 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if r, _, err := TrainTrialsIn(context.Background(), cfg, src, testDevice, dir, RestartHooks{}); err == nil || !strings.Contains(err.Error(), "trial 2 (seed 2)") ||
-		!strings.Contains(err.Error(), "(remove "+seed2+" to train that trial again)") {
-		r.closeIfAny()
-		t.Fatalf("a damaged trial: %v", err)
-	}
-	if err := os.WriteFile(filepath.Join(seed2, checkpointName), ckpt2, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	damagedSeed2(t, dir, "trial", func() (*Run, []Restart, error) {
+		return TrainTrialsIn(context.Background(), cfg, src, testDevice, dir, RestartHooks{})
+	})
 
 	var last [2]int // the resumed call's last count: a restored trial's steps count as done
 	resumed, got, err := TrainTrialsIn(context.Background(), cfg, src, testDevice, dir, RestartHooks{Progress: func(done, total int) { last = [2]int{done, total} }})
@@ -249,6 +236,28 @@ func TestTrainTrialsResumed(t *testing.T) {
 	defer s.Close()
 	sameBits(t, s, "parameter", "resumed", straight.Net.Params(), resumed.Net.Params())
 	sameBits(t, s, "buffer", "resumed", straight.Net.Buffers(), resumed.Net.Buffers())
+}
+
+// damagedSeed2 cuts dir's seed-2 trial or restart (what) checkpoint in half, checks
+// that call names it and the way on, and puts it back.
+func damagedSeed2(t *testing.T, dir, what string, call func() (*Run, []Restart, error)) {
+	t.Helper()
+	seed2 := filepath.Join(dir, TrialsDir, "seed-2")
+	ckpt2, err := os.ReadFile(filepath.Join(seed2, checkpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(seed2, checkpointName), ckpt2[:len(ckpt2)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, _, err := call(); err == nil || !strings.Contains(err.Error(), what+" 2 (seed 2)") ||
+		!strings.Contains(err.Error(), "(remove "+seed2+" to train that "+what+" again)") {
+		r.closeIfAny()
+		t.Fatalf("a damaged %s: %v", what, err)
+	}
+	if err := os.WriteFile(filepath.Join(seed2, checkpointName), ckpt2, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A run detached from its trial's folder has written no chosen model where it goes
