@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -248,6 +249,78 @@ func TestReadCSVGzip(t *testing.T) {
 			!reflect.DeepEqual(v.Labels, []int{0, 1}) || !reflect.DeepEqual(v.Classes, []string{"u", "v"}) {
 			t.Errorf("%s: got %+v", name, v)
 		}
+	}
+}
+
+// A gzipped file's trailer sizes its text: exactly for one member, not at all for
+// several whose last is shorter than the file, and not for a file that is not gzip.
+// Either way the rows read are the text's.
+func TestGzipSize(t *testing.T) {
+	var text strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&text, "%d,%d.5\n", i, i%7)
+	}
+	one := gzipVecBytes(t, []byte(text.String()))
+	two := append(gzipVecBytes(t, []byte(text.String())), gzipVecBytes(t, []byte("1,2\n"))...)
+	want, err := ParseCSV(strings.NewReader(text.String()+"1,2\n"), "t.csv", CSVOptions{Header: "no"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		size int64
+	}{
+		{"one member", one, int64(text.Len())},
+		{"two members", two, -1},
+		{"plain text", []byte(text.String()), -1},
+	} {
+		path := writeVecFile(t, "g.csv", tc.b)
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := gzipSize(f, fileSize(f))
+		f.Close()
+		if got != tc.size {
+			t.Errorf("%s: size %d, want %d", tc.name, got, tc.size)
+		}
+		if tc.name == "two members" {
+			v, err := ReadCSV(path, CSVOptions{Header: "no"})
+			if err != nil || !slices.Equal(v.X, want.X) {
+				t.Errorf("%s: %v, %d values; want the %d of both members", tc.name, err, len(v.X), len(want.X))
+			}
+		}
+	}
+}
+
+// The unzipping goroutine stops with the read: after a bad row early in a large
+// gzipped table, and after a whole one, none is left; and a stream cut short still
+// says so.
+func TestAheadReaderStops(t *testing.T) {
+	var text strings.Builder
+	text.WriteString("1,2\n1,x\n")
+	for i := range 200000 {
+		fmt.Fprintf(&text, "%d,%d\n", i, i%7)
+	}
+	z := gzipVecBytes(t, []byte(text.String()))
+	before := runtime.NumGoroutine()
+	if _, err := ParseCSV(bytes.NewReader(z), "t.csv.gz", CSVOptions{Header: "no"}); err == nil || !strings.Contains(err.Error(), "t.csv.gz:2") {
+		t.Errorf("a bad second row: %v", err)
+	}
+	if _, err := ParseCSV(bytes.NewReader(gzipVecBytes(t, []byte("1,2\n3,4\n"))), "t.csv.gz", CSVOptions{Header: "no"}); err != nil {
+		t.Error(err)
+	}
+	clean := gzipVecBytes(t, []byte(strings.Replace(text.String(), "1,x\n", "", 1)))
+	if _, err := ParseCSV(bytes.NewReader(clean[:len(clean)/2]), "t.csv.gz", CSVOptions{Header: "no"}); err == nil || !strings.Contains(err.Error(), "gzip data: ") {
+		t.Errorf("cut short: %v", err)
+	}
+	after := runtime.NumGoroutine()
+	for deadline := time.Now().Add(time.Second); after > before && time.Now().Before(deadline); after = runtime.NumGoroutine() {
+		time.Sleep(10 * time.Millisecond) // the parse's own workers, on their way out
+	}
+	if after > before {
+		t.Errorf("%d goroutines before, %d after", before, after)
 	}
 }
 
@@ -684,9 +757,14 @@ func TestReadCSVAlloc(t *testing.T) {
 	for _, tc := range []struct {
 		name, text string
 		held       bool
-	}{{"even", even.String(), true}, {"outgrown", outgrown.String(), false}} {
+		gzip       bool
+	}{{"even", even.String(), true, false}, {"outgrown", outgrown.String(), false, false}, {"gzipped", even.String(), true, true}} {
 		path := filepath.Join(dir, tc.name+".csv")
-		if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+		b := []byte(tc.text)
+		if tc.gzip {
+			b = gzipVecBytes(t, b)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		want, err := ParseCSV(strings.NewReader(tc.text), path, CSVOptions{})

@@ -64,14 +64,14 @@ func TestRowPipelineMatchesSerial(t *testing.T) {
 		for _, size := range []int64{-1, int64(len(in))} {
 			serial := opt
 			serial.workers = 1
-			want, wantErr := parseCSV(bytes.NewReader(in), "r.csv", serial, size)
+			want, wantErr := parseCSV(bytes.NewReader(in), "r.csv", serial, size, -1)
 			if wantErr != nil {
 				failed++
 			}
 			for _, w := range []struct{ workers, batchRows int }{{2, 1}, {3, 2}, {4, 7}, {2, 0}} {
 				par := opt
 				par.workers, par.batchRows = w.workers, w.batchRows
-				got, err := parseCSV(bytes.NewReader(in), "r.csv", par, size)
+				got, err := parseCSV(bytes.NewReader(in), "r.csv", par, size, -1)
 				if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
 					t.Fatalf("input %d (size %d, %d workers, batches of %d rows):\n%s\nserial: %v, %v\nworkers: %v, %v",
 						i, size, w.workers, w.batchRows, in, want, wantErr, got, err)
@@ -96,7 +96,7 @@ func TestRowPipelinePresizeInFlight(t *testing.T) {
 	}
 	in := b.Bytes()
 	for _, batchRows := range []int{1, 3, 16, 100} {
-		v, err := parseCSV(bytes.NewReader(in), "p.csv", CSVOptions{workers: 3, batchRows: batchRows}, int64(len(in)))
+		v, err := parseCSV(bytes.NewReader(in), "p.csv", CSVOptions{workers: 3, batchRows: batchRows}, int64(len(in)), -1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func BenchmarkParseCSV(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			b.SetBytes(int64(len(in)))
 			for b.Loop() {
-				if _, err := parseCSV(bytes.NewReader(in), "bench.csv", CSVOptions{LabelCol: "-1", workers: workers}, int64(len(in))); err != nil {
+				if _, err := parseCSV(bytes.NewReader(in), "bench.csv", CSVOptions{LabelCol: "-1", workers: workers}, int64(len(in)), -1); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -196,9 +196,9 @@ func FuzzCSVWorkers(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte, labelCol string, batch uint8) {
 		opt := CSVOptions{LabelCol: labelCol, workers: 1}
-		want, wantErr := parseCSV(bytes.NewReader(in), "f.csv", opt, int64(len(in)))
+		want, wantErr := parseCSV(bytes.NewReader(in), "f.csv", opt, int64(len(in)), -1)
 		opt.workers, opt.batchRows = 3, 1+int(batch%4)
-		got, err := parseCSV(bytes.NewReader(in), "f.csv", opt, int64(len(in)))
+		got, err := parseCSV(bytes.NewReader(in), "f.csv", opt, int64(len(in)), -1)
 		if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
 			t.Fatalf("serial: %v, %v\nworkers: %v, %v", want, wantErr, got, err)
 		}

@@ -72,7 +72,7 @@ func readStream(path string, opt CSVOptions) (*Vectors, error) {
 		}
 		return parseNPY(br, path, -1, nil)
 	}
-	return parseCSV(br, path, opt, -1)
+	return parseCSV(br, path, opt, -1, -1)
 }
 
 // CheckVectorPath says what is wrong with path as a vector file LoadVectors can
