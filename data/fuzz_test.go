@@ -3,6 +3,7 @@ package data
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"fmt"
 	"image/jpeg"
 	"os"
@@ -201,6 +202,27 @@ func FuzzCSVWorkers(f *testing.F) {
 		got, err := parseCSV(bytes.NewReader(in), "f.csv", opt, int64(len(in)), -1)
 		if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
 			t.Fatalf("serial: %v, %v\nworkers: %v, %v", want, wantErr, got, err)
+		}
+	})
+}
+
+// A gzipped table reads as its text does, unzipped ahead of the parse and presized
+// from a trailer's size, right or wrong.
+func FuzzGzipCSV(f *testing.F) {
+	for _, s := range []string{"a,b,label\n1,2,x\n3,,y\n", "1,2\n3,4,5\n", "1;2\n\"3\";4\n5;6\n", "x\n1\n2\n3\n4\n5\n6\n7\n8\n9\n"} {
+		f.Add([]byte(s), "-1", int64(len(s)))
+		f.Add([]byte(s), "", int64(1))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, labelCol string, unzipped int64) {
+		opt := CSVOptions{LabelCol: labelCol}
+		want, wantErr := parseCSV(bytes.NewReader(in), "f.csv", opt, int64(len(in)), -1)
+		var z bytes.Buffer
+		zw := gzip.NewWriter(&z)
+		zw.Write(in)
+		zw.Close()
+		got, err := parseCSV(bytes.NewReader(z.Bytes()), "f.csv", opt, int64(z.Len()), unzipped)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("text: %v, %v\ngzipped: %v, %v", want, wantErr, got, err)
 		}
 	})
 }
