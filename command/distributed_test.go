@@ -233,7 +233,7 @@ func TestDataParallelEquivalence(t *testing.T) {
 					"--master_port", strconv.Itoa(unusedPort(t)), "--no_python",
 					"/usr/bin/env", "LD_LIBRARY_PATH="+os.Getenv("LD_LIBRARY_PATH"), bin)
 				cmd.Args = append(cmd.Args, out(tc.name+"-torchrun")...)
-				cmd.Dir, cmd.SysProcAttr = dir, diesWithTest()
+				cmd.Dir, cmd.SysProcAttr = dir, diesWithTest() // not its ranks, which end with their training
 				for _, kv := range os.Environ() {
 					if !strings.HasPrefix(kv, "LD_LIBRARY_PATH=") {
 						cmd.Env = append(cmd.Env, kv)

@@ -183,8 +183,17 @@ func (p *restartsProgress) steps(done, total int) {
 		return
 	}
 	if p.bar == nil {
-		p.bar = newStepBar(p.w, total, p.description())
-	} else if total != p.bar.GetMax() {
+		p.bar = newStepBar(p.w, max(total, 1), p.description()) // its clock starts, nothing drawn
+	}
+	if done == 0 {
+		return // a bar drawn before its first step could only show "0 step/hr"
+	}
+	// Before a larger total, which would draw the bar as it was (at 0 the first time),
+	// while the count's own drawing then keeps the next for 100 ms.
+	if done < p.bar.GetMax() {
+		p.bar.Set(done)
+	}
+	if total != p.bar.GetMax() {
 		p.bar.ChangeMax(total)
 	}
 	p.bar.Set(done)
@@ -211,6 +220,12 @@ func (p *restartsProgress) restartDone() {
 	}
 	if p.done == p.restarts {
 		p.bar.Finish()
+		return
+	}
+	if p.bar.State().CurrentNum == 0 {
+		// Not drawn yet (a restart restored whole, or of no steps here): a new bar
+		// takes the new count, as describing this one would draw it at 0.
+		p.bar = newStepBar(p.w, p.bar.GetMax(), p.description())
 		return
 	}
 	p.bar.Clear()

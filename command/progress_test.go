@@ -201,4 +201,17 @@ func TestBarFirstDrawCounts(t *testing.T) {
 			t.Errorf("%s: first drawn as %q, want the first step counted and no rate per hour", tc.name, got)
 		}
 	}
+
+	// The restarts' bar: a restart restored whole ends before any step of this call.
+	var out bytes.Buffer
+	p := &restartsProgress{w: &out, what: "trials", restarts: 3}
+	p.steps(0, 8)
+	p.restartDone()
+	if out.Len() != 0 {
+		t.Errorf("restarts: drawn before any step: %q", out.String())
+	}
+	p.steps(3, 8)
+	if got := out.String(); !strings.Contains(got, "trials 1/3 done") || !strings.Contains(got, "(3/8") || strings.Contains(got, "/hr") {
+		t.Errorf("restarts: first drawn as %q, want trials 1/3 done, 3 of 8 steps, no rate per hour", got)
+	}
 }

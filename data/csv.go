@@ -279,14 +279,24 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 	if p.d == 0 {
 		return nil, fmt.Errorf("%s: no feature columns: the only column, %s, is the label", name, p.col(p.labelCol))
 	}
-	if opt.Features != nil {
-		if err := opt.Features(p.d); err != nil {
-			return nil, err
-		}
-	}
-
 	if !header {
 		if err := p.row(rec, line); err != nil {
+			return nil, err
+		}
+	} else if opt.Features != nil {
+		// The first data row before the width: what is wrong with it (a trailing
+		// comma's empty cell) says more than a width that is then one too many.
+		switch rec, line, err := rd.next(); {
+		case err == nil:
+			if err := p.row(rec, line); err != nil {
+				return nil, err
+			}
+		case err != io.EOF:
+			return nil, p.wrap(err)
+		}
+	}
+	if opt.Features != nil {
+		if err := opt.Features(p.d); err != nil {
 			return nil, err
 		}
 	}

@@ -571,7 +571,8 @@ func TestReadCSVErrors(t *testing.T) {
 
 // CSVOptions.Features hears the feature columns' count, the label's aside, before
 // any row but the first is read: its error comes back where a later bad row would
-// have ended the read, and a nil error reads on.
+// have ended the read, and a nil error reads on. The first data row's own error
+// comes before it.
 func TestParseCSVFeatures(t *testing.T) {
 	const table = "a,b,label\n1,2,x\n3,4,y\n5,oops,z\n"
 	stop := errors.New("the model takes 3")
@@ -583,7 +584,7 @@ func TestParseCSVFeatures(t *testing.T) {
 	}{
 		{"refused", "label", true, "the model takes 3", 2},
 		{"accepted, then the bad row", "label", false, "t.csv:4:", 2},
-		{"no label column", "", true, "the model takes 3", 3},
+		{"no label column: the first row's error first", "", true, "t.csv:2:", 0},
 	} {
 		heard := 0
 		_, err := ParseCSV(strings.NewReader(table), "t.csv", CSVOptions{LabelCol: tc.labelCol, Header: "yes", Features: func(d int) error {

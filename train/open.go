@@ -85,15 +85,16 @@ func (m *Model) OpenSource(modelPath string, cfg *Config, dev torch.Device) (Sou
 		if d == want.In {
 			return nil
 		}
-		return widthError(fmt.Sprintf("%s has %d feature columns", cfg.DataFile, d), fmt.Sprintf("the model in %s", modelPath), d, want.In, cfg.LabelCol)
+		return widthError(fmt.Sprintf("%s has %d feature columns", cfg.DataFile, d), fmt.Sprintf("the model in %s", modelPath), d, want.In, cfg)
 	})
 }
 
 // widthError says that data, of have feature columns, are not the want that model
-// takes.
-func widthError(data, model string, have, want int, labelCol string) error {
+// takes; with one too many, that a CSV's label column may be among them (a NumPy
+// array has none, and --label-col is refused for one).
+func widthError(data, model string, have, want int, cfg *Config) error {
 	msg := fmt.Sprintf("%s, but %s takes %d-feature input", data, model, want)
-	if have == want+1 && labelCol == "" {
+	if have == want+1 && cfg.LabelCol == "" && !strings.HasSuffix(strings.ToLower(cfg.DataFile), ".npy") {
 		msg += " (if one column holds labels, name it with --label-col)"
 	}
 	return errors.New(msg)
@@ -222,7 +223,7 @@ func standardize(cfg *Config, v *data.Vectors) error {
 	if cfg.InputMean != nil {
 		// Said here as CheckInput says it, which runs after this.
 		if d := len(cfg.InputMean); d != v.D {
-			return widthError(fmt.Sprintf("%s has %d feature columns", v.Source, v.D), "the model", v.D, d, cfg.LabelCol)
+			return widthError(fmt.Sprintf("%s has %d feature columns", v.Source, v.D), "the model", v.D, d, cfg)
 		}
 		return v.ApplyStandardize(cfg.InputMean, cfg.InputStd)
 	}
@@ -296,15 +297,24 @@ func LoadModel(path string, dev torch.Device) (*Model, error) {
 // NotFinite names the first of the model's tensors (parameters, running statistics,
 // prior) holding a value that is not finite, "" where all are finite: a model's
 // outputs that are not finite come from it, or else from the data.
+//
+// With several heads only the selected one's rows of the heads' tensors (those of
+// K·heads rows) count, as only its outputs are judged (Predict): another head's
+// values do not reach them.
 func (m *Model) NotFinite() (string, error) {
 	tensors := append(m.Net.Params(), m.Net.Buffers()...)
 	if m.Prior != nil {
 		tensors = append(tensors, torch.Named{Name: "prior", Tensor: m.Prior})
 	}
+	k, heads := m.Net.Spec.K, m.Net.Spec.NumHeads()
 	s := torch.NoGrad()
 	defer s.Close()
 	for _, t := range tensors {
-		bad := s.Item(s.Sum(s.Not(s.IsFinite(t.Tensor)), false))
+		x := t.Tensor
+		if shape := x.Shape(); heads > 1 && len(shape) > 0 && shape[0] == k*heads {
+			x = s.Narrow(x, 0, m.Net.Head()*k, k)
+		}
+		bad := s.Item(s.Sum(s.Not(s.IsFinite(x)), false))
 		if err := s.Err(); err != nil {
 			return "", err
 		}
@@ -332,7 +342,7 @@ func (m *Model) CheckInput(modelPath string, src Source, cfg *Config) error {
 	}
 	if got.In != want.In || got.H != want.H || got.W != want.W || got.InC != want.InC {
 		if want.Arch == "mlp" && got.Arch == "mlp" {
-			return widthError(src.Describe(), "the model in "+modelPath, got.In, want.In, cfg.LabelCol)
+			return widthError(src.Describe(), "the model in "+modelPath, got.In, want.In, cfg)
 		}
 		return fmt.Errorf("%s, but the model in %s takes %s input", src.Describe(), modelPath, describeInput(want))
 	}

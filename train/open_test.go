@@ -33,17 +33,17 @@ func TestExplainOOM(t *testing.T) {
 func TestStandardizeOtherWidth(t *testing.T) {
 	cfg := Config{Standardize: true, InputMean: []float64{0, 0, 0, 0}, InputStd: []float64{1, 1, 1, 1}}
 	for _, tc := range []struct {
-		d        int
-		labelCol string
-		hint     bool
-	}{{5, "", true}, {5, "class", false}, {3, "", false}} {
-		v := &data.Vectors{N: 1, D: tc.d, X: make([]float32, tc.d), Source: "new.csv"}
+		d              int
+		file, labelCol string
+		hint           bool
+	}{{5, "new.csv", "", true}, {5, "new.csv", "class", false}, {3, "new.csv", "", false}, {5, "new.npy", "", false}} {
+		v := &data.Vectors{N: 1, D: tc.d, X: make([]float32, tc.d), Source: tc.file}
 		c := cfg
-		c.LabelCol = tc.labelCol
+		c.DataFile, c.LabelCol = tc.file, tc.labelCol
 		err := standardize(&c, v)
-		want := fmt.Sprintf("new.csv has %d feature columns, but the model takes 4-feature input", tc.d)
+		want := fmt.Sprintf("%s has %d feature columns, but the model takes 4-feature input", tc.file, tc.d)
 		if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "--label-col") != tc.hint {
-			t.Errorf("%d columns, label column %q: %v, want %q, hint %v", tc.d, tc.labelCol, err, want, tc.hint)
+			t.Errorf("%s, %d columns, label column %q: %v, want %q, hint %v", tc.file, tc.d, tc.labelCol, err, want, tc.hint)
 		}
 	}
 }
@@ -136,5 +136,43 @@ func TestModelNotFinite(t *testing.T) {
 	s.CopyInto(s.Narrow(m.Prior, 0, 0, 1), s.Full([]int{1}, math.NaN(), torch.Float32, testDevice))
 	if name, err := m.NotFinite(); name != "prior" || err != nil {
 		t.Errorf("a NaN prior: %q, %v; want \"prior\"", name, err)
+	}
+}
+
+// With several heads, a value that is not finite in a head not selected is not the
+// model's fault (its outputs never reach a prediction); in the selected one it is.
+func TestModelNotFiniteHeads(t *testing.T) {
+	cfg := VectorDefaults()
+	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs, cfg.Heads = 0, 0, 2, 2
+	dir := t.TempDir()
+	r := newRun(t, cfg, digitsSource(t), dir)
+	if err := r.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := LoadModel(dir, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var out *torch.Tensor
+	for _, p := range m.Net.Params() {
+		if p.Name == "out.weight" {
+			out = p.Tensor
+		}
+	}
+	if out == nil {
+		t.Fatal("no out.weight")
+	}
+	k, head := m.Net.Spec.K, m.Net.Head()
+	s := torch.NoGrad()
+	defer s.Close()
+	for _, tc := range []struct {
+		head int
+		want string
+	}{{1 - head, ""}, {head, "out.weight"}} {
+		s.CopyInto(s.Narrow(out, 0, tc.head*k, 1), s.Full([]int{1, out.Shape()[1]}, math.NaN(), torch.Float32, testDevice))
+		if name, err := m.NotFinite(); name != tc.want || err != nil {
+			t.Errorf("NaN in head %d (head %d selected): %q, %v; want %q", tc.head, head, name, err, tc.want)
+		}
 	}
 }

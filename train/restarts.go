@@ -399,7 +399,7 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 	var firstErr error
 	var steps *stepCounter
 	if hooks.Progress != nil {
-		steps = &stepCounter{mu: &mu, hook: hooks.Progress, done: make([]int, len(jobs)), total: make([]int, len(jobs))}
+		steps = newStepCounter(&mu, hooks.Progress, len(jobs))
 	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -439,10 +439,9 @@ func trainJobs(ctx context.Context, jobs []restartJob, src Source, dev torch.Dev
 			rs = append(rs, r)
 			if steps != nil {
 				r.Progress = &restartSteps{c: steps, j: j}
-				// A restored restart's epochs are done: counted now, as a whole one trains none.
 				if done := r.EpochsDone(); done > 0 {
 					per := r.stepsPerEpoch()
-					steps.set(j, done*per, r.Cfg.Epochs*per)
+					steps.restore(j, done*per, r.Cfg.Epochs*per)
 				}
 			}
 		}
@@ -586,15 +585,35 @@ func splitStacks(jobs []restartJob, parts int) [][]int {
 	return out
 }
 
-// stepCounter sums the steps of restarts for RestartHooks.Progress.
+// stepCounter sums the steps of restarts for RestartHooks.Progress: those this call
+// trains, without the ones a restart restored from its folder had done, which took
+// no time here and would make a rate of them.
 type stepCounter struct {
 	mu          *sync.Mutex
 	hook        func(done, total int)
 	done, total []int // per restart; total is 0 until its first epoch starts
+	restored    []int // per restart, of done and total; nil: none
+}
+
+func newStepCounter(mu *sync.Mutex, hook func(done, total int), restarts int) *stepCounter {
+	return &stepCounter{mu: mu, hook: hook, done: make([]int, restarts), total: make([]int, restarts)}
+}
+
+// restore records that restart j came back from its folder with done of its total
+// steps done, and tells the hook the sums.
+func (c *stepCounter) restore(j, done, total int) {
+	c.mu.Lock()
+	if c.restored == nil {
+		c.restored = make([]int, len(c.done))
+	}
+	c.restored[j] = done
+	c.mu.Unlock()
+	c.set(j, done, total)
 }
 
 // set records restart j's steps done and, when total > 0, its steps in all, and
-// tells the hook the sums.
+// tells the hook the sums. A restart not yet started counts as many steps as the
+// longest known.
 func (c *stepCounter) set(j, done, total int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -607,6 +626,10 @@ func (c *stepCounter) set(j, done, total int) {
 		sumDone += c.done[i]
 		sumTotal += c.total[i]
 		known = max(known, c.total[i])
+		if c.restored != nil {
+			sumDone -= c.restored[i]
+			sumTotal -= c.restored[i]
+		}
 	}
 	for _, t := range c.total {
 		if t == 0 {

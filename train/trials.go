@@ -71,7 +71,7 @@ func TrainTrialsIn(ctx context.Context, cfg Config, src Source, dev torch.Device
 	}
 	var steps *stepCounter
 	if hooks.Progress != nil {
-		steps = &stepCounter{mu: new(sync.Mutex), hook: hooks.Progress, done: make([]int, n), total: make([]int, n)}
+		steps = newStepCounter(new(sync.Mutex), hooks.Progress, n)
 	}
 	var best *Run
 	var records []Restart
@@ -240,10 +240,9 @@ func trainTrial(ctx context.Context, cfg Config, src Source, dev torch.Device, s
 	}
 	if steps != nil {
 		r.Progress = &restartSteps{c: steps, j: i}
-		// A restored trial's epochs are done: counted now, as a whole one trains none.
 		if done := r.EpochsDone(); done > 0 {
 			per := r.stepsPerEpoch()
-			steps.set(i, done*per, r.Cfg.Epochs*per)
+			steps.restore(i, done*per, r.Cfg.Epochs*per)
 		}
 	}
 	if r.EpochsDone() < r.Cfg.Epochs {

@@ -342,12 +342,20 @@ et_error et_host_alloc(int64_t nbytes, void **out) {
 void et_host_free(void *p) { std::free(p); }
 
 et_error et_adopt_host(void *data, int dtype, const int64_t *shape, int ndim, et_tensor *out) {
-  std::unique_ptr<void, decltype(&std::free)> owned(data, &std::free); // until the tensor has it
+  // One owner of data at any time, which frees it once: this DataPtr (made without a
+  // throw), then the storage it moves into, then the tensor.
+  c10::DataPtr owner(data, data, &std::free, c10::Device(c10::kCPU));
   ET_TRY
   std::vector<int64_t> sz(shape, shape + ndim);
-  auto t = at::from_blob(data, sz, [](void *p) { std::free(p); },
-                         at::TensorOptions().dtype(scalar_type(dtype)));
-  owned.release();
+  auto type = scalar_type(dtype);
+  int64_t n = 1;
+  for (auto d : sz) {
+    TORCH_CHECK(d >= 0, "adopt_host: shape ", c10::IntArrayRef(sz));
+    n *= d;
+  }
+  c10::Storage storage(c10::Storage::use_byte_size_t(), static_cast<size_t>(n) * c10::elementSize(type),
+                       std::move(owner), nullptr, false);
+  auto t = at::empty({0}, at::TensorOptions().dtype(type)).set_(std::move(storage), 0, sz);
   *out = wrap(std::move(t));
   ET_CATCH
 }
