@@ -81,12 +81,12 @@ func preparePoints(s *torch.Scope, x *torch.Tensor, k int, who string, centred b
 		return nil, fmt.Errorf("%s: checking data: %w", who, err)
 	}
 	if !allFinite(meanHost) {
-		bad := s.Item(s.Sum(s.Not(s.IsFinite(xf)), false))
+		bad := s.CountNotFinite(xf)
 		if err := s.Err(); err != nil {
 			return nil, fmt.Errorf("%s: checking data: %w", who, err)
 		}
 		if bad > 0 {
-			return nil, fmt.Errorf("%s: data contains %d NaN or infinite values", who, int64(bad))
+			return nil, fmt.Errorf("%s: data contains %d NaN or infinite values", who, bad)
 		}
 		return nil, fmt.Errorf("%s: data too large: a column's mean overflows float32", who)
 	}

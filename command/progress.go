@@ -188,12 +188,11 @@ func (p *restartsProgress) steps(done, total int) {
 	if done == 0 {
 		return // a bar drawn before its first step could only show "0 step/hr"
 	}
-	// Before a larger total, which would draw the bar as it was (at 0 the first time),
-	// while the count's own drawing then keeps the next for 100 ms.
-	if done < p.bar.GetMax() {
-		p.bar.Set(done)
-	}
 	if total != p.bar.GetMax() {
+		// The count first: ChangeMax draws the bar as it is, at 0 the first time.
+		if done < p.bar.GetMax() {
+			p.bar.Set(done)
+		}
 		p.bar.ChangeMax(total)
 	}
 	p.bar.Set(done)

@@ -425,7 +425,6 @@ func (g gzipErrors) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// countingReader counts the bytes read through it.
 // aheadReader reads r on a goroutine of its own, up to depth chunks of size bytes
 // ahead of its reader, so that producing the bytes (unzipping) and using them
 // (splitting lines) run on two cores. Close stops the goroutine and waits for it.
@@ -511,6 +510,7 @@ func (a *aheadReader) Close() {
 	<-a.done
 }
 
+// countingReader counts the bytes read through it.
 type countingReader struct {
 	r io.Reader
 	n int64

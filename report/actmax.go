@@ -188,7 +188,7 @@ func ascend(net *model.Net, c, h, w, n, width int, targets []int, cfg ActMaxConf
 		loss := s.Sub(s.MulScalar(penalty, cfg.L2), score)
 		s.Fail(opt.ZeroGrad())
 		s.Backward(loss)
-		return s.Item(s.Sum(s.Not(s.IsFinite(s.Grad(x))), false)) == 0
+		return s.CountNotFinite(s.Grad(x)) == 0
 	}
 	for step := 0; step < cfg.Steps; step++ {
 		s := torch.NewScope()

@@ -123,6 +123,11 @@ func (s *Scope) Not(a *Tensor) *Tensor { return s.unary(C.ET_LOGICAL_NOT, "logic
 
 func (s *Scope) IsFinite(a *Tensor) *Tensor { return s.unary(C.ET_ISFINITE, "isfinite", a) }
 
+// CountNotFinite is how many of a's values are NaN or infinite (a sync on a GPU).
+func (s *Scope) CountNotFinite(a *Tensor) int64 {
+	return int64(s.Item(s.Sum(s.Not(s.IsFinite(a)), false)))
+}
+
 // Detach returns a view of a that autograd treats as a constant.
 func (s *Scope) Detach(a *Tensor) *Tensor { return s.unary(C.ET_DETACH, "detach", a) }
 

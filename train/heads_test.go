@@ -136,15 +136,7 @@ func TestPredictIgnoresOtherHeads(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := 1 - r.Net.Head()
-	var out *torch.Tensor
-	for _, p := range r.Net.Params() {
-		if p.Name == "out.weight" {
-			out = p.Tensor
-		}
-	}
-	if out == nil {
-		t.Fatal("no out.weight among the parameters")
-	}
+	out := param(t, r.Net, "out.weight")
 	s := torch.NoGrad()
 	s.CopyInto(s.Narrow(out, 0, other*cfg.K, cfg.K), s.Full([]int{1}, math.NaN(), torch.Float32, testDevice))
 	if err := s.Close(); err != nil {

@@ -314,7 +314,7 @@ func (m *Model) NotFinite() (string, error) {
 		if shape := x.Shape(); heads > 1 && len(shape) > 0 && shape[0] == k*heads {
 			x = s.Narrow(x, 0, m.Net.Head()*k, k)
 		}
-		bad := s.Item(s.Sum(s.Not(s.IsFinite(x)), false))
+		bad := s.CountNotFinite(x)
 		if err := s.Err(); err != nil {
 			return "", err
 		}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"emclust/data"
+	"emclust/model"
 	"emclust/torch"
 )
 
@@ -103,21 +104,41 @@ func TestDataName(t *testing.T) {
 	}
 }
 
-// NotFinite names the tensor of a loaded model that holds a NaN or an infinity: none
-// of a trained one, then a parameter, then the learned prior.
-func TestModelNotFinite(t *testing.T) {
-	cfg := VectorDefaults()
-	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs, cfg.Prior = 0, 0, 2, "learned"
+// trainedModel trains cfg on the digits for two epochs, and loads the model saved;
+// it is closed when the test ends.
+func trainedModel(t *testing.T, cfg Config) *Model {
+	t.Helper()
+	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs = 0, 0, 2
 	dir := t.TempDir()
-	r := newRun(t, cfg, digitsSource(t), dir)
-	if err := r.Train(context.Background()); err != nil {
+	if err := newRun(t, cfg, digitsSource(t), dir).Train(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	m, err := LoadModel(dir, testDevice)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(m.Close)
+	return m
+}
+
+// param is net's parameter of that name.
+func param(t *testing.T, net *model.Net, name string) *torch.Tensor {
+	t.Helper()
+	for _, p := range net.Params() {
+		if p.Name == name {
+			return p.Tensor
+		}
+	}
+	t.Fatalf("no %s among the parameters", name)
+	return nil
+}
+
+// NotFinite names the tensor of a loaded model that holds a NaN or an infinity: none
+// of a trained one, then a parameter, then the learned prior.
+func TestModelNotFinite(t *testing.T) {
+	cfg := VectorDefaults()
+	cfg.Prior = "learned"
+	m := trainedModel(t, cfg)
 	if m.Prior == nil {
 		t.Fatal("no learned prior loaded")
 	}
@@ -143,26 +164,9 @@ func TestModelNotFinite(t *testing.T) {
 // model's fault (its outputs never reach a prediction); in the selected one it is.
 func TestModelNotFiniteHeads(t *testing.T) {
 	cfg := VectorDefaults()
-	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs, cfg.Heads = 0, 0, 2, 2
-	dir := t.TempDir()
-	r := newRun(t, cfg, digitsSource(t), dir)
-	if err := r.Train(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	m, err := LoadModel(dir, testDevice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	var out *torch.Tensor
-	for _, p := range m.Net.Params() {
-		if p.Name == "out.weight" {
-			out = p.Tensor
-		}
-	}
-	if out == nil {
-		t.Fatal("no out.weight")
-	}
+	cfg.Heads = 2
+	m := trainedModel(t, cfg)
+	out := param(t, m.Net, "out.weight")
 	k, head := m.Net.Spec.K, m.Net.Head()
 	s := torch.NoGrad()
 	defer s.Close()
