@@ -65,7 +65,12 @@ func spawnRanks(ctx context.Context, o distOptions, stdout, stderr io.Writer) er
 	if len(o.Args) == 0 {
 		return fmt.Errorf("--nproc: no command line to start the ranks with")
 	}
-	err = launch.Spawn(ctx, exe, o.Args[1:], o.NProc, stdout, stderr)
+	store, err := torch.ServeStore("127.0.0.1", 0, o.NProc, o.Timeout)
+	if err != nil {
+		return fmt.Errorf("--nproc: serve the ranks' store: %w", err)
+	}
+	defer store.Close()
+	err = launch.Spawn(ctx, exe, o.Args[1:], o.NProc, store.Port(), stdout, stderr)
 	var re *launch.RankError
 	if errors.As(err, &re) && re.Code == 130 {
 		// Rank 0 has said where the checkpoint is and how to resume.

@@ -45,13 +45,16 @@ func rankEnv(r, world, port int) []string {
 		"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
 }
 
+// unusedPort is a TCP port nothing listens on now, for rank 0 of a test's ranks to
+// serve the store on, as under Slurm or torchrun without its agent's store.
 func unusedPort(t *testing.T) int {
 	t.Helper()
-	port, err := launch.FreePort()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return port
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 // runRanks runs one emclust process per environment, as a launcher would, and waits

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -19,18 +18,16 @@ import (
 )
 
 // Spawn runs n copies of exe with args as ranks 0 to n-1 of one run on this machine,
-// with the variables torchrun would set, and waits for them all. It restarts none:
+// with the variables torchrun would set, and waits for them all. The caller serves
+// the ranks' store at 127.0.0.1:storePort (torch.ServeStore), as torchrun's agent
+// does: a port that a rank had to listen on later could be taken in between. It restarts none:
 // the first rank to fail stops the others, and the error names it. Cancelling ctx
 // interrupts every rank (SIGINT) once and waits for them to stop by themselves.
 //
 // The ranks' last errors (ErrorOut) come back on a pipe each, and Spawn writes each
 // distinct one to stderr once, after every rank has stopped, where ranks that share
 // a mistake in the command line or the data would each say it.
-func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr io.Writer) error {
-	port, err := FreePort()
-	if err != nil {
-		return fmt.Errorf("--nproc: find a free port for the ranks' store: %w", err)
-	}
+func Spawn(ctx context.Context, exe string, args []string, n, storePort int, stdout, stderr io.Writer) error {
 	stderrTerminal := IsTerminal(stderr)
 	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
 	type exit struct {
@@ -48,7 +45,7 @@ func Spawn(ctx context.Context, exe string, args []string, n int, stdout, stderr
 			cmd.Env = append(os.Environ(),
 				"RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
 				"LOCAL_RANK="+strconv.Itoa(r), "LOCAL_WORLD_SIZE="+strconv.Itoa(n),
-				"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port),
+				"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(storePort), "TORCHELASTIC_USE_AGENT_STORE=true",
 				"EMCLUST_LAUNCHER=--nproc", errorFDVar+"=3")
 			if stderrTerminal {
 				cmd.Env = append(cmd.Env, stderrTerminalVar+"=1")
@@ -175,17 +172,6 @@ type RankError struct {
 
 func (e *RankError) Error() string {
 	return fmt.Sprintf("rank %d of %d failed (exit code %d); stopped the other ranks", e.Rank, e.World, e.Code)
-}
-
-// FreePort is a TCP port of 127.0.0.1 that nothing listened on at the time of the
-// call: where a single-machine run's store can listen.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // lockedWriter lets the ranks share one writer that is not safe for concurrent use.

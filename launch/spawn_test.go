@@ -21,7 +21,7 @@ func TestSpawnSignals(t *testing.T) {
 	defer cancel()
 	ready := t.TempDir()
 	interruptWhenReady(ctx, cancel, ready)
-	err := Spawn(ctx, "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", `: > "$1/$RANK"; exec /bin/sleep 30`, "sh", ready}, 2, io.Discard, io.Discard)
+	err := Spawn(ctx, "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", `: > "$1/$RANK"; exec /bin/sleep 30`, "sh", ready}, 2, 0, io.Discard, io.Discard)
 	if !errors.Is(err, ErrInterruptedStarting) {
 		t.Errorf("interrupted while starting: %v", err)
 	}
@@ -35,7 +35,7 @@ func TestSpawnSignals(t *testing.T) {
 	script := `if [ "$RANK" = 0 ]; then trap 'exit 1' INT; else trap '' INT; fi; : > "$1/$RANK"; while :; do sleep 0.05; done`
 	done := make(chan error, 1)
 	go func() {
-		done <- Spawn(ctx, "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", script, "sh", ready}, 2, io.Discard, io.Discard)
+		done <- Spawn(ctx, "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", script, "sh", ready}, 2, 0, io.Discard, io.Discard)
 	}()
 	interruptWhenReady(ctx, cancel, ready)
 	select {
@@ -48,7 +48,7 @@ func TestSpawnSignals(t *testing.T) {
 		t.Fatal("Spawn still waits for a frozen rank 20 s after the other failed")
 	}
 
-	err = Spawn(context.Background(), "/bin/sh", []string{"-c", "kill -KILL $$"}, 2, io.Discard, io.Discard)
+	err = Spawn(context.Background(), "/bin/sh", []string{"-c", "kill -KILL $$"}, 2, 0, io.Discard, io.Discard)
 	if err == nil || errors.Is(err, ErrInterruptedStarting) || !strings.Contains(err.Error(), "was killed (killed)") {
 		t.Errorf("a rank killed: %v", err)
 	}
@@ -90,7 +90,7 @@ func TestSpawnSaysErrorsOnce(t *testing.T) {
 			}
 			script := say + `: > "$1/$RANK"; until [ -e "$1/0" ] && [ -e "$1/1" ]; do sleep 0.01; done; exit 3`
 			var stderr strings.Builder
-			err := Spawn(context.Background(), "/bin/sh", []string{"-c", script, "sh", ready}, 2, io.Discard, &stderr)
+			err := Spawn(context.Background(), "/bin/sh", []string{"-c", script, "sh", ready}, 2, 0, io.Discard, &stderr)
 			var re *RankError
 			if !errors.As(err, &re) || re.Code != 3 || re.Said != tc.said {
 				t.Errorf("Spawn: %#v, want a RankError of exit code 3, Said %v", err, tc.said)
@@ -133,7 +133,7 @@ func TestSpawnOneRankInterrupted(t *testing.T) {
 	script := `if [ "$RANK" = 0 ]; then trap 'echo "emclust: rank 0: saved" >&3; exit 130' INT; : > "$1/0"; while :; do sleep 0.05; done; ` +
 		`else until [ -e "$1/0" ]; do sleep 0.01; done; exit 130; fi`
 	var stderr strings.Builder
-	err := Spawn(context.Background(), "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", script, "sh", ready}, 2, io.Discard, &stderr)
+	err := Spawn(context.Background(), "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", script, "sh", ready}, 2, 0, io.Discard, &stderr)
 	var re *RankError
 	if !errors.As(err, &re) || re.Rank != 1 || re.Code != 130 {
 		t.Errorf("Spawn: %v, want rank 1's exit 130 first", err)
@@ -151,7 +151,7 @@ func TestSpawnRankRefused(t *testing.T) {
 	script := `if [ "$RANK" = 0 ]; then trap 'echo "emclust: rank 0: interrupted" >&3; : > "$1/clean"; exit 130' INT; : > "$1/0"; while :; do sleep 0.05; done; ` +
 		`else until [ -e "$1/0" ]; do sleep 0.01; done; echo "emclust: rank 1: --flag: a mistake" >&3; exit 64; fi`
 	var stderr strings.Builder
-	err := Spawn(context.Background(), "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", script, "sh", ready}, 2, io.Discard, &stderr)
+	err := Spawn(context.Background(), "/usr/bin/env", []string{"--default-signal=INT", "/bin/sh", "-c", script, "sh", ready}, 2, 0, io.Discard, &stderr)
 	var re *RankError
 	if !errors.As(err, &re) || re.Rank != 1 || re.Code != RankUsageExit || !re.Said {
 		t.Errorf("Spawn: %#v, want rank 1's refusal, said", err)

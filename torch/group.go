@@ -45,6 +45,7 @@ type GroupConfig struct {
 	Backend Backend
 	// Host and Port are the TCPStore's address; the store is served by this process
 	// when ServeStore is set (rank 0, unless a launcher such as torchrun hosts it).
+	// Port 0 then serves on a free port, which only a world of one can use.
 	Host       string
 	Port       int
 	ServeStore bool
@@ -120,6 +121,44 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 		return nil, err
 	}
 	return &Group{h: h, rank: cfg.Rank, world: cfg.World, backend: cfg.Backend}, nil
+}
+
+// Store is a TCPStore that this process serves for ranks joining it as clients
+// (GroupConfig.ServeStore false), as torchrun's agent does.
+type Store struct {
+	h    C.et_store
+	port int
+}
+
+// ServeStore serves a store for world ranks at host:port. Port 0 takes a port that
+// the system finds free, which Port then tells: no other program can take it between
+// the finding and the listening.
+func ServeStore(host string, port, world int, timeout time.Duration) (*Store, error) {
+	if timeout < time.Millisecond {
+		return nil, fmt.Errorf("torch: store: timeout %v: want 1ms or more", timeout)
+	}
+	if port < 0 || port > 65535 || world < 1 || world > math.MaxInt32 {
+		return nil, fmt.Errorf("torch: store: port %d, world size %d: want 0 to 65535 and 1 or more", port, world)
+	}
+	chost := C.CString(host)
+	defer C.free(unsafe.Pointer(chost))
+	var h C.et_store
+	var bound C.int
+	if err := check("store_serve", C.et_store_serve(chost, C.int(port), C.int(world), C.int64_t(timeout.Milliseconds()), &h, &bound)); err != nil {
+		return nil, err
+	}
+	return &Store{h: h, port: int(bound)}, nil
+}
+
+// Port is the port the store listens on.
+func (s *Store) Port() int { return s.port }
+
+// Close stops serving: ranks still using the store then fail.
+func (s *Store) Close() {
+	if s != nil && s.h != nil {
+		dropError(C.et_store_free(s.h))
+		s.h = nil
+	}
 }
 
 // Backend is the group's collective backend.

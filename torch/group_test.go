@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -11,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"emclust/launch"
 )
 
 // TestMain: this package's groups put every rank in this process.
@@ -21,14 +20,30 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// freePort is a TCP port nothing listens on at the time of the call.
-func freePort(t testing.TB) int {
+// unusedPort is a TCP port nothing listens on at the time of the call.
+func unusedPort(t testing.TB) int {
 	t.Helper()
-	port, err := launch.FreePort()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return port
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// servedStore serves a store for world ranks until the test ends and returns its
+// port, so that every rank joins as a client.
+func servedStore(t testing.TB, world int) int {
+	t.Helper()
+	st, err := ServeStore("127.0.0.1", 0, world, 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	if st.Port() == 0 {
+		t.Fatal("ServeStore on port 0: Port() is 0, want the port it listens on")
+	}
+	return st.Port()
 }
 
 // onRanks runs f for every rank of a fresh Gloo group of world ranks in this process
@@ -38,14 +53,14 @@ func onRanks(t *testing.T, world int, f func(g *Group) error) []error {
 	if !HasBackend(Gloo) {
 		t.Fatal("the shim was built without Gloo (make lib builds it with)")
 	}
-	port := freePort(t)
+	port := servedStore(t, world)
 	errs := make([]error, world)
 	var wg sync.WaitGroup
 	for r := 0; r < world; r++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", Port: port, ServeStore: r == 0,
+			g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", Port: port,
 				Prefix: t.Name(), Rank: r, World: world, Timeout: 20 * time.Second, Interface: "lo"})
 			if err != nil {
 				errs[r] = err
@@ -258,7 +273,7 @@ func TestAllReduceSumGradient(t *testing.T) {
 }
 
 func TestGroupErrors(t *testing.T) {
-	port := freePort(t)
+	port := unusedPort(t)
 	cases := []struct {
 		name string
 		cfg  GroupConfig
@@ -270,6 +285,8 @@ func TestGroupErrors(t *testing.T) {
 		{"rank past the world", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 1 << 32, World: math.MaxInt32, Timeout: time.Second}, "rank 4294967296: want 0 to 2147483646"},
 		{"port past 65535", GroupConfig{Host: "127.0.0.1", Port: 1<<16 + port, ServeStore: true, Rank: 0, World: 1, Timeout: time.Second}, fmt.Sprintf("port %d: want 0 to 65535", 1<<16+port)},
 		{"no store at the address", GroupConfig{Host: "127.0.0.1", Port: port, Rank: 1, World: 2, Timeout: time.Second}, "group_new: "},
+		// Port 0 serves on a free port; a client cannot find it there.
+		{"a client at port 0", GroupConfig{Host: "127.0.0.1", Rank: 1, World: 2, Timeout: time.Second}, "port 0 out of range"},
 		{"unknown interface", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 0, World: 1, Timeout: time.Second, Interface: "no-such-if0"}, "no-such-if0"},
 		// Was 0 ms, which c10d reads as no timeout at all.
 		{"timeout under a millisecond", GroupConfig{Host: "127.0.0.1", Port: port, ServeStore: true, Rank: 0, World: 1, Timeout: 500 * time.Microsecond}, "timeout 500µs: want 1ms or more"},
@@ -285,6 +302,44 @@ func TestGroupErrors(t *testing.T) {
 				t.Errorf("error %q, want one with %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A store served apart from the ranks listens until Close, and refuses what the shim
+// would wrap around.
+func TestServeStore(t *testing.T) {
+	st, err := ServeStore("127.0.0.1", 0, 1, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", fmt.Sprint(st.Port())))
+	if err != nil {
+		t.Fatalf("nothing listens on the store's port %d: %v", st.Port(), err)
+	}
+	c.Close()
+	st.Close()
+	st.Close() // a second Close does nothing
+	g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", Port: st.Port(), Rank: 0, World: 1, Timeout: time.Second, Interface: "lo"})
+	if err == nil {
+		g.Close()
+		t.Error("a rank joined a store that was closed")
+	}
+	for _, c := range []struct {
+		port, world int
+		timeout     time.Duration
+		want        string
+	}{
+		{-1, 1, time.Second, "port -1"},
+		{1 << 16, 1, time.Second, "port 65536"},
+		{0, 0, time.Second, "world size 0"},
+		{0, 1, 0, "timeout 0s"},
+	} {
+		if st, err := ServeStore("127.0.0.1", c.port, c.world, c.timeout); err == nil {
+			st.Close()
+			t.Errorf("ServeStore(port %d, world %d, timeout %v): no error", c.port, c.world, c.timeout)
+		} else if !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ServeStore(port %d, world %d, timeout %v): %v, want an error with %q", c.port, c.world, c.timeout, err, c.want)
+		}
 	}
 }
 
@@ -325,14 +380,14 @@ func TestReduceGradsWithoutGradient(t *testing.T) {
 // A ReduceGrads that fails gives no gradient to a parameter that had none: it left
 // the zeros it sends in their place, on which Adam would step.
 func TestReduceGradsFailedLeavesNoGradient(t *testing.T) {
-	port := freePort(t)
+	port := servedStore(t, 2)
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
 	for r := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", Port: port, ServeStore: r == 0,
+			g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", Port: port,
 				Prefix: t.Name(), Rank: r, World: 2, Timeout: 20 * time.Second, Interface: "lo"})
 			if err != nil {
 				errs[r] = err
@@ -360,8 +415,7 @@ func TestReduceGradsFailedLeavesNoGradient(t *testing.T) {
 // A closed group or optimiser gives errors; its handle reached the shim as null and
 // faulted there.
 func TestClosedHandles(t *testing.T) {
-	port := freePort(t)
-	g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", Port: port, ServeStore: true, Prefix: t.Name(), Rank: 0, World: 1, Timeout: 5 * time.Second, Interface: "lo"})
+	g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", ServeStore: true, Prefix: t.Name(), Rank: 0, World: 1, Timeout: 5 * time.Second, Interface: "lo"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,13 +449,13 @@ func TestClosedHandles(t *testing.T) {
 // BenchmarkAllReduce times one all-reduce of 4 KiB (a BatchNorm's sums, a small MLP's
 // gradients) between two ranks in this process.
 func BenchmarkAllReduce(b *testing.B) {
-	port := freePort(b)
+	port := servedStore(b, 2)
 	var wg sync.WaitGroup
 	for r := 0; r < 2; r++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", Port: port, ServeStore: r == 0,
+			g, err := NewGroup(GroupConfig{Backend: Gloo, Host: "127.0.0.1", Port: port,
 				Prefix: "bench", Rank: r, World: 2, Timeout: 20 * time.Second, Interface: "lo"})
 			if err != nil {
 				b.Error(err)
@@ -428,7 +482,7 @@ func BenchmarkAllReduce(b *testing.B) {
 // A process in a group ignores SIGPIPE: Gloo's threads write to a lost peer's socket
 // without MSG_NOSIGNAL, and the signal ended the rank without a word.
 func TestGroupIgnoresSIGPIPE(t *testing.T) {
-	g, err := NewGroup(GroupConfig{Host: "127.0.0.1", Port: freePort(t), ServeStore: true, Rank: 0, World: 1, Timeout: 10 * time.Second})
+	g, err := NewGroup(GroupConfig{Host: "127.0.0.1", ServeStore: true, Rank: 0, World: 1, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +495,7 @@ func TestGroupIgnoresSIGPIPE(t *testing.T) {
 // A backward through AllReduceSum after its group was closed is an error naming
 // the group, not a use of the freed group.
 func TestAllReduceSumAfterClose(t *testing.T) {
-	g, err := NewGroup(GroupConfig{Host: "127.0.0.1", Port: freePort(t), ServeStore: true, Rank: 0, World: 1, Timeout: 10 * time.Second})
+	g, err := NewGroup(GroupConfig{Host: "127.0.0.1", ServeStore: true, Rank: 0, World: 1, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"emclust/launch"
 	"emclust/torch"
 )
 
@@ -29,17 +28,18 @@ func joinRanks(t *testing.T, runs []*Run) {
 // tryJoin is joinRanks returning each rank's error. The groups close with the test.
 func tryJoin(t *testing.T, runs []*Run) []error {
 	t.Helper()
-	port, err := launch.FreePort()
+	st, err := torch.ServeStore("127.0.0.1", 0, len(runs), 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(st.Close)
 	errs := make([]error, len(runs))
 	var wg sync.WaitGroup
 	for r := range runs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g, err := torch.NewGroup(torch.GroupConfig{Backend: torch.Gloo, Host: "127.0.0.1", Port: port, ServeStore: r == 0,
+			g, err := torch.NewGroup(torch.GroupConfig{Backend: torch.Gloo, Host: "127.0.0.1", Port: st.Port(),
 				Prefix: t.Name(), Rank: r, World: len(runs), Timeout: 20 * time.Second, Interface: "lo"})
 			if err != nil {
 				errs[r] = err

@@ -1389,6 +1389,23 @@ int et_dist_backends(void) {
   return b;
 }
 
+#ifdef EMTORCH_DIST
+namespace {
+c10d::TCPStoreOptions store_options(int port, bool serve, int world, std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions so;
+  so.port = static_cast<std::uint16_t>(port);
+  so.isServer = serve;
+  so.numWorkers = world;
+  so.waitWorkers = false; // a group's own rendezvous waits, with the timeout
+  so.timeout = timeout;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  so.useLibUV = false; // a libuv store is not in every build; the classic one is
+#endif
+  return so;
+}
+} // namespace
+#endif
+
 et_error et_group_new(int backend, const char *host, int port, int serve_store,
                       const char *prefix, int rank, int world, int64_t timeout_ms,
                       const char *iface, int device_index, et_group *out) {
@@ -1396,21 +1413,13 @@ et_error et_group_new(int backend, const char *host, int port, int serve_store,
 #ifdef EMTORCH_DIST
   quiet_logs();
   TORCH_CHECK(world >= 1 && rank >= 0 && rank < world, "rank ", rank, " of world size ", world);
-  TORCH_CHECK(port > 0 && port < 65536, "port ", port, " out of range");
+  // Port 0 serves on a free port, which only a world of one can find.
+  TORCH_CHECK((port > 0 || (port == 0 && serve_store)) && port < 65536, "port ", port, " out of range");
   auto g = std::make_unique<et_group_s>();
   g->rank = rank;
   g->world = world;
   g->timeout = std::chrono::milliseconds(timeout_ms);
-  c10d::TCPStoreOptions so;
-  so.port = static_cast<std::uint16_t>(port);
-  so.isServer = serve_store != 0;
-  so.numWorkers = world;
-  so.waitWorkers = false; // the group's own rendezvous below waits, with the timeout
-  so.timeout = g->timeout;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
-  so.useLibUV = false; // a libuv store is not in every build; the classic one is
-#endif
-  auto tcp = c10::make_intrusive<c10d::TCPStore>(std::string(host), so);
+  auto tcp = c10::make_intrusive<c10d::TCPStore>(std::string(host), store_options(port, serve_store != 0, world, g->timeout));
   g->store = c10::make_intrusive<c10d::PrefixStore>(std::string(prefix), tcp);
   if (backend == ET_GLOO) {
 #ifdef EMTORCH_GLOO
@@ -1469,6 +1478,37 @@ et_error et_group_free(et_group g) {
   }
 #endif
   delete g;
+  ET_CATCH
+}
+
+struct et_store_s {
+#ifdef EMTORCH_DIST
+  c10::intrusive_ptr<c10d::TCPStore> store;
+#endif
+};
+
+et_error et_store_serve(const char *host, int port, int world, int64_t timeout_ms,
+                        et_store *out, int *bound_port) {
+  ET_TRY
+#ifdef EMTORCH_DIST
+  quiet_logs();
+  TORCH_CHECK(world >= 1, "world size ", world);
+  TORCH_CHECK(port >= 0 && port < 65536, "port ", port, " out of range");
+  TORCH_CHECK(timeout_ms >= 1, "timeout ", timeout_ms, " ms");
+  auto s = std::make_unique<et_store_s>();
+  s->store = c10::make_intrusive<c10d::TCPStore>(
+      std::string(host), store_options(port, true, world, std::chrono::milliseconds(timeout_ms)));
+  *bound_port = s->store->getPort();
+  *out = s.release();
+#else
+  ET_NEED_DIST;
+#endif
+  ET_CATCH
+}
+
+et_error et_store_free(et_store s) {
+  ET_TRY
+  delete s;
   ET_CATCH
 }
 

@@ -29,12 +29,14 @@ extern "C" {
  * 6: et_set_num_threads sets OpenBLAS's thread count too; et_get_blas_threads.
  * 7: ET_RELU_INPLACE; et_set_blas_threads.
  * 8: et_sq_dist.
- * 9: et_host_alloc, et_host_free and et_adopt_host; et_from_host copies once to a GPU. */
-#define ET_ABI_VERSION 9
+ * 9: et_host_alloc, et_host_free and et_adopt_host; et_from_host copies once to a GPU.
+ * 10: et_store_serve and et_store_free. */
+#define ET_ABI_VERSION 10
 
 typedef struct et_tensor_s *et_tensor;
 typedef struct et_adam_s *et_adam;
 typedef struct et_group_s *et_group;
+typedef struct et_store_s *et_store;
 typedef char *et_error;
 
 /* flags, passed with every op */
@@ -231,13 +233,19 @@ enum { ET_GLOO = 0, ET_NCCL = 1 };
 /* Bit 0: this shim has Gloo; bit 1: NCCL. */
 int et_dist_backends(void);
 /* Joins group `rank` of `world`. The store is a TCPStore at host:port, served by this
- * process when serve_store is 1 (rank 0, unless a launcher hosts it); keys live under
- * prefix. iface names the network interface Gloo uses ("" resolves this host's
+ * process when serve_store is 1 (rank 0, unless a launcher hosts it; port 0 then
+ * serves a world of one on a free port); keys live under prefix. iface names the network interface Gloo uses ("" resolves this host's
  * name), device_index the CUDA device NCCL uses. */
 et_error et_group_new(int backend, const char *host, int port, int serve_store,
                       const char *prefix, int rank, int world, int64_t timeout_ms,
                       const char *iface, int device_index, et_group *out);
 et_error et_group_free(et_group g);
+/* Serves a TCPStore at host:port for world ranks that join as clients (serve_store 0),
+ * as a launcher does. Port 0 takes one the system finds free; *bound_port is the port
+ * it listens on. */
+et_error et_store_serve(const char *host, int port, int world, int64_t timeout_ms,
+                        et_store *out, int *bound_port);
+et_error et_store_free(et_store s);
 /* Sums the tensors in place across ranks (one flattened buffer per dtype). */
 et_error et_group_all_reduce(et_group g, const et_tensor *ts, int n);
 /* Sums the gradients of params across ranks and multiplies them by scale, in place,
