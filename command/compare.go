@@ -51,7 +51,7 @@ func compareCommand() *cli.Command {
 		&cli.IntFlag{Name: "restarts", Usage: "neural methods: train R restarts per seed and keep the one --keep-by chooses, as train --restarts does (seed s trains seeds s·R … s·R+R−1)", DefaultText: fmt.Sprintf("%d for vectors; %d trials for images, 1 where --epochs is at most %d; with --keep-by, give it; 1 in a K sweep", train.DefaultVectorRestarts, train.DefaultImageTrials, train.DefaultImageTrials*train.DefaultTrialEpochs)},
 		&cli.IntFlag{Name: "trial-epochs", Usage: "with --restarts R on images: each restart trains this many epochs and the one whose clustering agreed most with its own earlier evaluations goes on, as train --trial-epochs does; 0: restarts train whole runs", DefaultText: fmt.Sprintf("%d on images with several restarts and more epochs than that; 0 with --keep-by, or where one seed trains", train.DefaultTrialEpochs)},
 		&cli.BoolFlag{Name: "suite", Usage: "compare on every embedded table (" + strings.Join(data.TableNames(), ", ") + ") with the defaults, and print one table of ACC"},
-		&cli.StringFlag{Name: "tables", Usage: "with --suite: these CSV tables instead of the embedded ones, each with the label column --label-col names: comma-separated files, or a folder's *.csv and *.csv.gz (data/heldout holds five that the defaults were not chosen on)"},
+		&cli.StringFlag{Name: "tables", Usage: "with --suite: these CSV or Parquet tables instead of the embedded ones, each with the label column --label-col names: comma-separated files, or a folder's *.csv, *.csv.gz and *.parquet (data/heldout holds five that the defaults were not chosen on)"},
 	)
 	return &cli.Command{
 		Name:  "compare",
@@ -274,7 +274,7 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 }
 
 // suiteTables lists the CSV files --tables names: the comma-separated files as given,
-// or a folder's *.csv and *.csv.gz in name order.
+// or a folder's *.csv, *.csv.gz and *.parquet in name order.
 func suiteTables(arg string) ([]string, error) {
 	if fi, err := os.Stat(arg); err == nil && fi.IsDir() {
 		entries, err := os.ReadDir(arg)
@@ -283,12 +283,12 @@ func suiteTables(arg string) ([]string, error) {
 		}
 		var files []string
 		for _, e := range entries {
-			if n := e.Name(); !e.IsDir() && (strings.HasSuffix(n, ".csv") || strings.HasSuffix(n, ".csv.gz")) {
+			if n := e.Name(); !e.IsDir() && (strings.HasSuffix(n, ".csv") || strings.HasSuffix(n, ".csv.gz") || strings.HasSuffix(n, ".parquet")) {
 				files = append(files, absPath(filepath.Join(arg, n)))
 			}
 		}
 		if len(files) == 0 {
-			return nil, fmt.Errorf("--tables %s: the folder holds no .csv or .csv.gz file", arg)
+			return nil, fmt.Errorf("--tables %s: the folder holds no .csv, .csv.gz or .parquet file", arg)
 		}
 		return files, nil // ReadDir sorts by name
 	}

@@ -344,7 +344,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		}
 	}
 	if p.labelCol >= 0 {
-		v.Labels, v.Classes = p.sortedLabels()
+		v.Labels, v.Classes = p.sorted()
 	}
 	return v, nil
 }
@@ -375,9 +375,7 @@ type csvParser struct {
 	names    []string // header cells, or nil
 	n        int
 	x        []float32
-	ids      map[string]int // class name to id in order of first appearance
-	classes  []string       // class names in order of first appearance
-	labels   []int          // first-appearance ids
+	labelSet
 	presized bool
 	maxBytes int                   // the most bytes x and labels may take
 	alloc    func(n int) []float32 // CSVOptions.Alloc
@@ -644,21 +642,9 @@ func (p *csvParser) row(rec []string, line int) error {
 	return nil
 }
 
-// label appends the id of class s, a trimmed cell that is not empty.
-func (p *csvParser) label(s string) {
-	id, ok := p.ids[s]
-	if !ok {
-		if p.ids == nil {
-			p.ids = make(map[string]int)
-		}
-		// Clone: s points into the whole line, which must not stay alive.
-		s = strings.Clone(s)
-		id = len(p.classes)
-		p.ids[s] = id
-		p.classes = append(p.classes, s)
-	}
-	p.labels = append(p.labels, id)
-}
+// label appends the id of class s, a trimmed cell that is not empty. It clones s,
+// which points into the whole line, which must not stay alive.
+func (p *csvParser) label(s string) { p.add(strings.Clone(s)) }
 
 // valueOf is the value of a feature cell, trimmed, and whether it is one: a finite
 // decimal number within float32's range.
@@ -707,9 +693,30 @@ func fmtInf(f float64) string {
 	return "-Inf"
 }
 
-// sortedLabels renumbers the first-appearance ids so that ids follow the
+// labelSet numbers a label column's classes as they come.
+type labelSet struct {
+	ids     map[string]int // class name to id in order of first appearance
+	classes []string       // class names in order of first appearance
+	labels  []int          // first-appearance ids
+}
+
+// add appends the id of class s.
+func (p *labelSet) add(s string) {
+	id, ok := p.ids[s]
+	if !ok {
+		if p.ids == nil {
+			p.ids = make(map[string]int)
+		}
+		id = len(p.classes)
+		p.ids[s] = id
+		p.classes = append(p.classes, s)
+	}
+	p.labels = append(p.labels, id)
+}
+
+// sorted renumbers the first-appearance ids so that ids follow the
 // sorted class names, which makes label ids independent of row order.
-func (p *csvParser) sortedLabels() (labels []int, classes []string) {
+func (p *labelSet) sorted() (labels []int, classes []string) {
 	k := len(p.classes)
 	vals := make([]int64, k)
 	numeric := true

@@ -1,4 +1,4 @@
-// Package data loads the data sets emclust clusters: user vectors (CSV, .npy), the
+// Package data loads the data sets emclust clusters: user vectors (CSV, .npy, Parquet), the
 // embedded UCI digits, and the image sets of the paper (MNIST-like IDX, CIFAR-10/100,
 // STL10, folders of images). Loaders return plain Go slices; moving them to a device is
 // the trainer's job.

@@ -11,8 +11,8 @@ import (
 
 // LoadVectors reads a vector file, choosing the reader by extension: .csv,
 // .tsv and .txt (optionally gzip-compressed, as .csv.gz and so on) are
-// delimited text read with opt, and .npy is a NumPy array, for which opt is
-// ignored. A .tsv file is tab-separated unless opt.Comma says otherwise. A pipe
+// delimited text read with opt, .npy is a NumPy array, for which opt is
+// ignored, and .parquet a Parquet file (ReadParquet). A .tsv file is tab-separated unless opt.Comma says otherwise. A pipe
 // or device of no such name (a shell's <(zcat t.csv.gz), /dev/stdin) is read by
 // its first bytes: a .npy array, or delimited text, gzip-compressed or not.
 func LoadVectors(path string, opt CSVOptions) (*Vectors, error) {
@@ -34,6 +34,11 @@ func LoadVectors(path string, opt CSVOptions) (*Vectors, error) {
 			break
 		}
 		return readNPY(path, opt.Alloc)
+	case ".parquet":
+		if strings.HasSuffix(strings.ToLower(path), ".gz") {
+			break
+		}
+		return ReadParquet(path, opt)
 	}
 	if IsStream(path) {
 		return readStream(path, opt)
@@ -66,6 +71,9 @@ func readStream(path string, opt CSVOptions) (*Vectors, error) {
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 1<<20)
+	if head, _ := br.Peek(len(parquetMagic)); string(head) == parquetMagic {
+		return nil, fmt.Errorf("%s: a Parquet file, which is read from its end; save it to a file and give that", path)
+	}
 	if head, _ := br.Peek(len(npyMagic)); string(head) == npyMagic {
 		if opt.LabelCol != "" {
 			return nil, fmt.Errorf("%s: a NumPy array, which has no label column for --label-col %s; give the labels as a CSV column, or leave --label-col out", path, opt.LabelCol)
@@ -80,13 +88,13 @@ func readStream(path string, opt CSVOptions) (*Vectors, error) {
 // pipe or device. nil otherwise.
 func CheckVectorPath(path string) error {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		return fmt.Errorf("%s is a folder; want a vector file (.csv, .tsv or .txt, each optionally .gz, or .npy), or images with --dataset folder --data-dir %s", path, path)
+		return fmt.Errorf("%s is a folder; want a vector file (.csv, .tsv or .txt, each optionally .gz, .npy or .parquet), or images with --dataset folder --data-dir %s", path, path)
 	}
 	base := strings.TrimSuffix(strings.ToLower(filepath.Base(path)), ".gz")
 	switch ext := filepath.Ext(base); {
 	case ext == ".csv" || ext == ".tsv" || ext == ".txt":
 		return nil
-	case ext == ".npy" && !strings.HasSuffix(strings.ToLower(path), ".gz"):
+	case (ext == ".npy" || ext == ".parquet") && !strings.HasSuffix(strings.ToLower(path), ".gz"):
 		return nil
 	case IsStream(path):
 		return nil
@@ -99,5 +107,5 @@ func CheckVectorPath(path string) error {
 			return fmt.Errorf("%s is a terminal or device, not data; give a file or a pipe (a run trained on a pipe needs its data again, with --data)", path)
 		}
 	}
-	return fmt.Errorf("%s: unknown vector file type; want .csv, .tsv or .txt (each optionally .gz) or .npy", path)
+	return fmt.Errorf("%s: unknown vector file type; want .csv, .tsv or .txt (each optionally .gz), .npy or .parquet", path)
 }

@@ -43,7 +43,7 @@ func TestLoadVectorsCSVNPY(t *testing.T) {
 
 func TestLoadVectorsCSVErrors(t *testing.T) {
 	dir := t.TempDir()
-	for _, name := range []string{"x.parquet", "x", "x.npy.gz", "x.gz"} {
+	for _, name := range []string{"x.h5", "x", "x.npy.gz", "x.parquet.gz", "x.gz"} {
 		path := filepath.Join(dir, name)
 		os.WriteFile(path, []byte("1\n"), 0o644)
 		_, err := LoadVectors(path, CSVOptions{})

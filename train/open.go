@@ -207,8 +207,12 @@ func matchFeatures(cfg *Config, v *data.Vectors) error {
 		return fmt.Errorf("%s has the model's columns in another order: column %d is %q, where the model took %q; write the columns in the training data's order",
 			v.Source, i, v.Features[i], cfg.Features[i])
 	}
-	return fmt.Errorf("%s's columns are not those the model was trained on: column %d is %q, where the model took %q (the same columns under other names? name them as the training data did, or delete the header line: columns without names are taken by position)",
-		v.Source, i, v.Features[i], cfg.Features[i])
+	hint := "name them as the training data did, or delete the header line: columns without names are taken by position"
+	if strings.HasSuffix(strings.ToLower(v.Source), ".parquet") {
+		hint = "name them as the training data did" // a Parquet file's columns always have names
+	}
+	return fmt.Errorf("%s's columns are not those the model was trained on: column %d is %q, where the model took %q (the same columns under other names? %s)",
+		v.Source, i, v.Features[i], cfg.Features[i], hint)
 }
 
 func standardize(cfg *Config, v *data.Vectors) error {

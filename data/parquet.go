@@ -1,0 +1,486 @@
+package data
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// parquetMagic starts and ends every Parquet file.
+const parquetMagic = "PAR1"
+
+// ReadParquet reads a Parquet file, as pandas' to_parquet and Hugging Face datasets
+// write them. Each numeric column is a feature, and a column of lists of numbers (an
+// embedding) gives as many features as its lists have values, which must be the same
+// in every row. --label-col names the column of classes (of numbers or text) by name
+// or 0-based index; other columns of text, dates or nested records are refused by
+// name, as are missing values. opt.Header and opt.Comma do not apply.
+func ReadParquet(path string, opt CSVOptions) (*Vectors, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: a Parquet file is read from its end; give a file, not a pipe", path)
+	}
+	return parseParquet(f, st.Size(), path, opt)
+}
+
+// parquetColumn is a top-level column of the file and what it gives.
+type parquetColumn struct {
+	name  string
+	leaf  *parquet.Column
+	list  bool // a list of numbers a row: width features
+	label bool
+	width int // features, 0 for the label
+	at    int // its first feature's index in a row
+}
+
+// parseParquet reads the Parquet file of size bytes in r.
+func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Vectors, err error) {
+	// parquet-go trusts the file's metadata in places: a damaged file may panic
+	// inside it, which is this file's error, not the end of the process.
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, fmt.Errorf("%s: damaged Parquet file (%v)", name, p)
+		}
+	}()
+	if h := opt.Header; h != "" && h != "auto" {
+		return nil, fmt.Errorf("%s: --header %s: a Parquet file names its columns itself", name, h)
+	}
+	var magic [4]byte
+	if n, _ := r.ReadAt(magic[:], 0); n < 4 || string(magic[:]) != parquetMagic {
+		return nil, fmt.Errorf("%s: not a Parquet file (it does not start with %q)", name, parquetMagic)
+	}
+	f, err := parquet.OpenFile(r, size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, fmt.Errorf("%s: damaged Parquet file: %w", name, err)
+	}
+	cols, err := parquetColumns(f, name, opt.LabelCol)
+	if err != nil {
+		return nil, err
+	}
+	n := f.NumRows()
+	if n <= 0 {
+		return nil, fmt.Errorf("%s: no rows", name)
+	}
+	var rows int64
+	for _, rg := range f.RowGroups() {
+		rows += rg.NumRows()
+	}
+	if rows != n {
+		return nil, fmt.Errorf("%s: damaged Parquet file: its row groups hold %d rows, its footer says %d", name, rows, n)
+	}
+	// The lists' lengths, from the first row.
+	d := 0
+	for i := range cols {
+		c := &cols[i]
+		if c.list {
+			if c.width, err = firstListLength(f, c); err != nil {
+				return nil, fmt.Errorf("%s: column %q: %w", name, c.name, err)
+			}
+		}
+		c.at = d
+		d += c.width
+	}
+	if d == 0 {
+		return nil, fmt.Errorf("%s: no feature columns (only the label column %q)", name, opt.LabelCol)
+	}
+	if opt.Features != nil {
+		if err := opt.Features(d); err != nil {
+			return nil, err
+		}
+	}
+	// As for a .npy file: the values are held twice while libtorch copies them.
+	if limit := int64(memoryLimit() / 2); n > limit/4/int64(d) {
+		return nil, fmt.Errorf("%s: %d rows of %d features are %d MiB as float32, more than %d MiB (half the machine's memory, as the rows are copied once): too large to cluster here",
+			name, n, d, n*int64(d)>>18, limit>>20)
+	}
+	// The rows in one allocation where the file is large enough to hold them;
+	// else grown as they come, so that a damaged footer's count of rows is not
+	// memory taken. (Compressed and run-length coded values can take far less room
+	// than 4 bytes, so a small file may still hold them.)
+	count := int(n) * d
+	var x []float32
+	if int64(count) <= 16*size {
+		if opt.Alloc != nil {
+			x = opt.Alloc(count)
+		}
+		if len(x) < count {
+			x = make([]float32, count)
+		}
+		x = x[:count]
+	}
+	v = &Vectors{N: int(n), D: d, Source: name}
+	var labels labelSet
+	for _, c := range cols {
+		rd := parquetColumnReader{col: c, d: d, n: count, x: &x, labels: &labels}
+		if err := rd.read(f); err != nil {
+			return nil, fmt.Errorf("%s: column %q: %w", name, c.name, err)
+		}
+		if !c.label {
+			for j := range c.width {
+				if c.list {
+					v.Features = append(v.Features, fmt.Sprintf("%s[%d]", c.name, j))
+				} else {
+					v.Features = append(v.Features, c.name)
+				}
+			}
+		}
+	}
+	v.X = x
+	if labels.labels != nil {
+		v.Labels, v.Classes = labels.sorted()
+	}
+	return v, nil
+}
+
+// parquetColumns plans the file's top-level columns, refusing those that are not
+// numbers or lists of numbers, but for the label column.
+func parquetColumns(f *parquet.File, name, labelCol string) ([]parquetColumn, error) {
+	top := f.Root().Columns()
+	labelAt := -1
+	if s := strings.TrimSpace(labelCol); s != "" {
+		if i, err := strconv.Atoi(s); err == nil {
+			j := i
+			if j < 0 {
+				j += len(top)
+			}
+			if j < 0 || j >= len(top) {
+				return nil, fmt.Errorf("%s: label column %d out of range: the file has %d columns", name, i, len(top))
+			}
+			labelAt = j
+		} else {
+			for j, c := range top {
+				if c.Name() == s {
+					labelAt = j
+				}
+			}
+			if labelAt < 0 {
+				return nil, fmt.Errorf("%s: no column %q for --label-col; its columns are %s", name, s, columnNames(top))
+			}
+		}
+	}
+	cols := make([]parquetColumn, len(top))
+	for j, c := range top {
+		pc := parquetColumn{name: c.Name(), label: j == labelAt, width: 1}
+		leaves := leafColumns(c)
+		if len(leaves) != 1 {
+			return nil, fmt.Errorf("%s: column %q is a record of %d fields; emclust reads columns of numbers and of lists of numbers (flatten it, or drop it)", name, c.Name(), len(leaves))
+		}
+		pc.leaf = leaves[0]
+		switch reps := pc.leaf.MaxRepetitionLevel(); {
+		case reps > 1:
+			return nil, fmt.Errorf("%s: column %q holds lists of lists; emclust reads columns of numbers and of lists of numbers", name, c.Name())
+		case reps == 1 && pc.label:
+			return nil, fmt.Errorf("%s: label column %q holds lists; want one class a row", name, c.Name())
+		case reps == 1:
+			pc.list = true
+		}
+		if pc.label {
+			pc.width = 0
+		} else if what := notNumeric(pc.leaf.Type()); what != "" {
+			hint := ""
+			if !pc.list && labelAt < 0 {
+				hint = fmt.Sprintf(" (if it holds class labels, pass --label-col %s)", c.Name())
+			}
+			return nil, fmt.Errorf("%s: column %q holds %s, not numbers to cluster; drop it%s", name, c.Name(), what, hint)
+		}
+		cols[j] = pc
+	}
+	return cols, nil
+}
+
+// leafColumns are the columns holding values at or below c.
+func leafColumns(c *parquet.Column) []*parquet.Column {
+	if c.Leaf() {
+		return []*parquet.Column{c}
+	}
+	var out []*parquet.Column
+	for _, s := range c.Columns() {
+		out = append(out, leafColumns(s)...)
+	}
+	return out
+}
+
+func columnNames(cols []*parquet.Column) string {
+	names := make([]string, len(cols))
+	for i, c := range cols {
+		names[i] = strconv.Quote(c.Name())
+	}
+	return someOf(names)
+}
+
+// someOf lists the first eight of names, and how many more there are.
+func someOf(names []string) string {
+	if len(names) <= 8 {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:8], ", "), len(names)-8)
+}
+
+// notNumeric says what a column of type t holds when that is not plain numbers
+// (booleans count as 0 and 1), or "".
+func notNumeric(t parquet.Type) string {
+	if lt := t.LogicalType(); lt != nil {
+		switch lt.Value.(type) {
+		case nil, *format.IntType:
+		case *format.StringType, *format.EnumType, *format.JsonType, *format.UUIDType:
+			return "text"
+		case *format.DecimalType:
+			return "decimals (cast them to float)"
+		case *format.DateType, *format.TimeType, *format.TimestampType:
+			return "dates or times"
+		case *format.Float16Type:
+			return "float16 values (cast them to float32)"
+		default:
+			return lt.String() + " values"
+		}
+	}
+	switch t.Kind() {
+	case parquet.Boolean, parquet.Int32, parquet.Int64, parquet.Float, parquet.Double:
+		return ""
+	case parquet.ByteArray:
+		return "text or bytes"
+	case parquet.Int96:
+		return "timestamps"
+	}
+	return "fixed-length bytes"
+}
+
+// unsignedInt says whether t is an integer type of unsigned values.
+func unsignedInt(t parquet.Type) bool {
+	if lt := t.LogicalType(); lt != nil {
+		it, ok := lt.Value.(*format.IntType)
+		return ok && !it.IsSigned
+	}
+	return false
+}
+
+// firstListLength is the number of values in the first row of list column c.
+func firstListLength(f *parquet.File, c *parquetColumn) (int, error) {
+	for _, rg := range f.RowGroups() {
+		if rg.NumRows() == 0 {
+			continue
+		}
+		pages := rg.ColumnChunks()[c.leaf.Index()].Pages()
+		defer pages.Close()
+		buf := make([]parquet.Value, 1024)
+		count := 0
+		for {
+			p, err := pages.ReadPage()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return 0, err
+			}
+			vr := p.Values()
+			for {
+				k, err := vr.ReadValues(buf)
+				for _, v := range buf[:k] {
+					if v.RepetitionLevel() == 0 && count > 0 {
+						parquet.Release(p)
+						return count, nil
+					}
+					if v.IsNull() {
+						parquet.Release(p)
+						return 0, errors.New("row 0: a missing list or value; every row needs a list of the same length")
+					}
+					count++
+				}
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					parquet.Release(p)
+					return 0, err
+				}
+			}
+			parquet.Release(p)
+		}
+		return count, nil
+	}
+	return 0, errors.New("no rows")
+}
+
+// parquetColumnReader moves one column's values into the rows.
+type parquetColumnReader struct {
+	col    parquetColumn
+	d, n   int        // features a row, and values in all
+	x      *[]float32 // the rows' values: n, or fewer, grown as rows come
+	labels *labelSet
+	row    int // the row being read, -1 before the first
+	j      int // values read of the row's list
+}
+
+func (rd *parquetColumnReader) read(f *parquet.File) error {
+	rd.row = -1
+	buf := make([]parquet.Value, 4096)
+	for _, rg := range f.RowGroups() {
+		start := rd.row + 1
+		if err := rd.chunk(rg.ColumnChunks()[rd.col.leaf.Index()], buf); err != nil {
+			return err
+		}
+		if got := rd.row + 1 - start; int64(got) != rg.NumRows() {
+			return fmt.Errorf("damaged Parquet file: a row group of %d rows has %d values", rg.NumRows(), got)
+		}
+	}
+	return rd.endRow()
+}
+
+func (rd *parquetColumnReader) chunk(cc parquet.ColumnChunk, buf []parquet.Value) error {
+	pages := cc.Pages()
+	defer pages.Close()
+	for {
+		p, err := pages.ReadPage()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		err = rd.page(p, buf)
+		parquet.Release(p)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (rd *parquetColumnReader) page(p parquet.Page, buf []parquet.Value) error {
+	vr := p.Values()
+	for {
+		k, err := vr.ReadValues(buf)
+		for _, v := range buf[:k] {
+			if err := rd.value(v); err != nil {
+				return err
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (rd *parquetColumnReader) value(v parquet.Value) error {
+	c := &rd.col
+	if v.RepetitionLevel() == 0 {
+		if err := rd.endRow(); err != nil {
+			return err
+		}
+		rd.row++
+		rd.j = 0
+		if end := (rd.row + 1) * rd.d; end > len(*rd.x) {
+			if end > rd.n {
+				return errors.New("damaged Parquet file: more rows than its footer says")
+			}
+			*rd.x = slices.Grow(*rd.x, min(rd.n, max(2*len(*rd.x), 1<<16))-len(*rd.x))[:end]
+		}
+	}
+	if rd.row < 0 {
+		return errors.New("damaged Parquet file: a list continues before its first row")
+	}
+	if v.IsNull() {
+		what := "a missing value"
+		if c.list {
+			what = "a missing list, or one with a missing value"
+		}
+		return fmt.Errorf("row %d: %s; fill or drop the rows with missing values first", rd.row, what)
+	}
+	if c.label {
+		rd.labels.add(labelString(v))
+		return nil
+	}
+	if rd.j >= c.width {
+		return fmt.Errorf("row %d: more than %d values, the length of row 0's list", rd.row, c.width)
+	}
+	f, err := floatOf(v, c.leaf.Type())
+	if err != nil {
+		return fmt.Errorf("row %d: %w", rd.row, err)
+	}
+	(*rd.x)[rd.row*rd.d+c.at+rd.j] = f
+	rd.j++
+	return nil
+}
+
+// endRow checks that the row read, if any, had all its values.
+func (rd *parquetColumnReader) endRow() error {
+	if rd.row >= 0 && !rd.col.label && rd.j != rd.col.width {
+		return fmt.Errorf("row %d: %d values, want %d as in row 0's list", rd.row, rd.j, rd.col.width)
+	}
+	return nil
+}
+
+// floatOf is v as a finite float32.
+func floatOf(v parquet.Value, t parquet.Type) (float32, error) {
+	var f float64
+	unsigned := unsignedInt(t)
+	switch v.Kind() {
+	case parquet.Boolean:
+		if v.Boolean() {
+			f = 1
+		}
+	case parquet.Int32:
+		f = float64(v.Int32())
+		if unsigned {
+			f = float64(v.Uint32())
+		}
+	case parquet.Int64:
+		f = float64(v.Int64())
+		if unsigned {
+			f = float64(v.Uint64())
+		}
+	case parquet.Float:
+		f = float64(v.Float())
+	case parquet.Double:
+		f = v.Double()
+	default:
+		return 0, fmt.Errorf("a value of type %v, not a number", v.Kind())
+	}
+	switch x := float32(f); {
+	case math.IsNaN(f):
+		return 0, errors.New("NaN")
+	case math.IsInf(f, 0):
+		return 0, errors.New(fmtInf(f))
+	case math.IsInf(float64(x), 0):
+		return 0, fmt.Errorf("%g is out of float32 range", f)
+	default:
+		return x, nil
+	}
+}
+
+// labelString is a label value as the class name a CSV cell would give.
+func labelString(v parquet.Value) string {
+	switch v.Kind() {
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		return strings.ToValidUTF8(string(v.ByteArray()), "\uFFFD")
+	case parquet.Float:
+		return strconv.FormatFloat(float64(v.Float()), 'g', -1, 32)
+	case parquet.Double:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	case parquet.Int32:
+		return strconv.Itoa(int(v.Int32()))
+	case parquet.Int64:
+		return strconv.FormatInt(v.Int64(), 10)
+	case parquet.Boolean:
+		return strconv.FormatBool(v.Boolean())
+	}
+	return v.String()
+}

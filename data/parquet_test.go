@@ -1,0 +1,339 @@
+package data
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// writeParquet writes rows as a Parquet file of row groups of at most perGroup rows.
+// Pages are small, for files of several, unless options say otherwise.
+func writeParquet[T any](t testing.TB, path string, rows []T, perGroup int64, options ...parquet.WriterOption) {
+	t.Helper()
+	var b bytes.Buffer
+	options = append([]parquet.WriterOption{parquet.MaxRowsPerRowGroup(perGroup), parquet.PageBufferSize(256)}, options...)
+	w := parquet.NewGenericWriter[T](&b, options...)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type flatRow struct {
+	A     float64 `parquet:"a"`
+	B     int32   `parquet:"b"`
+	Label string  `parquet:"label,dict"`
+	C     float32 `parquet:"c,dict"`
+	D     bool    `parquet:"d"`
+	E     uint32  `parquet:"e"`
+}
+
+// An embedding as pandas and pyarrow write one: a LIST of floats beside the label.
+type listRow struct {
+	ID  int64     `parquet:"id"`
+	Emb []float32 `parquet:"emb,list"`
+	Y   int64     `parquet:"y"`
+}
+
+// The older form: a repeated field, with no LIST group around it.
+type repeatedRow struct {
+	Emb []float64 `parquet:"emb"`
+}
+
+func TestReadParquet(t *testing.T) {
+	dir := t.TempDir()
+	var flat []flatRow
+	var lists []listRow
+	var want, wantLists []float32
+	var wantLabels, wantY []int
+	for i := range 23 { // five row groups of 5, the last of 3
+		f := flatRow{A: float64(i) / 4, B: int32(-i), Label: []string{"cat", "dog", "bird"}[i%3], C: float32(i % 4), D: i%2 == 0, E: math.MaxUint32 - uint32(i)}
+		flat = append(flat, f)
+		d := float32(0)
+		if f.D {
+			d = 1
+		}
+		want = append(want, float32(f.A), float32(f.B), f.C, d, float32(f.E))
+		wantLabels = append(wantLabels, []int{1, 2, 0}[i%3]) // bird, cat, dog
+		emb := []float32{float32(i), -float32(i) / 8, 0.5}
+		lists = append(lists, listRow{ID: int64(100 + i), Emb: emb, Y: int64(i % 2 * 7)})
+		wantLists = append(wantLists, float32(100+i))
+		wantLists = append(wantLists, emb...)
+		wantY = append(wantY, i%2)
+	}
+	writeParquet(t, filepath.Join(dir, "flat.parquet"), flat, 5)
+	writeParquet(t, filepath.Join(dir, "list.parquet"), lists, 5)
+	reps := []repeatedRow{{[]float64{1, 2}}, {[]float64{3, 4}}}
+	writeParquet(t, filepath.Join(dir, "repeated.parquet"), reps, 1)
+
+	cases := []struct {
+		file, labelCol string
+		n, d           int
+		x              []float32
+		labels         []int
+		classes        []string
+		features       []string
+	}{
+		{"flat.parquet", "label", 23, 5, want, wantLabels, []string{"bird", "cat", "dog"}, []string{"a", "b", "c", "d", "e"}},
+		{"flat.parquet", "2", 23, 5, want, wantLabels, []string{"bird", "cat", "dog"}, nil},
+		{"list.parquet", "-1", 23, 4, wantLists, wantY, []string{"0", "7"}, []string{"id", "emb[0]", "emb[1]", "emb[2]"}},
+		{"repeated.parquet", "", 2, 2, []float32{1, 2, 3, 4}, nil, nil, []string{"emb[0]", "emb[1]"}},
+	}
+	// Run-length coded, 300 000 rows take far less room than their values: read
+	// into rows grown as they come.
+	type constRow struct {
+		A float32 `parquet:"a,dict"`
+		B int32   `parquet:"b,dict"`
+	}
+	const many = 300000
+	consts := make([]constRow, many)
+	wantConsts := make([]float32, 0, 2*many)
+	for i := range consts {
+		consts[i] = constRow{A: 0.5, B: int32(i / 100000)}
+		wantConsts = append(wantConsts, 0.5, float32(i/100000))
+	}
+	writeParquet(t, filepath.Join(dir, "const.parquet"), consts, 200000, parquet.PageBufferSize(1<<20), parquet.Compression(&parquet.Zstd))
+	if st, err := os.Stat(filepath.Join(dir, "const.parquet")); err != nil || st.Size()*16 >= 2*many {
+		t.Fatalf("const.parquet: %v, %d bytes: want under %d to read it into grown rows", err, st.Size(), 2*many/16)
+	}
+	cases = append(cases, struct {
+		file, labelCol string
+		n, d           int
+		x              []float32
+		labels         []int
+		classes        []string
+		features       []string
+	}{"const.parquet", "", many, 2, wantConsts, nil, nil, []string{"a", "b"}})
+	for _, c := range cases {
+		t.Run(c.file+" "+c.labelCol, func(t *testing.T) {
+			widths := 0
+			opt := CSVOptions{LabelCol: c.labelCol, Features: func(d int) error { widths = d; return nil }}
+			v, err := LoadVectors(filepath.Join(dir, c.file), opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.N != c.n || v.D != c.d || widths != c.d {
+				t.Fatalf("%d × %d (told %d), want %d × %d", v.N, v.D, widths, c.n, c.d)
+			}
+			if !reflect.DeepEqual(v.X, c.x) {
+				t.Errorf("values\n%v, want\n%v", v.X, c.x)
+			}
+			if !reflect.DeepEqual(v.Labels, c.labels) || !reflect.DeepEqual(v.Classes, c.classes) {
+				t.Errorf("labels %v %v, want %v %v", v.Labels, v.Classes, c.labels, c.classes)
+			}
+			if c.features != nil && !reflect.DeepEqual(v.Features, c.features) {
+				t.Errorf("features %v, want %v", v.Features, c.features)
+			}
+		})
+	}
+}
+
+func TestReadParquetErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, f func(path string)) string {
+		path := filepath.Join(dir, name)
+		f(path)
+		return path
+	}
+	type optRow struct {
+		X *float64 `parquet:"x,optional"`
+	}
+	one := 1.0
+	nulls := write("nulls.parquet", func(p string) { writeParquet(t, p, []optRow{{&one}, {&one}, {nil}}, 10) })
+	type listRow struct {
+		Emb []float32 `parquet:"emb,list"`
+	}
+	ragged := write("ragged.parquet", func(p string) {
+		writeParquet(t, p, []listRow{{[]float32{1, 2}}, {[]float32{1, 2}}, {[]float32{1, 2, 3}}}, 2)
+	})
+	short := write("short.parquet", func(p string) {
+		writeParquet(t, p, []listRow{{[]float32{1, 2}}, {[]float32{1}}}, 10)
+	})
+	empty := write("emptylist.parquet", func(p string) { writeParquet(t, p, []listRow{{[]float32{1}}, {nil}}, 10) })
+	type textRow struct {
+		X    float32 `parquet:"x"`
+		Name string  `parquet:"name"`
+	}
+	text := write("text.parquet", func(p string) { writeParquet(t, p, []textRow{{1, "a"}, {2, "b"}}, 10) })
+	type nanRow struct {
+		X float64 `parquet:"x"`
+	}
+	nan := write("nan.parquet", func(p string) { writeParquet(t, p, []nanRow{{1}, {math.NaN()}}, 10) })
+	huge := write("huge.parquet", func(p string) { writeParquet(t, p, []nanRow{{1}, {1e300}}, 10) })
+	type nestedRow struct {
+		P struct {
+			A float32 `parquet:"a"`
+			B float32 `parquet:"b"`
+		} `parquet:"p"`
+	}
+	nested := write("nested.parquet", func(p string) { writeParquet(t, p, []nestedRow{{}}, 10) })
+	type lolRow struct {
+		M [][]float32 `parquet:"m,list"`
+	}
+	lol := write("lol.parquet", func(p string) { writeParquet(t, p, []lolRow{{[][]float32{{1}}}}, 10) })
+	type onlyLabel struct {
+		Y string `parquet:"y"`
+	}
+	labelOnly := write("label.parquet", func(p string) { writeParquet(t, p, []onlyLabel{{"a"}}, 10) })
+	noRows := write("norows.parquet", func(p string) { writeParquet(t, p, []nanRow{}, 10) })
+	good, err := os.ReadFile(nulls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	truncated := write("truncated.parquet", func(p string) { os.WriteFile(p, good[:len(good)-9], 0o644) })
+	garbage := write("garbage.parquet", func(p string) { os.WriteFile(p, []byte("x,y\n1,2\n"), 0o644) })
+
+	cases := []struct {
+		path, labelCol, header string
+		want                   string
+	}{
+		{nulls, "", "", "nulls.parquet: column \"x\": row 2: a missing value"},
+		{ragged, "", "", "ragged.parquet: column \"emb\": row 2: more than 2 values, the length of row 0's list"},
+		{short, "", "", "short.parquet: column \"emb\": row 1: 1 values, want 2 as in row 0's list"},
+		{empty, "", "", "emptylist.parquet: column \"emb\": row 1: a missing list, or one with a missing value"},
+		{text, "", "", "text.parquet: column \"name\" holds text, not numbers to cluster; drop it (if it holds class labels, pass --label-col name)"},
+		{text, "x", "", "text.parquet: column \"name\" holds text, not numbers to cluster; drop it"},
+		{text, "nope", "", "text.parquet: no column \"nope\" for --label-col; its columns are \"x\", \"name\""},
+		{text, "2", "", "text.parquet: label column 2 out of range: the file has 2 columns"},
+		{text, "name", "yes", "text.parquet: --header yes: a Parquet file names its columns itself"},
+		{nan, "", "", "nan.parquet: column \"x\": row 1: NaN"},
+		{huge, "", "", "huge.parquet: column \"x\": row 1: 1e+300 is out of float32 range"},
+		{nested, "", "", "nested.parquet: column \"p\" is a record of 2 fields"},
+		{lol, "", "", "lol.parquet: column \"m\" holds lists of lists"},
+		{labelOnly, "y", "", "label.parquet: no feature columns"},
+		{noRows, "", "", "norows.parquet: no rows"},
+		{truncated, "", "", "truncated.parquet: damaged Parquet file"},
+		{garbage, "", "", "garbage.parquet: not a Parquet file"},
+	}
+	for _, c := range cases {
+		t.Run(filepath.Base(c.path)+" "+c.labelCol, func(t *testing.T) {
+			v, err := LoadVectors(c.path, CSVOptions{LabelCol: c.labelCol, Header: c.header})
+			if err == nil {
+				t.Fatalf("no error; read %d × %d", v.N, v.D)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q, want one with %q", err, c.want)
+			}
+			if strings.Count(err.Error(), "\n") > 0 {
+				t.Errorf("error of more than one line: %q", err)
+			}
+		})
+	}
+}
+
+// A damaged Parquet file is an error, never a panic, and what reads is whole.
+func FuzzParquet(f *testing.F) {
+	dir := f.TempDir()
+	for i, path := range []string{"a.parquet", "b.parquet"} {
+		path = filepath.Join(dir, path)
+		if i == 0 {
+			writeParquet(f, path, []flatRow{{A: 1, Label: "x"}, {A: 2, Label: "y", D: true}, {A: 3, Label: "x"}}, 2)
+		} else {
+			writeParquet(f, path, []listRow{{ID: 1, Emb: []float32{1, 2}}, {ID: 2, Emb: []float32{3, 4}, Y: 1}}, 1)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, "-1")
+		f.Add(b, "")
+	}
+	f.Fuzz(func(t *testing.T, b []byte, labelCol string) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		v, err := parseParquet(bytes.NewReader(b), int64(len(b)), "fuzz.parquet", CSVOptions{LabelCol: labelCol})
+		runtime.ReadMemStats(&after)
+		// What a file's metadata claims must not make the reader allocate far past
+		// what the file holds: past the machine's memory the process ends.
+		if grown := after.TotalAlloc - before.TotalAlloc; grown > 64<<20 {
+			t.Fatalf("%d MiB allocated to read %d bytes", grown>>20, len(b))
+		}
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.parquet: ") {
+				t.Errorf("error %q does not name the file", err)
+			}
+			return
+		}
+		if v.N <= 0 || v.D <= 0 || len(v.X) != v.N*v.D || (v.Labels != nil && len(v.Labels) != v.N) {
+			t.Errorf("%d × %d with %d values and %d labels", v.N, v.D, len(v.X), len(v.Labels))
+		}
+		for i, x := range v.X {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				t.Fatalf("value %d is %v", i, x)
+			}
+		}
+	})
+}
+
+// BenchmarkParseParquet reads the table of BenchmarkParseCSV, 50 000 rows of 32
+// features and a label, as 32 columns and as one column of lists (an embedding),
+// Snappy-compressed as pandas writes them.
+func BenchmarkParseParquet(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	type listRow struct {
+		Emb   []float32 `parquet:"emb,list"`
+		Label int64     `parquet:"label"`
+	}
+	rows := make([]listRow, 50000)
+	for i := range rows {
+		rows[i].Emb = make([]float32, 32)
+		for j := range rows[i].Emb {
+			rows[i].Emb[j] = float32(rng.NormFloat64())
+		}
+		rows[i].Label = int64(i % 10)
+	}
+	var lists bytes.Buffer
+	if err := parquet.Write(&lists, rows, parquet.Compression(&parquet.Snappy)); err != nil {
+		b.Fatal(err)
+	}
+	// The same values in 32 columns of their own.
+	fields := parquet.Group{"label": parquet.Leaf(parquet.Int64Type)}
+	for j := range 32 {
+		fields[fmt.Sprintf("f%02d", j)] = parquet.Compressed(parquet.Leaf(parquet.FloatType), &parquet.Snappy)
+	}
+	schema := parquet.NewSchema("table", fields)
+	var columns bytes.Buffer
+	w := parquet.NewWriter(&columns, schema)
+	for _, r := range rows {
+		// Columns in name order: f00 to f31, then label.
+		row := make(parquet.Row, 0, 33)
+		for j, x := range r.Emb {
+			row = append(row, parquet.FloatValue(x).Level(0, 0, j))
+		}
+		row = append(row, parquet.Int64Value(r.Label).Level(0, 0, 32))
+		if _, err := w.WriteRows([]parquet.Row{row}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	for name, in := range map[string][]byte{"lists": lists.Bytes(), "columns": columns.Bytes()} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				v, err := parseParquet(bytes.NewReader(in), int64(len(in)), "bench.parquet", CSVOptions{LabelCol: "label"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if v.N != 50000 || v.D != 32 || v.X[32] != rows[1].Emb[0] || v.Labels[3] != 3 {
+					b.Fatalf("%d × %d, row 1 starts %v, label 3 is %d", v.N, v.D, v.X[32], v.Labels[3])
+				}
+			}
+		})
+	}
+}
