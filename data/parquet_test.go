@@ -2,6 +2,7 @@ package data
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -196,6 +198,29 @@ func TestReadParquetErrors(t *testing.T) {
 	}
 	truncated := write("truncated.parquet", func(p string) { os.WriteFile(p, good[:len(good)-9], 0o644) })
 	garbage := write("garbage.parquet", func(p string) { os.WriteFile(p, []byte("x,y\n1,2\n"), 0o644) })
+	// A footer whose first list, the schema's, claims 2³¹ − 1 elements: parquet-go
+	// made a slice of them all, and the process ended out of memory.
+	footer := func(name string, edit func(meta []byte) []byte) string {
+		return write(name, func(p string) {
+			n := int(binary.LittleEndian.Uint32(good[len(good)-8:]))
+			meta := edit(slices.Clone(good[len(good)-8-n : len(good)-8]))
+			b := append(slices.Clone(good[:len(good)-8-n]), meta...)
+			b = binary.LittleEndian.AppendUint32(b, uint32(len(meta)))
+			os.WriteFile(p, append(b, parquetMagic...), 0o644)
+		})
+	}
+	longList := footer("longlist.parquet", func(meta []byte) []byte {
+		i := bytes.IndexByte(meta, 0x19) // field 2, a list: the schema
+		if i < 0 || meta[i+1]&0xf != thriftStruct {
+			t.Fatalf("no schema list in the footer % x", meta)
+		}
+		return slices.Concat(meta[:i+1], []byte{0xfc, 0xff, 0xff, 0xff, 0xff, 0x07}, meta[i+2:])
+	})
+	// A struct in a struct, 40 deep, in a field parquet-go does not know.
+	deep := footer("deep.parquet", func(meta []byte) []byte {
+		nest := slices.Concat(bytes.Repeat([]byte{0x0c, 0xfe, 0x01}, 40), bytes.Repeat([]byte{0}, 40))
+		return slices.Concat(meta[:len(meta)-1], nest, meta[len(meta)-1:])
+	})
 
 	cases := []struct {
 		path, labelCol, header string
@@ -218,6 +243,10 @@ func TestReadParquetErrors(t *testing.T) {
 		{noRows, "", "", "norows.parquet: no rows"},
 		{truncated, "", "", "truncated.parquet: damaged Parquet file"},
 		{garbage, "", "", "garbage.parquet: not a Parquet file"},
+		{longList, "", "", "longlist.parquet: damaged Parquet file: metadata at byte 9 of "},
+		{longList, "", "", "a list of 2147483647, with"},
+		{deep, "", "", "deep.parquet: damaged Parquet file: metadata at byte"},
+		{deep, "", "", "nested too deep"},
 	}
 	for _, c := range cases {
 		t.Run(filepath.Base(c.path)+" "+c.labelCol, func(t *testing.T) {
@@ -232,6 +261,36 @@ func TestReadParquetErrors(t *testing.T) {
 				t.Errorf("error of more than one line: %q", err)
 			}
 		})
+	}
+}
+
+// A page header is refused where its page would not fit in what is left of its
+// column, or would be past maxPageBytes uncompressed: parquet-go allocated what a
+// header said, up to 2 GiB a page, before it read the page.
+func TestParquetPageHeader(t *testing.T) {
+	zigzag := func(v int64) []byte { return binary.AppendUvarint(nil, uint64(v<<1^v>>63)) }
+	header := func(uncompressed, compressed int64) []byte {
+		b := []byte{0x15, 0x00, 0x15} // type DATA_PAGE; uncompressed_page_size
+		b = append(append(b, zigzag(uncompressed)...), 0x15)
+		return append(append(b, zigzag(compressed)...), 0x00)
+	}
+	for _, c := range []struct {
+		uncompressed, compressed, body int64
+		want                           string
+	}{
+		{100, 10, 10, ""},
+		{300 << 20, 10, 10, "a page of 314572800 bytes uncompressed, more than the 256 MiB allowed"},
+		{100, 1 << 30, 10, "a page of 1073741824 bytes, with 10 left in its column"},
+		{100, -1, 10, "a page of -1 bytes"},
+	} {
+		b := append(header(c.uncompressed, c.compressed), make([]byte, c.body)...)
+		hdr, body, err := pageHeader(bytes.NewReader(b), 0, int64(len(b)))
+		switch {
+		case c.want == "" && (err != nil || hdr+body != int64(len(b))):
+			t.Errorf("%d, %d: header %d and page %d bytes of %d, %v", c.uncompressed, c.compressed, hdr, body, len(b), err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%d, %d: %v, want an error with %q", c.uncompressed, c.compressed, err, c.want)
+		}
 	}
 }
 
@@ -258,8 +317,9 @@ func FuzzParquet(f *testing.F) {
 		v, err := parseParquet(bytes.NewReader(b), int64(len(b)), "fuzz.parquet", CSVOptions{LabelCol: labelCol})
 		runtime.ReadMemStats(&after)
 		// What a file's metadata claims must not make the reader allocate far past
-		// what the file holds: past the machine's memory the process ends.
-		if grown := after.TotalAlloc - before.TotalAlloc; grown > 64<<20 {
+		// what the file holds: past the machine's memory the process ends. A page
+		// is allowed maxPageBytes uncompressed, and parquet-go may hold two.
+		if grown := after.TotalAlloc - before.TotalAlloc; grown > 2*maxPageBytes+64<<20 {
 			t.Fatalf("%d MiB allocated to read %d bytes", grown>>20, len(b))
 		}
 		if err != nil {
