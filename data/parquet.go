@@ -42,12 +42,13 @@ func ReadParquet(path string, opt CSVOptions) (*Vectors, error) {
 
 // parquetColumn is a top-level column of the file and what it gives.
 type parquetColumn struct {
-	name  string
-	leaf  *parquet.Column
-	list  bool // a list of numbers a row: width features
-	label bool
-	width int // features, 0 for the label
-	at    int // its first feature's index in a row
+	name     string
+	leaf     *parquet.Column
+	list     bool // a list of numbers a row: width features
+	label    bool
+	unsigned bool // integers stored signed, to be read unsigned
+	width    int  // features, 0 for the label
+	at       int  // its first feature's index in a row
 }
 
 // parseParquet reads the Parquet file of size bytes in r.
@@ -189,6 +190,7 @@ func parquetColumns(f *parquet.File, name, labelCol string) ([]parquetColumn, er
 			return nil, fmt.Errorf("%s: column %q is a record of %d fields; emclust reads columns of numbers and of lists of numbers (flatten it, or drop it)", name, c.Name(), len(leaves))
 		}
 		pc.leaf = leaves[0]
+		pc.unsigned = unsignedInt(pc.leaf.Type())
 		switch reps := pc.leaf.MaxRepetitionLevel(); {
 		case reps > 1:
 			return nil, fmt.Errorf("%s: column %q holds lists of lists; emclust reads columns of numbers and of lists of numbers", name, c.Name())
@@ -405,7 +407,7 @@ func (rd *parquetColumnReader) value(v parquet.Value) error {
 	if rd.j >= c.width {
 		return fmt.Errorf("row %d: more than %d values, the length of row 0's list", rd.row, c.width)
 	}
-	f, err := floatOf(v, c.leaf.Type())
+	f, err := floatOf(v, c.unsigned)
 	if err != nil {
 		return fmt.Errorf("row %d: %w", rd.row, err)
 	}
@@ -423,14 +425,16 @@ func (rd *parquetColumnReader) endRow() error {
 }
 
 // floatOf is v as a finite float32.
-func floatOf(v parquet.Value, t parquet.Type) (float32, error) {
+func floatOf(v parquet.Value, unsigned bool) (float32, error) {
 	var f float64
-	unsigned := unsignedInt(t)
 	switch v.Kind() {
-	case parquet.Boolean:
-		if v.Boolean() {
-			f = 1
+	case parquet.Float:
+		if x := v.Float(); math.Float32bits(x)&0x7f800000 != 0x7f800000 { // finite
+			return x, nil
 		}
+		f = float64(v.Float())
+	case parquet.Double:
+		f = v.Double()
 	case parquet.Int32:
 		f = float64(v.Int32())
 		if unsigned {
@@ -441,22 +445,22 @@ func floatOf(v parquet.Value, t parquet.Type) (float32, error) {
 		if unsigned {
 			f = float64(v.Uint64())
 		}
-	case parquet.Float:
-		f = float64(v.Float())
-	case parquet.Double:
-		f = v.Double()
+	case parquet.Boolean:
+		if v.Boolean() {
+			f = 1
+		}
 	default:
 		return 0, fmt.Errorf("a value of type %v, not a number", v.Kind())
 	}
 	switch x := float32(f); {
+	case math.Float32bits(x)&0x7f800000 != 0x7f800000: // finite
+		return x, nil
 	case math.IsNaN(f):
 		return 0, errors.New("NaN")
 	case math.IsInf(f, 0):
 		return 0, errors.New(fmtInf(f))
-	case math.IsInf(float64(x), 0):
-		return 0, fmt.Errorf("%g is out of float32 range", f)
 	default:
-		return x, nil
+		return 0, fmt.Errorf("%g is out of float32 range", f)
 	}
 }
 
