@@ -696,14 +696,19 @@ func (c *compactChecker) structFields(depth int, take func(id int64, t byte) (bo
 	}
 }
 
-// maxPageBytes bounds a page's size as its header gives it, compressed or not:
-// parquet-go allocates what the header says before it reads the page. Writers make
-// pages of about a megabyte (pyarrow, Spark) or less (parquet-go).
-const maxPageBytes = 256 << 20
+// A page's size uncompressed, as its header gives it, may be maxPageBytes, or more
+// where its compressed bytes could hold it at maxPageRatio: parquet-go allocates what
+// the header says before it reads the page. Writers make pages of about a megabyte
+// (pyarrow, Spark) or less (parquet-go); deflate expands at most 1032-fold.
+const (
+	maxPageBytes = 64 << 20
+	maxPageRatio = 1100
+)
 
 // checkPages reads the header of every page in the file, as checkFooter reads the
 // footer, and refuses a page that would not fit in its column chunk, or whose size
-// uncompressed is past maxPageBytes, before parquet-go allocates it.
+// uncompressed is past what maxPageBytes and maxPageRatio allow, before parquet-go
+// allocates it.
 func checkPages(r io.ReaderAt, size int64, f *parquet.File) error {
 	for g, rg := range f.Metadata().RowGroups {
 		for j, cc := range rg.Columns {
@@ -753,8 +758,8 @@ func pageHeader(r io.ReaderAt, at, end int64) (hdr, body int64, err error) {
 			return 0, 0, err
 		case sizes[1] < 0 || sizes[1] > end-at-int64(c.i):
 			return 0, 0, fmt.Errorf("a page of %d bytes, with %d left in its column", sizes[1], end-at-int64(c.i))
-		case sizes[0] < 0 || sizes[0] > maxPageBytes:
-			return 0, 0, fmt.Errorf("a page of %d bytes uncompressed, more than the %d MiB allowed", sizes[0], maxPageBytes>>20)
+		case sizes[0] < 0 || sizes[0] > max(maxPageBytes, maxPageRatio*sizes[1]):
+			return 0, 0, fmt.Errorf("a page of %d bytes uncompressed from %d, more than the %d MiB or %d-fold allowed", sizes[0], sizes[1], maxPageBytes>>20, maxPageRatio)
 		}
 		return int64(c.i), sizes[1], nil
 	}

@@ -265,8 +265,9 @@ func TestReadParquetErrors(t *testing.T) {
 }
 
 // A page header is refused where its page would not fit in what is left of its
-// column, or would be past maxPageBytes uncompressed: parquet-go allocated what a
-// header said, up to 2 GiB a page, before it read the page.
+// column, or would be past maxPageBytes uncompressed and more than maxPageRatio times
+// its compressed size: parquet-go allocated what a header said, up to 2 GiB a page,
+// before it read the page.
 func TestParquetPageHeader(t *testing.T) {
 	zigzag := func(v int64) []byte { return binary.AppendUvarint(nil, uint64(v<<1^v>>63)) }
 	header := func(uncompressed, compressed int64) []byte {
@@ -279,7 +280,8 @@ func TestParquetPageHeader(t *testing.T) {
 		want                           string
 	}{
 		{100, 10, 10, ""},
-		{300 << 20, 10, 10, "a page of 314572800 bytes uncompressed, more than the 256 MiB allowed"},
+		{300 << 20, 10, 10, "a page of 314572800 bytes uncompressed from 10, more than the 64 MiB or 1100-fold allowed"},
+		{300 << 20, 1 << 20, 1 << 20, ""},
 		{100, 1 << 30, 10, "a page of 1073741824 bytes, with 10 left in its column"},
 		{100, -1, 10, "a page of -1 bytes"},
 	} {
