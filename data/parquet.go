@@ -286,14 +286,16 @@ func firstListLength(f *parquet.File, c *parquetColumn) (int, error) {
 			continue
 		}
 		count := 0
-		err := eachPage(rg.ColumnChunks()[c.leaf.Index()], func(v parquet.Value) (bool, error) {
-			if v.RepetitionLevel() == 0 && count > 0 {
-				return true, nil // row 1
+		err := eachPage(rg.ColumnChunks()[c.leaf.Index()], func(vs []parquet.Value) (bool, error) {
+			for _, v := range vs {
+				if v.RepetitionLevel() == 0 && count > 0 {
+					return true, nil // row 1
+				}
+				if v.IsNull() {
+					return false, errors.New("row 0: a missing list, or one with a missing value; fill or drop the rows with missing values first")
+				}
+				count++
 			}
-			if v.IsNull() {
-				return false, errors.New("row 0: a missing list, or one with a missing value; fill or drop the rows with missing values first")
-			}
-			count++
 			return false, nil
 		})
 		return count, err
@@ -301,9 +303,9 @@ func firstListLength(f *parquet.File, c *parquetColumn) (int, error) {
 	return 0, errors.New("no rows")
 }
 
-// eachPage calls fn with each value of column chunk cc in turn, until fn says to stop
-// or fails.
-func eachPage(cc parquet.ColumnChunk, fn func(parquet.Value) (stop bool, err error)) error {
+// eachPage calls fn with the values of column chunk cc in turn, a batch at a time,
+// until fn says to stop or fails.
+func eachPage(cc parquet.ColumnChunk, fn func([]parquet.Value) (stop bool, err error)) error {
 	pages := cc.Pages()
 	defer pages.Close()
 	buf := make([]parquet.Value, 4096)
@@ -323,13 +325,13 @@ func eachPage(cc parquet.ColumnChunk, fn func(parquet.Value) (stop bool, err err
 	}
 }
 
-// eachValue calls fn with each value of page p, read through buf.
-func eachValue(p parquet.Page, buf []parquet.Value, fn func(parquet.Value) (stop bool, err error)) (bool, error) {
+// eachValue calls fn with the values of page p, read through buf.
+func eachValue(p parquet.Page, buf []parquet.Value, fn func([]parquet.Value) (stop bool, err error)) (bool, error) {
 	vr := p.Values()
 	for idle := 0; ; {
 		k, err := vr.ReadValues(buf)
-		for _, v := range buf[:k] {
-			if stop, err := fn(v); stop || err != nil {
+		if k > 0 {
+			if stop, err := fn(buf[:k]); stop || err != nil {
 				return stop, err
 			}
 		}
@@ -362,8 +364,8 @@ func (rd *parquetColumnReader) read(f *parquet.File) error {
 	rd.row = -1
 	for _, rg := range f.RowGroups() {
 		start := rd.row + 1
-		err := eachPage(rg.ColumnChunks()[rd.col.leaf.Index()], func(v parquet.Value) (bool, error) {
-			return false, rd.value(v)
+		err := eachPage(rg.ColumnChunks()[rd.col.leaf.Index()], func(vs []parquet.Value) (bool, error) {
+			return false, rd.values(vs)
 		})
 		if err != nil {
 			return err
@@ -373,6 +375,27 @@ func (rd *parquetColumnReader) read(f *parquet.File) error {
 		}
 	}
 	return rd.endRow()
+}
+
+// values moves a page's values into the rows: the values of a float32 list
+// past a row's first at once, the rest through value.
+func (rd *parquetColumnReader) values(vs []parquet.Value) error {
+	c := &rd.col
+	fast := c.list && !c.label
+	for i := range vs {
+		v := &vs[i]
+		if fast && v.RepetitionLevel() != 0 && v.Kind() == parquet.Float && rd.row >= 0 && rd.j < c.width {
+			if f := v.Float(); math.Float32bits(f)&0x7f800000 != 0x7f800000 { // finite
+				(*rd.x)[rd.row*rd.d+c.at+rd.j] = f
+				rd.j++
+				continue
+			}
+		}
+		if err := rd.value(*v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (rd *parquetColumnReader) value(v parquet.Value) error {

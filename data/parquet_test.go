@@ -166,6 +166,13 @@ func TestReadParquetErrors(t *testing.T) {
 		writeParquet(t, p, []listRow{{[]float32{1, 2}}, {[]float32{1}}}, 10)
 	})
 	empty := write("emptylist.parquet", func(p string) { writeParquet(t, p, []listRow{{[]float32{1}}, {nil}}, 10) })
+	type optListRow struct {
+		Emb []*float32 `parquet:"emb,list"`
+	}
+	two := float32(2)
+	nullIn := write("nullin.parquet", func(p string) {
+		writeParquet(t, p, []optListRow{{[]*float32{&two, &two}}, {[]*float32{&two, nil}}}, 10)
+	})
 	type textRow struct {
 		X    float32 `parquet:"x"`
 		Name string  `parquet:"name"`
@@ -230,6 +237,7 @@ func TestReadParquetErrors(t *testing.T) {
 		{ragged, "", "", "ragged.parquet: column \"emb\": row 2: more than 2 values, the length of row 0's list"},
 		{short, "", "", "short.parquet: column \"emb\": row 1: 1 values, want 2 as in row 0's list"},
 		{empty, "", "", "emptylist.parquet: column \"emb\": row 1: a missing list, or one with a missing value"},
+		{nullIn, "", "", "nullin.parquet: column \"emb\": row 1: a missing list, or one with a missing value"},
 		{text, "", "", "text.parquet: column \"name\" holds text, not numbers to cluster; drop it (if it holds class labels, pass --label-col name)"},
 		{text, "x", "", "text.parquet: column \"name\" holds text, not numbers to cluster; drop it"},
 		{text, "nope", "", "text.parquet: no column \"nope\" for --label-col; its columns are \"x\", \"name\""},
