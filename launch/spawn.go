@@ -20,9 +20,10 @@ import (
 // Spawn runs n copies of exe with args as ranks 0 to n-1 of one run on this machine,
 // with the variables torchrun would set, and waits for them all. The caller serves
 // the ranks' store at 127.0.0.1:storePort (torch.ServeStore), as torchrun's agent
-// does: a port that a rank had to listen on later could be taken in between. It restarts none:
-// the first rank to fail stops the others, and the error names it. Cancelling ctx
-// interrupts every rank (SIGINT) once and waits for them to stop by themselves.
+// does: a free port that a rank were to listen on later could be taken in between.
+// It restarts none: the first rank to fail stops the others, and the error names it.
+// Cancelling ctx interrupts every rank (SIGINT) once and waits for them to stop by
+// themselves.
 //
 // The ranks' last errors (ErrorOut) come back on a pipe each, and Spawn writes each
 // distinct one to stderr once, after every rank has stopped, where ranks that share

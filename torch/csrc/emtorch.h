@@ -234,8 +234,9 @@ enum { ET_GLOO = 0, ET_NCCL = 1 };
 int et_dist_backends(void);
 /* Joins group `rank` of `world`. The store is a TCPStore at host:port, served by this
  * process when serve_store is 1 (rank 0, unless a launcher hosts it; port 0 then
- * serves a world of one on a free port); keys live under prefix. iface names the network interface Gloo uses ("" resolves this host's
- * name), device_index the CUDA device NCCL uses. */
+ * serves a world of one on a free port); keys live under prefix. iface names the
+ * network interface Gloo uses ("" resolves this host's name), device_index the CUDA
+ * device NCCL uses. */
 et_error et_group_new(int backend, const char *host, int port, int serve_store,
                       const char *prefix, int rank, int world, int64_t timeout_ms,
                       const char *iface, int device_index, et_group *out);
