@@ -370,6 +370,12 @@ func TestErrors(t *testing.T) {
 		// Was ignored, and the column clustered as a feature.
 		{name: "label column of an array", args: append(train, "--data", "ten.npy", "--label-col", "0"), code: 2, want: []string{"--label-col 0", "ten.npy is a NumPy array"}},
 		{name: "label column of an array to predict", args: []string{"predict", "--model", "r4", "--data", "ten.npy", "--label-col", "0"}, code: 2, want: []string{"ten.npy is a NumPy array"}},
+		// Were "exists; pass --force", then, forced, "not a regular file" after the work.
+		{name: "out is a device", args: []string{"predict", "--model", "r4", "--out", "/dev/null", "--force"}, code: 2,
+			want: []string{"--out /dev/null is not a regular file", "--out - for stdout"}},
+		// Trained, then recorded with U+FFFD in config.json: predict looked for another file.
+		{name: "data name not UTF-8", args: append(train, "--data", "t\xfe.csv"), code: 2, want: []string{"--data", "not UTF-8"}},
+		{name: "data is a dash", args: append(train, "--data", "-"), code: 2, want: []string{"no such file; to read standard input, give /dev/stdin"}},
 		{name: "unknown device", args: append(ten, "--device", "gpu"), code: 2, want: []string{"--device", `"gpu"`, "cuda:N"}},
 		{name: "cuda on a CPU build", args: append(ten, "--device", "cuda"), code: 1, want: []string{`device "cuda"`, "CUDA"}, skip: !noCUDA},
 		{name: "too many heads", args: append(ten, "--heads", "40"), code: 2, want: []string{"heads 40", "1 to 32"}},
@@ -3783,4 +3789,46 @@ func TestImageSettingsRefused(t *testing.T) {
 			wantError(t, run(t, dir, append(slices.Clone(train), tc.extra...)...), 2, tc.want...)
 		})
 	}
+}
+
+// predict reads new data as the model's were read unless told otherwise: a header of
+// numbers given with --header yes was clustered as a row. A Latin-1 header trains a
+// run that predict can use again (its names were recorded with U+FFFD, and compared
+// with the file's bytes). --quiet is taken.
+func TestPredictReadsAsTrained(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"numh.csv":   "1,2,3\n1,2,3\n4,5,6\n7,8,9\n10,11,12\n",
+		"latin1.csv": "Gr\xf6\xdfe,Temp \xb0C,Klasse\n",
+	}
+	for i := range 30 {
+		files["latin1.csv"] += fmt.Sprintf("%d.%d,%d.%d,%c\n", i%3, i, 2*(i%3), i, 'A'+i%3)
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	train := []string{"train", "--quiet", "--kmeans=false", "--restarts", "1", "--epochs", "1", "--k", "2"}
+	wantOK := func(r result) {
+		t.Helper()
+		noCrash(t, r)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+	}
+	wantOK(runProc(t, dir, append(train, "--data", "numh.csv", "--header", "yes", "--out", "numh")...))
+	for _, args := range [][]string{
+		{"predict", "--model", "numh", "--out", "a.csv"},
+		{"predict", "--model", "numh", "--data", "numh.csv", "--out", "b.csv", "--quiet"},
+	} {
+		r := runProc(t, dir, args...)
+		wantOK(r)
+		if !strings.Contains(r.stderr, "4 rows → ") {
+			t.Errorf("%v: %q, want the 4 rows under the header", args, r.stderr)
+		}
+	}
+	wantOK(runProc(t, dir, append(train, "--data", "latin1.csv", "--label-col", "Klasse", "--out", "latin1")...))
+	wantOK(runProc(t, dir, "predict", "--model", "latin1", "--out", "c.csv", "-q"))
+	wantOK(runProc(t, dir, "eval", "--model", "latin1", "--quiet"))
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/urfave/cli/v2"
 
@@ -34,6 +35,13 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	cfg.Standardize = c.Bool("standardize")
 	if err := checkDataFlags(c); err != nil {
 		return cfg, err
+	}
+	for flag, path := range map[string]string{"--data": cfg.DataFile, "--data-dir": cfg.DataDir} {
+		if !utf8.ValidString(path) {
+			// config.json would record it with U+FFFD for those bytes: predict and
+			// --resume would look for a file of another name.
+			return cfg, usageError{fmt.Errorf("%s %s: the name is not UTF-8, which a run's config.json cannot record; rename it", flag, strings.ToValidUTF8(path, "?"))}
+		}
 	}
 	if err := train.CheckData(&cfg); err != nil {
 		return cfg, usageError{err}

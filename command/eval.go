@@ -25,6 +25,7 @@ func evalCommand() *cli.Command {
 			&cli.StringFlag{Name: "model", Usage: "run folder or checkpoint file (required)"},
 			deviceFlag(),
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
+			quietFlag(),
 		),
 		Action: endOnInterrupt(action(evalOptionsFrom, runEval)),
 	}
@@ -43,7 +44,11 @@ func runEval(_ context.Context, opts evalOptions, stdout, stderr io.Writer) erro
 	defer in.Close()
 	labels := in.src.Labels()
 	if labels == nil {
-		return usageError{fmt.Errorf("%s has no labels to score against (give --label-col for a CSV)", in.src.Describe())}
+		hint := ""
+		if in.Cfg.DataFile != "" {
+			hint = " (give --label-col for a CSV or Parquet file)"
+		}
+		return usageError{fmt.Errorf("%s has no labels to score against%s", in.src.Describe(), hint)}
 	}
 	pred, err := in.predict()
 	if err != nil {

@@ -17,8 +17,9 @@ import (
 // forceFlag lets --out replace an existing file.
 var forceFlag = &cli.BoolFlag{Name: "force", Usage: "replace the --out file if it exists"}
 
-// checkOutput refuses an --out path before any work is done: a folder, a file a run
-// folder owns, one of the command's inputs, or an existing file without --force.
+// checkOutput refuses an --out path before any work is done: a folder, a device or
+// pipe, a file a run folder owns, one of the command's inputs, or an existing file
+// without --force.
 func checkOutput(out string, force bool, inputs ...string) error {
 	return checkOutputFlag("--out", out, force, inputs...)
 }
@@ -56,6 +57,14 @@ func checkOutputFlag(flag, out string, force bool, inputs ...string) error {
 		return fmt.Errorf("%s %s: %w", flag, out, err)
 	case st.IsDir():
 		return usageError{fmt.Errorf("%s %s is a folder; name the file to write", flag, out)}
+	case !st.Mode().IsRegular():
+		// The write goes to a temporary file renamed over out, which a device or
+		// pipe cannot take: said after all the work, as "not a regular file".
+		hint := ""
+		if flag == "--out" {
+			hint = ", or --out - for stdout"
+		}
+		return usageError{fmt.Errorf("%s %s is not a regular file (a device, pipe or socket); name a file to write%s", flag, out, hint)}
 	}
 	for _, in := range inputs {
 		if in == "" {
@@ -69,6 +78,11 @@ func checkOutputFlag(flag, out string, force bool, inputs ...string) error {
 		return usageError{fmt.Errorf("%s %s exists; pass --force to replace it", flag, out)}
 	}
 	return nil
+}
+
+// quietFlag turns off predict's and eval's progress bar, which a terminal shows.
+func quietFlag() cli.Flag {
+	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"}
 }
 
 // deviceFlag and threadsFlag are the same on every command that computes. Each call
@@ -112,6 +126,10 @@ func inferenceDataFlags(dflt string) []cli.Flag {
 			flags[i] = &cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match the model's input)", DefaultText: "as in training"}
 		case "standardize":
 			flags[i] = &cli.BoolFlag{Name: "standardize", Usage: "new rows are z-scored by the training data's statistics where the model trained on z-scores, else read raw; another setting than the model's is refused", DefaultText: "as in training"}
+		case "header":
+			// A header of numbers (wavelengths, years) read as training read it: auto
+			// would take it for a row.
+			flags[i] = &cli.StringFlag{Name: "header", Usage: "CSV header row: yes, no, or auto: a first line of names (or empty cells) is a header, one of numbers is data, and one of both is asked about", DefaultText: "as in training"}
 		}
 	}
 	return flags

@@ -122,7 +122,13 @@ func (d dataOptions) config(trained *train.Config) *train.Config {
 		return &cfg
 	}
 	cfg.DataFile, cfg.Dataset, cfg.DataDir = d.DataFile, d.Dataset, d.DataDir
-	cfg.LabelCol, cfg.Header = d.LabelCol, d.Header
+	cfg.LabelCol = d.LabelCol
+	if d.Header != "" || cfg.Header == "" {
+		cfg.Header = d.Header
+	} // else as the model's data were read
+	if cfg.Header == "" {
+		cfg.Header = "auto"
+	}
 	if d.ImageSize != nil {
 		cfg.ImageSize = *d.ImageSize
 	}
@@ -135,6 +141,7 @@ type modelOptions struct {
 	Model  string
 	Device string
 	Data   dataOptions
+	Quiet  bool // no progress bar (predict, eval)
 }
 
 // modelOptionsFrom reads the shared flags; --model is required.
@@ -143,7 +150,7 @@ func modelOptionsFrom(c *cli.Context) (modelOptions, error) {
 		return modelOptions{}, err
 	}
 	d, err := dataOptionsFrom(c)
-	return modelOptions{Model: c.String("model"), Device: c.String("device"), Data: d}, err
+	return modelOptions{Model: c.String("model"), Device: c.String("device"), Data: d, Quiet: c.Bool("quiet")}, err
 }
 
 // inference is a trained model and the data it is applied to.
@@ -153,6 +160,7 @@ type inference struct {
 	src  train.Source
 	dev  torch.Device
 	log  io.Writer // where a terminal shows predict's progress
+	bar  bool      // whether it may
 }
 
 // openInference loads the model on its device and the data the options name (or the
@@ -179,7 +187,7 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 		m.Close()
 		return nil, err
 	}
-	in := &inference{Model: m, path: opts.Model, dev: dev, log: log}
+	in := &inference{Model: m, path: opts.Model, dev: dev, log: log, bar: !opts.Quiet}
 	trainedOn := m.Cfg.DataDigest
 	in.src, err = m.OpenSource(opts.Model, cfg, dev)
 	if err == nil {
@@ -231,7 +239,7 @@ func exists(path string) bool {
 // predict clusters the data; an error names them.
 func (in *inference) predict() (*train.Prediction, error) {
 	var done func(int)
-	if launch.IsTerminal(in.log) {
+	if in.bar && launch.IsTerminal(in.log) {
 		bar := newBar(in.log, in.src.Len(), "row", "clustering")
 		defer bar.Finish()
 		done = func(rows int) { bar.Set(rows) }

@@ -29,6 +29,7 @@ func predictCommand() *cli.Command {
 			deviceFlag(),
 			&cli.BoolFlag{Name: "all-posteriors", Usage: "write the posterior of every cluster (columns p0..pK-1) in place of the assigned cluster's (column posterior)"},
 			forceFlag,
+			quietFlag(),
 		),
 		Action: endOnInterrupt(action(predictOptionsFrom, runPredict)),
 	}

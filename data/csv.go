@@ -173,7 +173,9 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		return nil, fmt.Errorf("%s: UTF-16 text; save it as UTF-8 (CSV UTF-8 in a spreadsheet, or iconv -f UTF-16 -t UTF-8)", name)
 	case bytes.HasPrefix(head, []byte(npyMagic)):
 		// Was ":2: 1 fields, want 5" for a renamed (or gzip'd) array.
-		return nil, fmt.Errorf("%s: a NumPy array, not text; name it .npy (or .npy.gz)", name)
+		return nil, fmt.Errorf("%s: a NumPy array, not text; give it as a .npy file (gunzipped, if it was gzipped: .npy.gz is not read)", name)
+	case bytes.HasPrefix(head, []byte(parquetMagic)):
+		return nil, fmt.Errorf("%s: a Parquet file, not text; give it as a .parquet file", name)
 	case bytes.HasPrefix(head, []byte("\x89PNG")):
 		return nil, fmt.Errorf("%s: a PNG image, not a table; images are read with --dataset folder --data-dir FOLDER", name)
 	case bytes.IndexByte(head, 0) >= 0:
@@ -260,7 +262,9 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 	if header {
 		p.names = make([]string, len(rec))
 		for j, s := range rec {
-			p.names[j] = strings.Clone(strings.TrimSpace(s))
+			// As a run's config.json records the names (a Latin-1 "Größe" as
+			// "Gr\ufffd\ufffde"), so that its own file matches them again.
+			p.names[j] = strings.Clone(validUTF8(strings.TrimSpace(s)))
 		}
 		if labelName != "" {
 			p.labelCol = slices.Index(p.names, labelName)
@@ -1002,4 +1006,17 @@ func isUTF16(head []byte) bool {
 		}
 	}
 	return zeros == n/2
+}
+
+// validUTF8 is s with each byte that is not UTF-8 replaced by U+FFFD, as
+// encoding/json writes it (strings.ToValidUTF8 replaces each run by one).
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s { // a byte that is not UTF-8 ranges as one RuneError
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -515,7 +516,12 @@ func TestReadCSVErrors(t *testing.T) {
 			// Were ":2: 1 fields, want 5", and a hint to pass --label-col with the PNG's bytes.
 			name:    "an array named .csv",
 			content: "\x93NUMPY\x01\x00v\x00{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }\n",
-			want:    []string{"x.csv: a NumPy array, not text; name it .npy"},
+			want:    []string{"x.csv: a NumPy array, not text; give it as a .npy file"},
+		},
+		{
+			name:    "a Parquet file named .csv",
+			content: "PAR1\x15\x04\x15",
+			want:    []string{"x.csv: a Parquet file, not text; give it as a .parquet file"},
 		},
 		{
 			name:    "one column of commas",
@@ -871,5 +877,28 @@ func TestParseMemoryLimit(t *testing.T) {
 	}
 	if n := memoryLimit(); n <= 0 {
 		t.Errorf("memoryLimit() = %d", n)
+	}
+}
+
+// A header's names survive a run's config.json as they are read: a Latin-1 header
+// ("Größe" from a German spreadsheet) was kept as its bytes, which JSON writes as
+// U+FFFD each, so that the run's own file no longer matched its model.
+func TestHeaderNamesSurviveJSON(t *testing.T) {
+	for _, head := range []string{"Gr\xf6\xdfe,Temp \xb0C,ok", "a\xffb,\xe2\x82,c\xc3", "plain,names,here"} {
+		v, err := ParseCSV(strings.NewReader(head+"\n1,2,3\n4,5,6\n"), "latin1.csv", CSVOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(v.Features)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back []string
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(back, v.Features) {
+			t.Errorf("header %q: names %q come back from JSON as %q", head, v.Features, back)
+		}
 	}
 }

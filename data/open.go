@@ -98,6 +98,10 @@ func CheckVectorPath(path string) error {
 		return nil
 	case IsStream(path):
 		return nil
+	case filepath.Base(path) == "-":
+		if _, err := os.Stat(path); err != nil {
+			return fmt.Errorf("%s: no such file; to read standard input, give /dev/stdin", path)
+		}
 	case InDevOrProc(path):
 		st, err := os.Stat(path)
 		if errors.Is(err, os.ErrNotExist) {

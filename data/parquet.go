@@ -184,7 +184,7 @@ func parquetColumns(f *parquet.File, name, labelCol string) ([]parquetColumn, er
 	}
 	cols := make([]parquetColumn, len(top))
 	for j, c := range top {
-		pc := parquetColumn{name: c.Name(), label: j == labelAt, width: 1}
+		pc := parquetColumn{name: validUTF8(c.Name()), label: j == labelAt, width: 1}
 		leaves := leafColumns(c)
 		if len(leaves) != 1 {
 			return nil, fmt.Errorf("%s: column %q is a record of %d fields; emclust reads columns of numbers and of lists of numbers (flatten it, or drop it)", name, c.Name(), len(leaves))
@@ -495,7 +495,7 @@ func floatOf(v parquet.Value, unsigned bool) (float32, error) {
 func labelString(v parquet.Value) string {
 	switch v.Kind() {
 	case parquet.ByteArray, parquet.FixedLenByteArray:
-		return strings.ToValidUTF8(string(v.ByteArray()), "\uFFFD")
+		return validUTF8(string(v.ByteArray()))
 	case parquet.Float:
 		return strconv.FormatFloat(float64(v.Float()), 'g', -1, 32)
 	case parquet.Double:

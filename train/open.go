@@ -91,10 +91,10 @@ func (m *Model) OpenSource(modelPath string, cfg *Config, dev torch.Device) (Sou
 
 // widthError says that data, of have feature columns, are not the want that model
 // takes; with one too many, that a CSV's label column may be among them (a NumPy
-// array has none, and --label-col is refused for one).
+// array has none, and --label-col is refused for one, as for an embedded table).
 func widthError(data, model string, have, want int, cfg *Config) error {
 	msg := fmt.Sprintf("%s, but %s takes %d-feature input", data, model, want)
-	if have == want+1 && cfg.LabelCol == "" && !strings.HasSuffix(strings.ToLower(cfg.DataFile), ".npy") {
+	if have == want+1 && cfg.LabelCol == "" && cfg.DataFile != "" && !strings.HasSuffix(strings.ToLower(cfg.DataFile), ".npy") {
 		msg += " (if one column holds labels, name it with --label-col)"
 	}
 	return errors.New(msg)
