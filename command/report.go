@@ -197,7 +197,11 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 func openReportRun(dir string, dev torch.Device) (*train.Model, *report.Run, error) {
 	if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 		// Its curves are in the folder's metrics.jsonl: a model file alone has none.
-		return nil, nil, usageError{fmt.Errorf("%s is a file; report takes a run folder (%s?)", dir, filepath.Dir(dir))}
+		hint := ""
+		if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "config.json")); err == nil {
+			hint = fmt.Sprintf(" (%s?)", filepath.Dir(dir)) // a run's checkpoint
+		}
+		return nil, nil, usageError{fmt.Errorf("%s is a file; report takes a run folder%s", dir, hint)}
 	}
 	m, err := train.LoadModel(dir, dev)
 	if err != nil {

@@ -1098,7 +1098,7 @@ func checkNewRunDir(dir string) error {
 		foreign = append(foreign, named...)
 	}
 	if len(foreign) > 0 {
-		return usageError{fmt.Errorf("--out %s holds files no emclust run wrote (%s), which a run would write over; name a new or empty folder", dir, someNames(foreign))}
+		return usageError{fmt.Errorf("--out %s holds files no emclust run wrote (%s), which a run could write over or mix with its own; name a new or empty folder", dir, someNames(foreign))}
 	}
 	return nil
 }

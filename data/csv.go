@@ -668,7 +668,12 @@ func (p *csvParser) cellError(s string, j, line int) error {
 	case s == "":
 		return fmt.Errorf("%s:%d: %s: empty cell", p.name, line, p.col(j))
 	case err != nil && !errors.Is(err, strconv.ErrRange):
-		return fmt.Errorf("%s:%d: %s: %s is not a number%s", p.name, line, p.col(j), quoteClip(s), p.labelHint(j))
+		hint := p.labelHint(j)
+		if _, err := parseNumber(strings.Replace(s, ",", ".", 1)); err == nil && strings.Count(s, ",") == 1 {
+			// A German or French spreadsheet's "1,5", in a file of semicolons.
+			hint = " (a decimal comma? emclust reads decimal points only: save the table with them)"
+		}
+		return fmt.Errorf("%s:%d: %s: %s is not a number%s", p.name, line, p.col(j), quoteClip(s), hint)
 	case math.IsNaN(f):
 		return fmt.Errorf("%s:%d: NaN in %s", p.name, line, p.col(j))
 	case math.IsInf(f, 0) && err == nil:

@@ -519,6 +519,11 @@ func TestReadCSVErrors(t *testing.T) {
 			want:    []string{"x.csv: a NumPy array, not text; give it as a .npy file"},
 		},
 		{
+			name:    "decimal commas",
+			content: "a;b\n1,5;2,25\n",
+			want:    []string{`x.csv:2: column 0 ("a"): "1,5" is not a number (a decimal comma? emclust reads decimal points only`},
+		},
+		{
 			name:    "a Parquet file named .csv",
 			content: "PAR1\x15\x04\x15",
 			want:    []string{"x.csv: a Parquet file, not text; give it as a .parquet file"},
