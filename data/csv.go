@@ -646,9 +646,8 @@ func (p *csvParser) row(rec []string, line int) error {
 	return nil
 }
 
-// label appends the id of class s, a trimmed cell that is not empty. It clones s,
-// which points into the whole line, which must not stay alive.
-func (p *csvParser) label(s string) { p.add(strings.Clone(s)) }
+// label appends the id of class s, a trimmed cell that is not empty.
+func (p *csvParser) label(s string) { p.add(s) }
 
 // valueOf is the value of a feature cell, trimmed, and whether it is one: a finite
 // decimal number within float32's range.
@@ -716,6 +715,8 @@ func (p *labelSet) add(s string) {
 		if p.ids == nil {
 			p.ids = make(map[string]int)
 		}
+		// Clone: s may point into a whole line, which must not stay alive.
+		s = strings.Clone(s)
 		id = len(p.classes)
 		p.ids[s] = id
 		p.classes = append(p.classes, s)
