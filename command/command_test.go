@@ -3104,6 +3104,32 @@ func TestStandardizeAuto(t *testing.T) {
 	}
 }
 
+// Columns far from 0 against their spread (coordinates in metres) are standardized
+// by default: raw, two columns near 1e7 of unit spread trained to one cluster.
+func TestStandardizeAutoOffset(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("east,north,label\n")
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 200 {
+		c := float64(i % 2)
+		fmt.Fprintf(&b, "%.3f,%.3f,%d\n", 1e7+3*c+0.5*rng.NormFloat64(), 2e7+3*c+0.5*rng.NormFloat64(), i%2)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "utm.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantScoreLine(t, run(t, dir, "train", "--quiet", "--epochs", "1", "--restarts", "1", "--kmeans=false", "--data", "utm.csv", "--label-col", "label", "--out", "utm"))
+	var saved struct {
+		Standardize   bool    `json:"standardize"`
+		FeatureSpread float64 `json:"feature_spread"`
+		FeatureOffset float64 `json:"feature_offset"`
+	}
+	readJSON(t, filepath.Join(dir, "utm", "config.json"), &saved)
+	if !saved.Standardize || saved.FeatureSpread > data.SpreadToStandardize || saved.FeatureOffset < data.OffsetToStandardize {
+		t.Errorf("config.json %+v: want standardized by the offset alone", saved)
+	}
+}
+
 // compare --k with several values sweeps K without labels: a row per K, no NMI
 // column, and --markdown holds what was printed.
 func TestCompareSweepK(t *testing.T) {

@@ -673,7 +673,7 @@ func planDifference(saved, now []byte) string {
 		// What the data's digests, the resolved epochs (the plan's own "epochs") and
 		// the resolved device already say, or what changes no result.
 		for _, k := range []string{"dataset", "data_file", "data_dir", "header", "label_col", "features", "standardize_auto",
-			"feature_spread", "epochs", "min_steps", "max_steps", "threads", "log_every", "world_size", "deterministic", "gamma_value", "eval_every"} {
+			"feature_spread", "feature_offset", "epochs", "min_steps", "max_steps", "threads", "log_every", "world_size", "deterministic", "gamma_value", "eval_every"} {
 			delete(m, k)
 		}
 		if g, ok := m["gamma"].(string); ok {

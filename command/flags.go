@@ -96,7 +96,7 @@ func threadsFlag() cli.Flag {
 }
 
 // autoStandardizeHelp says what train and compare do when --standardize is not given.
-var autoStandardizeHelp = fmt.Sprintf("auto: on when the columns' standard deviations differ as units do (the largest over the lower median above %d)", data.SpreadToStandardize)
+var autoStandardizeHelp = fmt.Sprintf("auto: on when the columns' standard deviations differ as units do (the largest over the lower median above %d), or a column's mean is more than %d of them from 0", data.SpreadToStandardize, data.OffsetToStandardize)
 
 // dataFlags select what to cluster, for train and compare (the verbs that apply a
 // model take inferenceDataFlags or imageDataFlags). dflt says what is read when none

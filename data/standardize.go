@@ -69,6 +69,26 @@ func (z ZScore) Apply(rows []float32) {
 // first two and the standardized ones of the last two.
 const SpreadToStandardize = 10
 
+// OffsetToStandardize is the FeatureOffset above which features are standardized
+// whatever their spread: values that vary in their fourth digit and later
+// (coordinates in metres, timestamps) trained raw to one cluster (two columns near
+// 1e7 of unit spread; a review's, docs/RESULTS.md section 64). The shipped tables'
+// offsets are at most 501 (glass's refractive index), so none changes its choice.
+const OffsetToStandardize = 1000
+
+// FeatureOffset is the largest of the non-constant columns' |mean| over standard
+// deviation: how far their values lie from 0 against how much they vary.
+func (v *Vectors) FeatureOffset() float64 {
+	mean, sd, constant := v.columnMoments()
+	offset := 0.0
+	for j, s := range sd {
+		if !constant[j] && s > 0 {
+			offset = max(offset, math.Abs(mean[j])/s)
+		}
+	}
+	return offset
+}
+
 // FeatureSpread is the largest column standard deviation over the (lower) median
 // of the non-zero ones: near 1 when the features share a unit (pixels, lengths), hundreds
 // when they do not (an area beside a ratio). 0 when every column is constant.

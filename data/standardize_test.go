@@ -3,6 +3,7 @@ package data
 import (
 	"encoding/json"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -210,5 +211,48 @@ func TestFeatureSpread(t *testing.T) {
 	}
 	if s := d.FeatureSpread(); !(s > 1 && s < SpreadToStandardize) {
 		t.Errorf("digits: FeatureSpread %v, want in (1, %d): 64 pixels of one unit", s, SpreadToStandardize)
+	}
+}
+
+func TestFeatureOffset(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    *Vectors
+		want float64
+	}{
+		// Means 1e7 and 0.5, stds 1 and 0.5: the first column's 1e7 standard deviations.
+		{"coordinates", &Vectors{N: 2, D: 2, X: []float32{1e7 - 1, 0, 1e7 + 1, 1}}, 1e7},
+		{"centred", &Vectors{N: 2, D: 2, X: []float32{-1, 3, 1, -3}}, 0},
+		// A constant column, whatever its value, does not count.
+		{"constant column", &Vectors{N: 2, D: 2, X: []float32{1e9, 4, 1e9, 6}}, 5},
+		{"all constant", &Vectors{N: 2, D: 1, X: []float32{7, 7}}, 0},
+	} {
+		if got := tc.v.FeatureOffset(); got != tc.want {
+			t.Errorf("%s: FeatureOffset = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// The offset rule changes no shipped table's choice: every offset is under the
+// threshold, so each is standardized by its spread alone, as the suite measured.
+func TestShippedTablesOffsets(t *testing.T) {
+	tables := TableNames()
+	held, err := filepath.Glob(filepath.Join("heldout", "*.csv.gz"))
+	if err != nil || len(held) == 0 {
+		t.Fatalf("data/heldout: %v, %d tables", err, len(held))
+	}
+	for _, name := range append(tables, held...) {
+		var v *Vectors
+		if strings.HasSuffix(name, ".csv.gz") {
+			v, err = ReadCSV(name, CSVOptions{LabelCol: "label"})
+		} else {
+			v, err = Table(name)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o := v.FeatureOffset(); o > OffsetToStandardize {
+			t.Errorf("%s: FeatureOffset %.1f, past %d: the rule would standardize it", name, o, OffsetToStandardize)
+		}
 	}
 }

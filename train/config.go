@@ -31,9 +31,11 @@ type Config struct {
 	Header      string `json:"header,omitempty"`
 	Standardize bool   `json:"standardize"`
 	// StandardizeAuto leaves Standardize to the data: OpenSource sets it when the
-	// FeatureSpread of the vectors exceeds data.SpreadToStandardize, and records it.
+	// FeatureSpread of the vectors exceeds data.SpreadToStandardize or their
+	// FeatureOffset data.OffsetToStandardize, and records both.
 	StandardizeAuto bool    `json:"standardize_auto,omitempty"`
 	FeatureSpread   float64 `json:"feature_spread,omitempty"`
+	FeatureOffset   float64 `json:"feature_offset,omitempty"`
 	// DataDigest is data.Vectors.Digest (or Images.Digest) of the data as OpenSource
 	// last read them: a resumed run checks that it goes on with the data it began on.
 	DataDigest string `json:"data_digest,omitempty"`

@@ -217,9 +217,10 @@ func matchFeatures(cfg *Config, v *data.Vectors) error {
 
 func standardize(cfg *Config, v *data.Vectors) error {
 	if cfg.StandardizeAuto && cfg.FeatureSpread == 0 {
-		spread := v.FeatureSpread()
+		spread, offset := v.FeatureSpread(), v.FeatureOffset()
 		cfg.FeatureSpread = math.Round(spread*1000) / 1000
-		cfg.Standardize = spread > data.SpreadToStandardize
+		cfg.FeatureOffset = math.Round(offset*1000) / 1000
+		cfg.Standardize = spread > data.SpreadToStandardize || offset > data.OffsetToStandardize
 	}
 	if !cfg.Standardize {
 		return nil
