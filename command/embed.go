@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"emclust/data"
 	"emclust/torch"
+	"emclust/train"
 )
 
 // embedCommand exports the 2-unit bottleneck of a supervised mnist2d run: the 2-d data
@@ -30,6 +33,10 @@ func embedCommand() *cli.Command {
 }
 
 func embedOptionsFrom(c *cli.Context) (embedOptions, error) {
+	if ds := c.String("dataset"); ds != "" && !train.IsImageSet(ds) {
+		// Was exit 1, "arch mnist2d takes images; vectors use mlp", once the model loaded.
+		return embedOptions{}, usageError{fmt.Errorf("--dataset %s: embed reads images (%s, or folder), which an mnist2d model takes", ds, strings.Join(data.ImageSetNames(), ", "))}
+	}
 	m, err := modelOptionsFrom(c)
 	return embedOptions{modelOptions: m, Out: c.String("out"), Force: c.Bool("force")}, err
 }
