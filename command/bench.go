@@ -101,6 +101,10 @@ func benchOptionsFrom(c *cli.Context) (benchOptions, error) {
 		if err != nil {
 			return opts, usageError{err}
 		}
+		if obj.Supervised {
+			// Was refused by the first run, after the table's header.
+			return opts, usageError{fmt.Errorf("--objective %s: bench's synthetic data have no labels; time em, em-aug, twofold or iic", name)}
+		}
 		if obj.Augmented && slices.Contains(opts.Models, "mlp") {
 			return opts, usageError{fmt.Errorf("--objective %s trains on transformed images: time it on mnist, cifar or stl10, not mlp", name)}
 		}

@@ -376,6 +376,7 @@ func TestErrors(t *testing.T) {
 		// Trained, then recorded with U+FFFD in config.json: predict looked for another file.
 		{name: "data name not UTF-8", args: append(train, "--data", "t\xfe.csv"), code: 2, want: []string{"--data", "not UTF-8"}},
 		{name: "data is a dash", args: append(train, "--data", "-"), code: 2, want: []string{"no such file; to read standard input, give /dev/stdin"}},
+		{name: "bench supervised", args: []string{"bench", "--model", "mlp", "--objective", "supervised", "--device", "cpu"}, code: 2, want: []string{"--objective supervised: bench's synthetic data have no labels"}},
 		{name: "embed a table", args: []string{"embed", "--model", "r4", "--dataset", "iris"}, code: 2, want: []string{"--dataset iris: embed reads images"}},
 		{name: "unknown device", args: append(ten, "--device", "gpu"), code: 2, want: []string{"--device", `"gpu"`, "cuda:N"}},
 		{name: "cuda on a CPU build", args: append(ten, "--device", "cuda"), code: 1, want: []string{`device "cuda"`, "CUDA"}, skip: !noCUDA},
