@@ -82,14 +82,15 @@ func TestReadParquet(t *testing.T) {
 	reps := []repeatedRow{{[]float64{1, 2}}, {[]float64{3, 4}}}
 	writeParquet(t, filepath.Join(dir, "repeated.parquet"), reps, 1)
 
-	cases := []struct {
+	type readCase struct {
 		file, labelCol string
 		n, d           int
 		x              []float32
 		labels         []int
 		classes        []string
 		features       []string
-	}{
+	}
+	cases := []readCase{
 		{"flat.parquet", "label", 23, 5, want, wantLabels, []string{"bird", "cat", "dog"}, []string{"a", "b", "c", "d", "e"}},
 		{"flat.parquet", "2", 23, 5, want, wantLabels, []string{"bird", "cat", "dog"}, nil},
 		{"list.parquet", "-1", 23, 4, wantLists, wantY, []string{"0", "7"}, []string{"id", "emb[0]", "emb[1]", "emb[2]"}},
@@ -112,14 +113,7 @@ func TestReadParquet(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(dir, "const.parquet")); err != nil || st.Size()*16 >= 2*many {
 		t.Fatalf("const.parquet: %v, %d bytes: want under %d to read it into grown rows", err, st.Size(), 2*many/16)
 	}
-	cases = append(cases, struct {
-		file, labelCol string
-		n, d           int
-		x              []float32
-		labels         []int
-		classes        []string
-		features       []string
-	}{"const.parquet", "", many, 2, wantConsts, nil, nil, []string{"a", "b"}})
+	cases = append(cases, readCase{"const.parquet", "", many, 2, wantConsts, nil, nil, []string{"a", "b"}})
 	for _, c := range cases {
 		t.Run(c.file+" "+c.labelCol, func(t *testing.T) {
 			widths := 0
