@@ -379,17 +379,32 @@ func (rd *parquetColumnReader) read(f *parquet.File) error {
 	return rd.endRow()
 }
 
-// values moves a page's values into the rows: the values of a float32 list
-// past a row's first at once, the rest through value.
+// values moves a page's values into the rows: finite floats and doubles of a list
+// past a row's first, or of a column of one a row, at once; the rest through value.
 func (rd *parquetColumnReader) values(vs []parquet.Value) error {
 	c := &rd.col
-	fast := c.list && !c.label
+	list, scalar := c.list && !c.label, !c.list && !c.label
 	for i := range vs {
 		v := &vs[i]
-		if fast && v.RepetitionLevel() != 0 && v.Kind() == parquet.Float && rd.row >= 0 && rd.j < c.width {
-			if f := v.Float(); math.Float32bits(f)&0x7f800000 != 0x7f800000 { // finite
+		var f float32
+		switch v.Kind() {
+		case parquet.Float:
+			f = v.Float()
+		case parquet.Double:
+			f = float32(v.Double())
+		default:
+			f = float32(math.NaN())
+		}
+		if math.Float32bits(f)&0x7f800000 != 0x7f800000 { // finite (null is NaN here)
+			switch {
+			case list && v.RepetitionLevel() != 0 && rd.row >= 0 && rd.j < c.width:
 				(*rd.x)[rd.row*rd.d+c.at+rd.j] = f
 				rd.j++
+				continue
+			case scalar && v.RepetitionLevel() == 0 && (rd.row < 0 || rd.j == 1) && (rd.row+2)*rd.d <= len(*rd.x):
+				rd.row++
+				(*rd.x)[rd.row*rd.d+c.at] = f
+				rd.j = 1
 				continue
 			}
 		}
