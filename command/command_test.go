@@ -403,6 +403,10 @@ func TestErrors(t *testing.T) {
 		{name: "gamma abc", args: append(ten, "--gamma", "abc"), code: 2, want: []string{"gamma", `"abc"`}},
 		{name: "epochs 0", args: []string{"train", "--data", "ten.csv", "--epochs", "0"}, code: 2, want: []string{"epochs"}},
 		{name: "bad hidden", args: append(ten, "--hidden", "32,x"), code: 2, want: []string{"--hidden", `"x"`}},
+		// Was "DefaultCPUAllocator: can't allocate memory", or, for widths whose memory
+		// Linux hands out lazily, the OOM killer's SIGKILL with no message.
+		{name: "network larger than memory", args: append(ten, "--hidden", "3000000000,3000000000"), code: 2,
+			want: []string{"--hidden: the network mlp 4→3000000000→3000000000→2", "more than the", "use a smaller --hidden"}},
 		{name: "nproc -1", args: append(ten, "--nproc", "-1"), code: 2, want: []string{"--nproc -1", "1 to 1024"}},
 		{name: "nproc 0", args: append(ten, "--nproc", "0"), code: 2, want: []string{"--nproc 0", "1 to 1024"}},
 		{name: "suite with data", args: []string{"compare", "--suite", "--data", "ten.csv"}, code: 2, want: []string{"--data with --suite"}},

@@ -82,6 +82,44 @@ func (sp Spec) Layers() string {
 	return strings.Join(append(parts, strconv.Itoa(sp.K)), "→")
 }
 
+// NumParams counts the weights New would build for sp, without building them: the
+// count a network too large for memory is refused by, in float64 so that widths past
+// any memory cannot overflow it.
+func (sp Spec) NumParams() float64 {
+	linear := func(in, out float64) float64 { return in*out + out }
+	out := float64(sp.K * sp.NumHeads())
+	if sp.Arch == "mlp" {
+		total, in := 0.0, float64(sp.In)
+		for _, h := range sp.Hidden {
+			total += linear(in, float64(h))
+			in = float64(h)
+		}
+		return total + linear(in, out)
+	}
+	total := 0.0
+	c, h, w := float64(sp.InC), float64(sp.H), float64(sp.W)
+	for _, tok := range strings.Fields(cnnPlans[sp.Arch]) {
+		var width float64
+		if len(tok) > 1 && tok != "FK" {
+			n, _ := strconv.Atoi(tok[1:])
+			width = float64(n)
+		}
+		switch {
+		case tok == "M":
+			h, w = math.Floor(h/2), math.Floor(w/2)
+		case tok[0] == 'C': // 3×3 conv without bias, BatchNorm's scale and shift
+			total += c*width*9 + 2*width
+			c = width
+		case tok == "FK":
+			total += linear(c*h*w, out)
+		case tok[0] == 'F' || tok[0] == 'B':
+			total += linear(c*h*w, width)
+			c, h, w = width, 1, 1
+		}
+	}
+	return total
+}
+
 func (sp Spec) validate() error {
 	if sp.K < 1 {
 		return fmt.Errorf("model: K = %d, want at least 1", sp.K)

@@ -16,7 +16,23 @@ func build(t *testing.T, sp Spec) *Net {
 		t.Fatal(err)
 	}
 	t.Cleanup(n.Close)
+	// Spec.NumParams counts without building; every network the tests build checks it.
+	if got, want := sp.NumParams(), n.NumParams(); got != float64(want) {
+		t.Errorf("%s: Spec.NumParams() = %.0f, the built network has %d", sp.Layers(), got, want)
+	}
 	return n
+}
+
+// Widths no memory holds are counted, not overflowed: the count that refuses them.
+func TestNumParamsOfHugeNetworks(t *testing.T) {
+	sp := Spec{Arch: "mlp", In: 13, Hidden: []int{3_000_000_000, 3_000_000_000}, K: 3}
+	if got, min := sp.NumParams(), 9e18; !(got >= min) || math.IsInf(got, 0) {
+		t.Fatalf("NumParams() = %g, want at least %g and finite", got, min)
+	}
+	wide := Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 1 << 40}
+	if got := wide.NumParams(); got < 33*(1<<40) { // F32 → K, with biases
+		t.Fatalf("mnist with K = 2^40: NumParams() = %g", got)
+	}
 }
 
 // The paper's Table net_archi gives ≈0.8M, ≈1.3M and ≈2.7M parameters for 2-plane

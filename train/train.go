@@ -204,6 +204,12 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		return nil, err
 	}
 	cfg.Arch = spec.Arch
+	if !dev.CUDA {
+		free, ok := freeMemory()
+		if err := checkNetworkFits(spec, &cfg, free, ok); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Threads > 0 {
 		if err := torch.SetNumThreads(cfg.Threads); err != nil {
 			return nil, err

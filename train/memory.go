@@ -1,0 +1,140 @@
+package train
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"emclust/model"
+)
+
+// trainingBytes is what training holds a weight with on the CPU: the weight and its
+// gradient, and each Adam's two moments, all float32.
+func trainingBytes(cfg *Config) float64 {
+	adams := 1
+	if cfg.objective().KLStep {
+		adams = 2
+	}
+	return 4 * float64(2+2*adams)
+}
+
+// checkNetworkFits refuses, before any weight is allocated, a network whose training
+// state alone is larger than the memory free for it. Linux hands out such memory
+// lazily and its OOM killer then ends the process with no message; CUDA's allocator
+// fails with an error instead, so the check is the CPU's only. free is the memory
+// free, ok false where it is not known (and nothing is refused).
+func checkNetworkFits(spec model.Spec, cfg *Config, free uint64, ok bool) error {
+	if !ok {
+		return nil
+	}
+	weights := spec.NumParams()
+	need := weights * trainingBytes(cfg)
+	if need <= float64(free) {
+		return nil
+	}
+	// Name what holds most of the weights: the output layer grows with --k, the rest
+	// with --hidden, or with --image-size for a CNN.
+	flag := "--image-size"
+	if spec.Arch == "mlp" {
+		flag = "--hidden"
+	}
+	if out := outputLayerWeights(spec); out >= weights-out {
+		flag = "--k"
+	}
+	return SettingsError{fmt.Errorf("%s: the network %s has %s weights, and training them needs %s (each weight, its gradient and Adam's moments in float32), more than the %s of memory free: use a smaller %s",
+		flag, spec.Layers(), humanCount(weights), humanBytes(need), humanBytes(float64(free)), flag)}
+}
+
+// freeMemory is the memory this process may still take: /proc/meminfo's MemAvailable,
+// or less where a cgroup (a container's --memory, a Slurm job's) limits it. ok is false
+// where neither is readable (not Linux).
+func freeMemory() (free uint64, ok bool) {
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		free, ok = memAvailable(b)
+	}
+	if limit, used, lok := cgroupMemory(); lok && limit > used && (!ok || limit-used < free) {
+		free, ok = limit-used, true
+	}
+	return free, ok
+}
+
+// memAvailable reads MemAvailable (in kB) from the text of /proc/meminfo.
+func memAvailable(meminfo []byte) (uint64, bool) {
+	sc := bufio.NewScanner(bytes.NewReader(meminfo))
+	for sc.Scan() {
+		name, rest, found := strings.Cut(sc.Text(), ":")
+		if !found || name != "MemAvailable" {
+			continue
+		}
+		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return kb * 1024, true
+	}
+	return 0, false
+}
+
+// cgroupMemory reads the limit and use of this process's cgroup v2, where it has a
+// limit ("max" is none).
+func cgroupMemory() (limit, used uint64, ok bool) {
+	b, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return 0, 0, false
+	}
+	// cgroup v2 is the line "0::/path".
+	var dir string
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, found := strings.CutPrefix(line, "0::"); found {
+			dir = "/sys/fs/cgroup" + p
+		}
+	}
+	if dir == "" {
+		return 0, 0, false
+	}
+	read := func(name string) (uint64, bool) {
+		b, err := os.ReadFile(dir + "/" + name)
+		if err != nil {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+		return v, err == nil
+	}
+	limit, lok := read("memory.max")
+	used, uok := read("memory.current")
+	return limit, used, lok && uok
+}
+
+// outputLayerWeights counts the weights of spec's last layer, K·Heads units wide:
+// what a network without that layer lacks.
+func outputLayerWeights(spec model.Spec) float64 {
+	none := spec
+	none.K, none.Heads = 0, 1
+	return spec.NumParams() - none.NumParams()
+}
+
+// humanCount writes a count of weights the way a reader takes it in: 2.5 G, 310 M.
+func humanCount(n float64) string { return withUnit(n, "") }
+
+// humanBytes writes a size in powers of ten: 40 GB, 310 MB.
+func humanBytes(n float64) string { return withUnit(n, "B") }
+
+// withUnit writes n to three digits with an SI prefix, and past the largest one in
+// powers of ten.
+func withUnit(n float64, unit string) string {
+	for _, p := range []struct {
+		prefix string
+		size   float64
+	}{{"P", 1e15}, {"T", 1e12}, {"G", 1e9}, {"M", 1e6}, {"k", 1e3}} {
+		if n >= p.size {
+			if n >= 1000*p.size {
+				return strings.TrimSpace(strconv.FormatFloat(n, 'e', 2, 64) + " " + unit)
+			}
+			return strconv.FormatFloat(n/p.size, 'g', 3, 64) + " " + p.prefix + unit
+		}
+	}
+	return strings.TrimSpace(strconv.FormatFloat(n, 'f', 0, 64) + " " + unit)
+}

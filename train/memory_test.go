@@ -1,0 +1,103 @@
+package train
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"emclust/model"
+)
+
+func TestCheckNetworkFits(t *testing.T) {
+	const gb = 1_000_000_000
+	mlp := func(hidden ...int) model.Spec {
+		return model.Spec{Arch: "mlp", In: 13, Hidden: hidden, K: 3, Norm: true}
+	}
+	em, twofold := &Config{Objective: "em"}, &Config{Objective: "twofold"}
+	// 13→50000→50000→3: 2 500 850 003 weights, 16 bytes each under em's one Adam and
+	// 24 under twofold's two.
+	big := mlp(50000, 50000)
+	weights := 13*50000 + 50000 + 50000*50000 + 50000 + 50000*3 + 3
+	for _, tc := range []struct {
+		name string
+		spec model.Spec
+		cfg  *Config
+		free uint64
+		ok   bool
+		want []string // nil: fits
+	}{
+		{"small", mlp(32, 32), em, 1 * gb, true, nil},
+		{"memory unknown", mlp(3_000_000_000, 3_000_000_000), em, 0, false, nil},
+		{"just fits", big, em, uint64(16 * weights), true, nil},
+		{"a byte short", big, em, uint64(16*weights) - 1, true, []string{"--hidden: the network mlp 13→50000→50000→3 has 2.5 G weights", "needs 40 GB", "use a smaller --hidden"}},
+		{"two optimisers", big, twofold, uint64(16 * weights), true, []string{"needs 60 GB"}},
+		{"widths past int32", mlp(3_000_000_000, 3_000_000_000), em, 64 * gb, true, []string{"--hidden", "9.00e+18 weights", "more than the 64 GB"}},
+		{"many clusters", model.Spec{Arch: "mlp", In: 13, Hidden: []int{32}, K: 1 << 32}, em, 64 * gb, true, []string{"--k: the network mlp 13→32→4294967296"}},
+		{"cnn of many clusters", model.Spec{Arch: "cifar", InC: 2, H: 32, W: 32, K: 1 << 30}, em, 64 * gb, true, []string{"--k: the network cifar"}},
+		{"cnn of large images", model.Spec{Arch: "mnist", InC: 2, H: 16384, W: 16384, K: 10}, em, 64 * gb, true, []string{"--image-size: the network mnist"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkNetworkFits(tc.spec, tc.cfg, tc.free, tc.ok)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("%s with %d bytes free: accepted", tc.spec.Layers(), tc.free)
+			}
+			if !errors.As(err, new(SettingsError)) {
+				t.Errorf("%v: not a SettingsError (the command line's exit status 2)", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestMemAvailable(t *testing.T) {
+	for _, tc := range []struct {
+		meminfo string
+		want    uint64
+		ok      bool
+	}{
+		{"MemTotal:       24583300 kB\nMemFree:        22000000 kB\nMemAvailable:   23000000 kB\n", 23000000 * 1024, true},
+		{"MemTotal:       24583300 kB\n", 0, false},
+		{"MemAvailable:   lots kB\n", 0, false},
+		{"", 0, false},
+	} {
+		got, ok := memAvailable([]byte(tc.meminfo))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("memAvailable(%q) = %d, %v; want %d, %v", tc.meminfo, got, ok, tc.want, tc.ok)
+		}
+	}
+	// This machine's own: Linux has MemAvailable since 3.14.
+	if free, ok := freeMemory(); !ok || free == 0 {
+		t.Errorf("freeMemory() = %d, %v on this machine", free, ok)
+	}
+}
+
+func TestWithUnit(t *testing.T) {
+	for _, tc := range []struct {
+		n    float64
+		unit string
+		want string
+	}{
+		{0, "", "0"},
+		{999, "B", "999 B"},
+		{1000, "", "1 k"},
+		{2.5e9, "", "2.5 G"},
+		{40.0136e9, "B", "40 GB"},
+		{310.4e6, "B", "310 MB"},
+		{999e15, "B", "999 PB"},
+		{1.44e20, "B", "1.44e+20 B"},
+	} {
+		if got := withUnit(tc.n, tc.unit); got != tc.want {
+			t.Errorf("withUnit(%g, %q) = %q, want %q", tc.n, tc.unit, got, tc.want)
+		}
+	}
+}
