@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"emclust/model"
+	"emclust/torch"
 )
 
 // trainingBytes is what training holds a weight with on the CPU: the weight and its
@@ -30,13 +31,23 @@ func checkNetworkFits(spec model.Spec, cfg *Config, free uint64, ok bool) error 
 	if !ok {
 		return nil
 	}
-	weights := spec.NumParams()
-	need := weights * trainingBytes(cfg)
-	if need <= float64(free) {
+	if need := spec.NumParams() * trainingBytes(cfg); need <= float64(free) {
 		return nil
 	}
-	// Name what holds most of the weights: the output layer grows with --k, the rest
-	// with --hidden, or with --image-size for a CNN.
+	return tooLarge(spec, cfg, fmt.Sprintf("more than the %s of memory free", humanBytes(float64(free))))
+}
+
+// buildOOM says which setting to lower when building the network ran out of memory
+// (on a GPU, where checkNetworkFits does not look first); err is the allocator's.
+func buildOOM(spec model.Spec, cfg *Config, dev torch.Device, err error) error {
+	return tooLarge(spec, cfg, fmt.Sprintf("and building them ran out of memory on %s (%v)", dev, err))
+}
+
+// tooLarge is the error of a network too large to train: it names the setting that
+// holds most of its weights (the output layer grows with --k, the rest with --hidden,
+// or with --image-size for a CNN) and what training them takes; why ends the sentence.
+func tooLarge(spec model.Spec, cfg *Config, why string) error {
+	weights := spec.NumParams()
 	flag := "--image-size"
 	if spec.Arch == "mlp" {
 		flag = "--hidden"
@@ -44,8 +55,8 @@ func checkNetworkFits(spec model.Spec, cfg *Config, free uint64, ok bool) error 
 	if out := outputLayerWeights(spec); out >= weights-out {
 		flag = "--k"
 	}
-	return SettingsError{fmt.Errorf("%s: the network %s has %s weights, and training them needs %s (each weight, its gradient and Adam's moments in float32), more than the %s of memory free: use a smaller %s",
-		flag, spec.Layers(), humanCount(weights), humanBytes(need), humanBytes(float64(free)), flag)}
+	return SettingsError{fmt.Errorf("%s: the network %s has %s weights, and training them needs %s (each weight, its gradient and Adam's moments in float32), %s: use a smaller %s",
+		flag, spec.Layers(), humanCount(weights), humanBytes(weights*trainingBytes(cfg)), why, flag)}
 }
 
 // freeMemory is the memory this process may still take: /proc/meminfo's MemAvailable,

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"emclust/model"
+	"emclust/torch"
 )
 
 func TestCheckNetworkFits(t *testing.T) {
@@ -98,6 +99,22 @@ func TestWithUnit(t *testing.T) {
 	} {
 		if got := withUnit(tc.n, tc.unit); got != tc.want {
 			t.Errorf("withUnit(%g, %q) = %q, want %q", tc.n, tc.unit, got, tc.want)
+		}
+	}
+}
+
+// On a GPU the allocator's error is the first word of a network too large: it names
+// the setting as the CPU's check does.
+func TestBuildOOM(t *testing.T) {
+	spec := model.Spec{Arch: "mlp", In: 13, Hidden: []int{200000, 200000}, K: 3, Norm: true}
+	oom := &torch.Error{Op: "empty", Msg: "CUDA out of memory. Tried to allocate 149.01 GiB"}
+	err := buildOOM(spec, &Config{Objective: "em"}, torch.Device{CUDA: true}, oom)
+	if !errors.As(err, new(SettingsError)) {
+		t.Errorf("%v: not a SettingsError", err)
+	}
+	for _, w := range []string{"--hidden: the network mlp 13→200000→200000→3 has 40 G weights", "needs 640 GB", "ran out of memory on cuda:0", "Tried to allocate 149.01 GiB", "use a smaller --hidden"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%q lacks %q", err, w)
 		}
 	}
 }

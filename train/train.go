@@ -226,6 +226,9 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		net, err = model.New(spec, dev)
 		return err
 	})
+	if te := (*torch.Error)(nil); errors.As(err, &te) && te.OutOfMemory() {
+		return nil, buildOOM(spec, &cfg, dev, err)
+	}
 	if err != nil {
 		return nil, err
 	}
