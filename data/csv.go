@@ -18,6 +18,8 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"emclust/sysmem"
 )
 
 // CSVOptions says how to read a delimited text file of vectors.
@@ -204,7 +206,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 
 	p := csvParser{name: name, labelCol: -1, maxBytes: opt.maxBytes, alloc: opt.Alloc}
 	if p.maxBytes <= 0 {
-		p.maxBytes = memoryLimit() / 3
+		p.maxBytes = sysmem.Total() / 3
 	}
 	if opt.workers == 0 {
 		// The reader splits lines about four times as fast as a worker parses them

@@ -863,28 +863,6 @@ func TestReadCSVPresizes(t *testing.T) {
 	}
 }
 
-// A cgroup's memory limit (a container's) bounds what data may take, where it sets one.
-func TestParseMemoryLimit(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want uint64
-		ok   bool
-	}{
-		{"1073741824\n", 1 << 30, true},
-		{"max\n", 0, false},
-		{"9223372036854771712\n", 9223372036854771712, true}, // v1's "none": above any machine's memory
-		{"", 0, false},
-		{"0\n", 0, false},
-	} {
-		if got, ok := parseMemoryLimit(tc.in); got != tc.want || ok != tc.ok {
-			t.Errorf("parseMemoryLimit(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-	if n := memoryLimit(); n <= 0 {
-		t.Errorf("memoryLimit() = %d", n)
-	}
-}
-
 // A header's names survive a run's config.json as they are read: a Latin-1 header
 // ("Größe" from a German spreadsheet) was kept as its bytes, which JSON writes as
 // U+FFFD each, so that the run's own file no longer matched its model.

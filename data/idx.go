@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"emclust/sysmem"
 )
 
 // IDX magic numbers: two zero bytes, the element type (0x08, unsigned byte) and the
@@ -128,7 +130,7 @@ func readMaybeGzip(path string) ([]byte, error) {
 		out.Grow(min(hint, 32*len(b)) + bytes.MinRead)
 	}
 	// A small file can inflate without bound; stop at what memory can hold.
-	limit := int64(memoryLimit() / 2)
+	limit := int64(sysmem.Total() / 2)
 	got, err := io.Copy(&out, io.LimitReader(zr, limit+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: decompress: %w", path, err)

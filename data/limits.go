@@ -2,11 +2,10 @@ package data
 
 import (
 	"fmt"
-	"os"
 	"strconv"
-	"strings"
-	"syscall"
 	"unicode/utf8"
+
+	"emclust/sysmem"
 )
 
 // Limits on what a reader allocates on the word of a file's header or a flag. Files are
@@ -42,37 +41,9 @@ func mulWithin(limit int, dims ...int) (int, bool) {
 	return n, true
 }
 
-// memoryLimit is the most bytes a data set may take in memory: the machine's physical
-// memory, or the container's where a cgroup sets less. Asking for more would end the
-// process with Go's "out of memory" trace, or the kernel's kill, instead of an error
-// naming the file or flag.
-func memoryLimit() int {
-	total := uint64(1 << 40)
-	var si syscall.Sysinfo_t
-	if err := syscall.Sysinfo(&si); err == nil && si.Totalram != 0 {
-		total = uint64(si.Totalram) * uint64(si.Unit)
-	}
-	// cgroup v2, then v1 (whose "no limit" is a number near 2⁶³).
-	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		if b, err := os.ReadFile(path); err == nil {
-			if n, ok := parseMemoryLimit(string(b)); ok {
-				total = min(total, n)
-				break
-			}
-		}
-	}
-	return int(min(total, 1<<50))
-}
-
-// parseMemoryLimit reads a cgroup memory limit file: bytes, or "max" for none.
-func parseMemoryLimit(s string) (uint64, bool) {
-	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
-	return n, err == nil && n > 0
-}
-
 // checkMemory refuses a buffer of n bytes that the machine cannot hold.
 func checkMemory(what string, n int, ok bool) error {
-	if limit := memoryLimit(); !ok || n > limit {
+	if limit := sysmem.Total(); !ok || n > limit {
 		return fmt.Errorf("%s would need more than the machine's %d MiB of memory", what, limit>>20)
 	}
 	return nil

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"emclust/sysmem"
 )
 
 // ReadNPY reads the NumPy .npy file at path, as described by ParseNPY.
@@ -130,7 +132,7 @@ func parseNPY(r io.Reader, name string, size int64, alloc func(n int) []float32)
 
 	// The values are held twice while libtorch copies them: more than half the
 	// memory would end the process instead of this line.
-	if limit := memoryLimit() / 2; count > limit/4 {
+	if limit := sysmem.Total() / 2; count > limit/4 {
 		return nil, fmt.Errorf("%s: shape %s is %d MiB as float32, more than %d MiB (half the machine's memory, as the rows are copied once): the array is too large to cluster here",
 			name, fmtShape(h.shape), count>>18, limit>>20)
 	}

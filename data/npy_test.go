@@ -167,7 +167,7 @@ func TestReadNPYErrors(t *testing.T) {
 		{"empty array", npyFile(1, "<f4", false, "(0, 3)", nil), "x.npy: empty array (shape (0, 3))"},
 		{"huge shape", npyFile(1, "<f8", false, "(4611686018427387904, 4)", nil), "x.npy: implausible shape"},
 		{"negative shape", npyFile(1, "<f8", false, "(-1, 4)", nil), "x.npy: implausible shape"},
-		// 2⁴⁹ values, more than any machine's memory (memoryLimit's cap is 2⁵⁰ bytes):
+		// 2⁴⁹ values, more than any machine's memory (sysmem.Total's cap is 2⁵⁰ bytes):
 		// refused by the header, not found truncated after reading what the file has.
 		{"more than memory", npyFile(1, "<f4", false, "(35184372088832, 16)", make([]byte, 64)), "the array is too large to cluster here"},
 		{"NaN", npyFile(1, "<f4", false, "(2, 2)", npyData(le, []float32{1, 2, float32(math.NaN()), 4})), "x.npy: NaN at row 1, column 0"},

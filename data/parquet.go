@@ -12,6 +12,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
+
+	"emclust/sysmem"
 )
 
 // parquetMagic starts and ends every Parquet file.
@@ -112,7 +114,7 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		}
 	}
 	// As for a .npy file: the values are held twice while libtorch copies them.
-	if limit := int64(memoryLimit() / 2); n > limit/4/int64(d) {
+	if limit := int64(sysmem.Total() / 2); n > limit/4/int64(d) {
 		return nil, fmt.Errorf("%s: %d rows of %d features are %d MiB as float32, more than %d MiB (half the machine's memory, as the rows are copied once): too large to cluster here",
 			name, n, d, n*int64(d)>>18, limit>>20)
 	}

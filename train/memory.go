@@ -1,10 +1,7 @@
 package train
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -57,66 +54,6 @@ func tooLarge(spec model.Spec, cfg *Config, why string) error {
 	}
 	return SettingsError{fmt.Errorf("%s: the network %s has %s weights, and training them needs %s (each weight, its gradient and Adam's moments in float32), %s: use a smaller %s",
 		flag, spec.Layers(), humanCount(weights), humanBytes(weights*trainingBytes(cfg)), why, flag)}
-}
-
-// freeMemory is the memory this process may still take: /proc/meminfo's MemAvailable,
-// or less where a cgroup (a container's --memory, a Slurm job's) limits it. ok is false
-// where neither is readable (not Linux).
-func freeMemory() (free uint64, ok bool) {
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		free, ok = memAvailable(b)
-	}
-	if limit, used, lok := cgroupMemory(); lok && limit > used && (!ok || limit-used < free) {
-		free, ok = limit-used, true
-	}
-	return free, ok
-}
-
-// memAvailable reads MemAvailable (in kB) from the text of /proc/meminfo.
-func memAvailable(meminfo []byte) (uint64, bool) {
-	sc := bufio.NewScanner(bytes.NewReader(meminfo))
-	for sc.Scan() {
-		name, rest, found := strings.Cut(sc.Text(), ":")
-		if !found || name != "MemAvailable" {
-			continue
-		}
-		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		return kb * 1024, true
-	}
-	return 0, false
-}
-
-// cgroupMemory reads the limit and use of this process's cgroup v2, where it has a
-// limit ("max" is none).
-func cgroupMemory() (limit, used uint64, ok bool) {
-	b, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return 0, 0, false
-	}
-	// cgroup v2 is the line "0::/path".
-	var dir string
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, found := strings.CutPrefix(line, "0::"); found {
-			dir = "/sys/fs/cgroup" + p
-		}
-	}
-	if dir == "" {
-		return 0, 0, false
-	}
-	read := func(name string) (uint64, bool) {
-		b, err := os.ReadFile(dir + "/" + name)
-		if err != nil {
-			return 0, false
-		}
-		v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-		return v, err == nil
-	}
-	limit, lok := read("memory.max")
-	used, uok := read("memory.current")
-	return limit, used, lok && uok
 }
 
 // outputLayerWeights counts the weights of spec's last layer, K·Heads units wide:

@@ -60,28 +60,6 @@ func TestCheckNetworkFits(t *testing.T) {
 	}
 }
 
-func TestMemAvailable(t *testing.T) {
-	for _, tc := range []struct {
-		meminfo string
-		want    uint64
-		ok      bool
-	}{
-		{"MemTotal:       24583300 kB\nMemFree:        22000000 kB\nMemAvailable:   23000000 kB\n", 23000000 * 1024, true},
-		{"MemTotal:       24583300 kB\n", 0, false},
-		{"MemAvailable:   lots kB\n", 0, false},
-		{"", 0, false},
-	} {
-		got, ok := memAvailable([]byte(tc.meminfo))
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("memAvailable(%q) = %d, %v; want %d, %v", tc.meminfo, got, ok, tc.want, tc.ok)
-		}
-	}
-	// This machine's own: Linux has MemAvailable since 3.14.
-	if free, ok := freeMemory(); !ok || free == 0 {
-		t.Errorf("freeMemory() = %d, %v on this machine", free, ok)
-	}
-}
-
 func TestWithUnit(t *testing.T) {
 	for _, tc := range []struct {
 		n    float64

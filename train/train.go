@@ -18,6 +18,7 @@ import (
 	"emclust/eval"
 	"emclust/loss"
 	"emclust/model"
+	"emclust/sysmem"
 	"emclust/torch"
 	"emclust/transform"
 )
@@ -205,7 +206,7 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 	}
 	cfg.Arch = spec.Arch
 	if !dev.CUDA {
-		free, ok := freeMemory()
+		free, ok := sysmem.Available()
 		if err := checkNetworkFits(spec, &cfg, free, ok); err != nil {
 			return nil, err
 		}
