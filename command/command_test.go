@@ -2441,6 +2441,35 @@ func TestCompareForceKeepsUserFiles(t *testing.T) {
 	}
 }
 
+// compare --force of fewer seeds removes the replaced comparison's other run folders,
+// which compare.json no longer described; one holding a user's file stays.
+func TestCompareForceRemovesEarlierRuns(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"compare", "--quiet", "--dataset", "iris", "--methods", "em", "--restarts", "1", "--epochs", "1", "--device", "cpu", "--out", "cmp"}
+	if r := run(t, dir, append(args, "--seeds", "3")...); r.code != 0 {
+		t.Fatalf("compare: exit %d: %s", r.code, r.stderr)
+	}
+	mine := filepath.Join(dir, "cmp", "em-s3", "notes.txt")
+	os.WriteFile(mine, []byte("mine"), 0o644)
+	r := run(t, dir, append(args, "--seeds", "1", "--force")...)
+	if r.code != 0 {
+		t.Fatalf("compare --force: exit %d: %s", r.code, r.stderr)
+	}
+	var got []string
+	entries, _ := os.ReadDir(filepath.Join(dir, "cmp"))
+	for _, e := range entries {
+		if e.IsDir() {
+			got = append(got, e.Name())
+		}
+	}
+	if want := []string{"em-s1", "em-s3"}; !slices.Equal(got, want) {
+		t.Errorf("run folders after compare --force --seeds 1: %v, want %v (em-s2 removed, em-s3 kept for notes.txt)", got, want)
+	}
+	if b, _ := os.ReadFile(mine); string(b) != "mine" {
+		t.Errorf("notes.txt: %q", b)
+	}
+}
+
 // A comparison killed while writing its tables leaves partial files, which the next
 // one in the folder removes (they outlived a finished --resume or --force).
 func TestCompareRemovesPartialFiles(t *testing.T) {

@@ -270,7 +270,44 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 		}
 		return err
 	}
-	return writeCompare(rep, opts, stdout)
+	if err := writeCompare(rep, opts, stdout); err != nil {
+		return err
+	}
+	if opts.Force && opts.Out != "" {
+		return removeEarlierRuns(opts, log)
+	}
+	return nil
+}
+
+// removeEarlierRuns removes, once a comparison replaced with --force is written, the
+// run folders in --out of the comparison it replaced that this one did not train
+// (other methods or seeds): left, they would sit beside a compare.json that does not
+// describe them. A folder holding any file no emclust command wrote is kept.
+func removeEarlierRuns(opts compareOptions, log io.Writer) error {
+	entries, err := os.ReadDir(opts.Out)
+	if err != nil {
+		return fmt.Errorf("compare: %w", err)
+	}
+	var removed []string
+	for _, e := range entries {
+		method, seed, ok := runDirName(e.Name())
+		if !e.IsDir() || !ok || slices.Contains(opts.Methods, method) && slices.Contains(opts.Seeds, seed) {
+			continue // not a run folder, or this comparison's
+		}
+		run := filepath.Join(opts.Out, e.Name())
+		if len(foreignInRun(run)) > 0 {
+			continue
+		}
+		if err := os.RemoveAll(run); err != nil {
+			return fmt.Errorf("compare: removing the earlier comparison's %s: %w", run, err)
+		}
+		removed = append(removed, e.Name())
+	}
+	if len(removed) > 0 {
+		fmt.Fprintf(log, "emclust: removed the replaced comparison's run %s %s, which this one did not train\n",
+			map[bool]string{true: "folder", false: "folders"}[len(removed) == 1], strings.Join(removed, ", "))
+	}
+	return nil
 }
 
 // suiteTables lists the CSV files --tables names: the comma-separated files as given,
@@ -582,16 +619,23 @@ func holdsComparison(dir string) bool {
 		if e.Name() == train.LockName && train.IsRunLock(filepath.Join(dir, e.Name())) {
 			continue // a comparison's, held while it runs
 		}
-		i := strings.LastIndex(e.Name(), "-s") // compare.RunDir's name
-		if i < 0 {
-			return false
-		}
-		method, seed := e.Name()[:i], e.Name()[i+2:]
-		if _, err := strconv.ParseUint(seed, 10, 64); !e.IsDir() || err != nil || !slices.Contains(compare.Methods(), method) {
+		if _, _, ok := runDirName(e.Name()); !ok || !e.IsDir() {
 			return false
 		}
 	}
 	return true
+}
+
+// runDirName reads the method and seed out of the name of a run folder that
+// compare.RunDir names, "em-s3".
+func runDirName(name string) (method string, seed uint64, ok bool) {
+	i := strings.LastIndex(name, "-s")
+	if i < 0 {
+		return "", 0, false
+	}
+	method = name[:i]
+	seed, err := strconv.ParseUint(name[i+2:], 10, 64)
+	return method, seed, err == nil && slices.Contains(compare.Methods(), method)
 }
 
 func entryNames(entries []fs.DirEntry) []string {
