@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,20 +29,13 @@ func Total() int {
 }
 
 // Available is the memory this process may still take: /proc/meminfo's MemAvailable,
-// or the cgroup's limit less its use where that is less. ok is false where neither is
-// known.
+// or what its cgroups leave where that is less. ok is false where neither is known.
 func Available() (free uint64, ok bool) {
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		free, ok = memAvailable(b)
 	}
-	if limit, used, cok := cgroup(); cok && used >= 0 {
-		left := uint64(0)
-		if limit > uint64(used) {
-			left = limit - uint64(used)
-		}
-		if !ok || left < free {
-			free, ok = left, true
-		}
+	if _, left, cok := cgroup(); cok && (!ok || left < free) {
+		free, ok = left, true
 	}
 	return free, ok
 }
@@ -63,38 +57,65 @@ func memAvailable(meminfo []byte) (uint64, bool) {
 	return 0, false
 }
 
-// cgroup reads the memory limit of this process's cgroup, and its use (-1 where not
-// known): v2's files in the folder /proc/self/cgroup names (a Slurm job's or a
-// systemd unit's; a container's root), else v1's. ok is false where no limit is set.
-func cgroup() (limit uint64, used int64, ok bool) {
-	read := func(path string) (uint64, bool) {
-		b, err := os.ReadFile(path)
+// cgroup reads the memory limits of this process's cgroup: the least of them, and the
+// least that one leaves (a limit less its use). cgroup v2 is walked from the folder
+// /proc/self/cgroup names (a Slurm job's, a systemd unit's; in a container of its
+// own namespace, the root) up to the root, since a parent's limit binds too; v1's
+// limit is read at its root, as a container sees its own. ok is false where no limit
+// is set.
+func cgroup() (limit, left uint64, ok bool) {
+	path := ""
+	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
+		path, _ = v2Path(string(b))
+	}
+	if limit, left, ok := v2Limits("/sys/fs/cgroup", path); ok {
+		return limit, left, true
+	}
+	// v1, whose "no limit" is a number near 2⁶³, above any machine's memory.
+	return limitsIn("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes")
+}
+
+// v2Limits walks from root+path up to root, and returns the least memory.max
+// and the least memory.max less memory.current among the folders that set one.
+func v2Limits(root, path string) (limit, left uint64, ok bool) {
+	dir := filepath.Join(root, path)
+	for {
+		if l, lf, found := limitsIn(dir, "memory.max", "memory.current"); found {
+			if !ok || l < limit {
+				limit = l
+			}
+			if !ok || lf < left {
+				left = lf
+			}
+			ok = true
+		}
+		if dir == root || !strings.HasPrefix(dir, root) {
+			return limit, left, ok
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// limitsIn reads a cgroup folder's limit file ("max" is none) and use file; left is
+// the limit less the use (the limit where the use is not readable).
+func limitsIn(dir, limitFile, useFile string) (limit, left uint64, ok bool) {
+	read := func(name string) (uint64, bool) {
+		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			return 0, false
 		}
 		n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
 		return n, err == nil
 	}
-	dir := "/sys/fs/cgroup"
-	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
-		if p, found := v2Path(string(b)); found {
-			dir += p
-		}
+	limit, ok = read(limitFile)
+	if !ok || limit == 0 {
+		return 0, 0, false
 	}
-	if limit, ok := read(dir + "/memory.max"); ok && limit > 0 {
-		if cur, cok := read(dir + "/memory.current"); cok {
-			return limit, int64(cur), true
-		}
-		return limit, -1, true
+	left = limit
+	if used, uok := read(useFile); uok {
+		left = limit - min(used, limit)
 	}
-	// v1, whose "no limit" is a number near 2⁶³, above any machine's memory.
-	if limit, ok := read("/sys/fs/cgroup/memory/memory.limit_in_bytes"); ok && limit > 0 {
-		if cur, cok := read("/sys/fs/cgroup/memory/memory.usage_in_bytes"); cok {
-			return limit, int64(cur), true
-		}
-		return limit, -1, true
-	}
-	return 0, -1, false
+	return limit, left, true
 }
 
 // v2Path finds cgroup v2's line "0::/path" in the text of /proc/self/cgroup.

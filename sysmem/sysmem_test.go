@@ -1,6 +1,10 @@
 package sysmem
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
 
 func TestMemAvailable(t *testing.T) {
 	for _, tc := range []struct {
@@ -48,5 +52,54 @@ func TestThisMachine(t *testing.T) {
 	}
 	if free > uint64(total) {
 		t.Errorf("Available() = %d is more than Total() = %d", free, total)
+	}
+}
+
+// A parent's limit binds a child whose own is "max" (a systemd slice over a unit, a
+// Slurm job over its step), and what is left is the least any level leaves.
+func TestV2Limits(t *testing.T) {
+	root := t.TempDir()
+	write := func(dir, name, value string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, dir, name), []byte(value+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("job", "memory.max", "8000")
+	write("job", "memory.current", "7000") // leaves 1000
+	write("job/step", "memory.max", "max")
+	write("job/step", "memory.current", "500")
+	write("job/step/task", "memory.max", "5000")
+	write("job/step/task", "memory.current", "2000") // leaves 3000
+	write("other", "memory.max", "max")
+	write("over", "memory.max", "100")
+	write("over", "memory.current", "150") // past its limit: leaves nothing
+	write("nouse", "memory.max", "300")
+	for _, tc := range []struct {
+		path        string
+		limit, left uint64
+		ok          bool
+	}{
+		{"/job/step/task", 5000, 1000, true},
+		{"/job/step", 8000, 1000, true},
+		{"/other", 0, 0, false},
+		{"", 0, 0, false},
+		{"/gone/from/view", 0, 0, false}, // a path the mount does not show: its parents
+		{"/over", 100, 0, true},
+		{"/nouse", 300, 300, true},
+	} {
+		limit, left, ok := v2Limits(root, tc.path)
+		if limit != tc.limit || left != tc.left || ok != tc.ok {
+			t.Errorf("v2Limits(%q) = %d, %d, %v; want %d, %d, %v", tc.path, limit, left, ok, tc.limit, tc.left, tc.ok)
+		}
+	}
+	// A container's own namespace: "0::/", the root's files are its limit.
+	write("", "memory.max", "9000")
+	write("", "memory.current", "1000")
+	if limit, left, ok := v2Limits(root, "/gone/from/view"); limit != 9000 || left != 8000 || !ok {
+		t.Errorf("v2Limits under a limited root = %d, %d, %v; want 9000, 8000, true", limit, left, ok)
 	}
 }
