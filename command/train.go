@@ -553,20 +553,26 @@ func trainRun(ctx context.Context, run *train.Run, runDir string, group *torch.G
 	if group != nil {
 		err = explainLost(group, role, err)
 	}
-	return train.ExplainOOM(err, oomAdvice)
+	return train.ExplainOOM(err, oomAdvice(run.Cfg))
 }
 
-// oomAdvice is what train suggests when the device runs out of memory.
-const oomAdvice = "lower --batch-size, try --precision bf16, or a smaller --image-size"
+// oomAdvice is what train suggests when the device runs out of memory: the settings
+// that size cfg's network and its batches.
+func oomAdvice(cfg train.Config) string {
+	if train.IsImageSet(cfg.Dataset) {
+		return "lower --batch-size, try --precision bf16, or a smaller --image-size"
+	}
+	return "lower --batch-size, or narrow --hidden"
+}
 
 // keepChoice saves run, the choice among restarts that came back with err, in folder,
 // which it then owns, even on error. interrupted reports that ctx stopped the choice
 // before all were done: run is then the choice among those that finished, whole, for
-// --resume.
-func keepChoice(run *train.Run, err error, folder *runFolder) (interrupted bool, _ error) {
+// --resume. cfg, the restarts', names the settings an out-of-memory error points to.
+func keepChoice(run *train.Run, cfg train.Config, err error, folder *runFolder) (interrupted bool, _ error) {
 	interrupted = errors.Is(err, context.Canceled)
 	if err != nil && !interrupted {
-		return false, train.ExplainOOM(err, oomAdvice)
+		return false, train.ExplainOOM(err, oomAdvice(cfg))
 	}
 	if run == nil {
 		return false, interruptedError{errors.New("interrupted before any restart finished; no run was kept: start the run again")}
@@ -638,7 +644,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 			min(trialsDone+1, n), n, runDir)}
 	}
 	if err != nil {
-		return savedTrials(train.ExplainOOM(err, oomAdvice), runDir, "trials")
+		return savedTrials(train.ExplainOOM(err, oomAdvice(cfg)), runDir, "trials")
 	}
 	if err := run.KeepTrial(runDir, folder.take()); err != nil {
 		return err
@@ -712,7 +718,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 		return interruptedError{fmt.Errorf("interrupted in restart %d of %d; emclust train --resume %s goes on with the restarts",
 			min(done+1, total), total, runDir)}
 	}
-	interrupted, err := keepChoice(run, err, folder)
+	interrupted, err := keepChoice(run, cfg, err, folder)
 	if err != nil {
 		if restartsDir != "" {
 			err = savedTrials(err, runDir, "restarts")

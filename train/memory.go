@@ -19,41 +19,84 @@ func trainingBytes(cfg *Config) float64 {
 	return 4 * float64(2+2*adams)
 }
 
+// activationBytes is what an MLP holds for the rows it computes at once: each layer's
+// output before and after its ReLU, and a gradient of the same size, in float32, for a
+// training batch; two layers' outputs for an evaluation chunk, which keeps no
+// gradients; the larger of the two. CNNs' are left to libtorch to report: their
+// layers are the paper's, and a batch of images that does not fit fails in a step.
+func activationBytes(spec model.Spec, batch, chunk int) float64 {
+	if spec.Arch != "mlp" {
+		return 0
+	}
+	out := float64(spec.K * spec.NumHeads())
+	widths, widest := float64(spec.In)+3*out, max(float64(spec.In), out)
+	for _, h := range spec.Hidden {
+		widths += 3 * float64(h)
+		widest = max(widest, float64(h))
+	}
+	return 4 * max(float64(batch)*widths, 2*float64(chunk)*widest)
+}
+
 // checkNetworkFits refuses, before any weight is allocated, a network whose training
-// state alone is larger than the memory free for it. Linux hands out such memory
-// lazily and its OOM killer then ends the process with no message; CUDA's allocator
-// fails with an error instead, so the check is the CPU's only. free is the memory
-// free, ok false where it is not known (and nothing is refused).
-func checkNetworkFits(spec model.Spec, cfg *Config, free uint64, ok bool) error {
+// is larger than the memory free for it: its weights with their gradients and Adam's
+// moments, and an MLP's activations for a batch of rows of the data's n. Linux hands
+// out such memory lazily and its OOM killer then ends the process with no message;
+// CUDA's allocator fails with an error instead, so the check is the CPU's only. free is
+// the memory free, ok false where it is not known (and nothing is refused).
+func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool) error {
 	if !ok {
 		return nil
 	}
-	if need := spec.NumParams() * trainingBytes(cfg); need <= float64(free) {
+	batch, chunk := min(cfg.BatchSize, n), min(evalChunk, n)
+	acts := activationBytes(spec, batch, chunk)
+	if spec.NumParams()*trainingBytes(cfg)+acts <= float64(free) {
 		return nil
 	}
-	return tooLarge(spec, cfg, fmt.Sprintf("more than the %s of memory free", humanBytes(float64(free))))
+	rows := ""
+	if acts > 0 {
+		rows = fmt.Sprintf(" and computes %s of activations for the rows it takes at once (a batch of %d to train, %d to evaluate)", humanBytes(acts), batch, chunk)
+	}
+	return tooLarge(spec, cfg, rows, acts, fmt.Sprintf("more than the %s of memory free", humanBytes(float64(free))))
 }
 
 // buildOOM says which setting to lower when building the network ran out of memory
 // (on a GPU, where checkNetworkFits does not look first); err is the allocator's.
 func buildOOM(spec model.Spec, cfg *Config, dev torch.Device, err error) error {
-	return tooLarge(spec, cfg, fmt.Sprintf("and building them ran out of memory on %s (%v)", dev, err))
+	return tooLarge(spec, cfg, "", 0, fmt.Sprintf("and building it ran out of memory on %s (%v)", dev, err))
 }
 
-// tooLarge is the error of a network too large to train: it names the setting that
-// holds most of its weights (the output layer grows with --k, the rest with --hidden,
-// or with --image-size for a CNN) and what training them takes; why ends the sentence.
-func tooLarge(spec model.Spec, cfg *Config, why string) error {
+// tooLarge is the error of a network too large to train: what training it takes (its
+// weights' state, and acts bytes of activations that rows describes), and the setting
+// to lower: --k where the output layer holds most weights, --hidden or --batch-size
+// where the activations are the most of it, else --hidden (--image-size for a CNN).
+// why ends the sentence.
+func tooLarge(spec model.Spec, cfg *Config, rows string, acts float64, why string) error {
 	weights := spec.NumParams()
-	flag := "--image-size"
-	if spec.Arch == "mlp" {
-		flag = "--hidden"
+	state := weights * trainingBytes(cfg)
+	// A linear map's one layer is its output layer: K, or the features, make it large.
+	kLarge := outputLayerWeights(spec) >= weights/2 &&
+		(spec.Arch != "mlp" || len(spec.Hidden) > 0 || spec.K*spec.NumHeads() >= spec.In)
+	var flag, use string
+	switch {
+	case kLarge:
+		flag, use = "--k", "--k"
+	case acts > state && len(spec.Hidden) > 0:
+		flag, use = "--hidden", "--hidden or --batch-size"
+	case acts > state:
+		flag, use = "--batch-size", "--batch-size"
+	case spec.Arch != "mlp":
+		flag, use = "--image-size", "--image-size"
+	case len(spec.Hidden) > 0:
+		flag, use = "--hidden", "--hidden"
+	default:
+		flag, use = "--k", "--k"
 	}
-	if out := outputLayerWeights(spec); out >= weights-out {
-		flag = "--k"
+	what := "each weight, its gradient and Adam's moments"
+	if acts > 0 {
+		what += ", and the activations"
 	}
-	return SettingsError{fmt.Errorf("%s: the network %s has %s weights, and training them needs %s (each weight, its gradient and Adam's moments in float32), %s: use a smaller %s",
-		flag, spec.Layers(), humanCount(weights), humanBytes(weights*trainingBytes(cfg)), why, flag)}
+	return SettingsError{fmt.Errorf("%s: the network %s has %s weights%s; training it needs %s (%s, in float32), %s: use a smaller %s",
+		flag, spec.Layers(), humanCount(weights), rows, humanBytes(state+acts), what, why, use)}
 }
 
 // outputLayerWeights counts the weights of spec's last layer, K·Heads units wide:

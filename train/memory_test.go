@@ -14,31 +14,41 @@ func TestCheckNetworkFits(t *testing.T) {
 	mlp := func(hidden ...int) model.Spec {
 		return model.Spec{Arch: "mlp", In: 13, Hidden: hidden, K: 3, Norm: true}
 	}
-	em, twofold := &Config{Objective: "em"}, &Config{Objective: "twofold"}
+	em, twofold := &Config{Objective: "em", BatchSize: 256}, &Config{Objective: "twofold", BatchSize: 256}
 	// 13→50000→50000→3: 2 500 850 003 weights, 16 bytes each under em's one Adam and
 	// 24 under twofold's two.
 	big := mlp(50000, 50000)
 	weights := 13*50000 + 50000 + 50000*50000 + 50000 + 50000*3 + 3
+	// Two rows: a batch holds each layer's output, its ReLU and a gradient.
+	acts2 := 4 * 2 * (13 + 3*3 + 3*100000)
 	for _, tc := range []struct {
 		name string
 		spec model.Spec
 		cfg  *Config
+		n    int // rows
 		free uint64
 		ok   bool
 		want []string // nil: fits
 	}{
-		{"small", mlp(32, 32), em, 1 * gb, true, nil},
-		{"memory unknown", mlp(3_000_000_000, 3_000_000_000), em, 0, false, nil},
-		{"just fits", big, em, uint64(16 * weights), true, nil},
-		{"a byte short", big, em, uint64(16*weights) - 1, true, []string{"--hidden: the network mlp 13→50000→50000→3 has 2.5 G weights", "needs 40 GB", "use a smaller --hidden"}},
-		{"two optimisers", big, twofold, uint64(16 * weights), true, []string{"needs 60 GB"}},
-		{"widths past int32", mlp(3_000_000_000, 3_000_000_000), em, 64 * gb, true, []string{"--hidden", "9.00e+18 weights", "more than the 64 GB"}},
-		{"many clusters", model.Spec{Arch: "mlp", In: 13, Hidden: []int{32}, K: 1 << 32}, em, 64 * gb, true, []string{"--k: the network mlp 13→32→4294967296"}},
-		{"cnn of many clusters", model.Spec{Arch: "cifar", InC: 2, H: 32, W: 32, K: 1 << 30}, em, 64 * gb, true, []string{"--k: the network cifar"}},
-		{"cnn of large images", model.Spec{Arch: "mnist", InC: 2, H: 16384, W: 16384, K: 10}, em, 64 * gb, true, []string{"--image-size: the network mnist"}},
+		{"small", mlp(32, 32), em, 1000, 1 * gb, true, nil},
+		{"memory unknown", mlp(3_000_000_000, 3_000_000_000), em, 1000, 0, false, nil},
+		{"just fits", big, em, 2, uint64(16*weights + acts2), true, nil},
+		{"a byte short", big, em, 2, uint64(16*weights+acts2) - 1, true, []string{"--hidden: the network mlp 13→50000→50000→3 has 2.5 G weights and computes 2.4 MB of activations", "a batch of 2 to train, 2 to evaluate", "needs 40 GB", "more than the 40 GB of memory free: use a smaller --hidden"}},
+		{"two optimisers", big, twofold, 2, uint64(16*weights + acts2), true, []string{"needs 60 GB"}},
+		{"widths past int32", mlp(3_000_000_000, 3_000_000_000), em, 1000, 64 * gb, true, []string{"--hidden", "9.00e+18 weights", "more than the 64 GB"}},
+		{"many clusters", model.Spec{Arch: "mlp", In: 13, Hidden: []int{32}, K: 1 << 32}, em, 1000, 64 * gb, true, []string{"--k: the network mlp 13→32→4294967296"}},
+		{"cnn of many clusters", model.Spec{Arch: "cifar", InC: 2, H: 32, W: 32, K: 1 << 30}, em, 1000, 64 * gb, true, []string{"--k: the network cifar"}},
+		{"cnn of large images", model.Spec{Arch: "mnist", InC: 2, H: 16384, W: 16384, K: 10}, em, 1000, 64 * gb, true, []string{"--image-size: the network mnist"}},
+		// 13→20000000→3: 340 M weights (5.44 GB to train), but an evaluation chunk
+		// of the 1000 rows holds two layers of 4·1000·20000000 bytes, 160 GB (a batch
+		// of 256, 4·256·(13 + 3·20000000 + 3·3) bytes, 61.4 GB). Was the OOM killer.
+		{"activations", mlp(20_000_000), em, 1000, 24 * gb, true, []string{"--hidden: the network mlp 13→20000000→3 has 340 M weights and computes 160 GB of activations", "(a batch of 256 to train, 1000 to evaluate)", "needs 165 GB", "use a smaller --hidden or --batch-size"}},
+		// Of 10 rows, a batch and a chunk are 10: 2.4 GB.
+		{"activations of few rows", mlp(20_000_000), em, 10, 24 * gb, true, nil},
+		{"activations of a linear map", model.Spec{Arch: "mlp", In: 100_000_000, K: 3}, em, 1000, 24 * gb, true, []string{"--batch-size: the network linear 100000000→3", "use a smaller --batch-size"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkNetworkFits(tc.spec, tc.cfg, tc.free, tc.ok)
+			err := checkNetworkFits(tc.spec, tc.cfg, tc.n, tc.free, tc.ok)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -207,7 +207,7 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 	cfg.Arch = spec.Arch
 	if !dev.CUDA {
 		free, ok := sysmem.Available()
-		if err := checkNetworkFits(spec, &cfg, free, ok); err != nil {
+		if err := checkNetworkFits(spec, &cfg, src.Len(), free, ok); err != nil {
 			return nil, err
 		}
 	}
@@ -861,6 +861,9 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 	return preds[net.Head()], nil
 }
 
+// evalChunk is the rows predict runs through the network at once.
+const evalChunk = 1024
+
 // predict runs the model over rows from to to-1 of src in eval mode, in chunks; with
 // γ > 0 it also sums the criteria. It returns every head's prediction, indexed by
 // head: the network computes them all in any case, and the selected head's criteria
@@ -868,7 +871,7 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 // to the host only when asked for: they are K numbers a row, where an evaluation
 // during training needs one. done, if not nil, is told the rows done after each chunk.
 func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64, posteriors bool, from, to int, done func(rows int)) ([]*Prediction, error) {
-	const chunk = 1024
+	const chunk = evalChunk
 	// As for convolutions (oneBLASThreadForConvolutions), OpenBLAS's spinning pool
 	// slowed the products of an MLP's chunks that it did not speed up: 1.5 M rows
 	// through 3→32→32→10 took 2.9–3.6 s with it on two threads and 2.2 s on one
