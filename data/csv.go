@@ -557,6 +557,11 @@ func (p *csvParser) wrap(err error) error {
 		return fmt.Errorf("%s:%d: %w", p.name, le.line, err)
 	}
 	var pe *csv.ParseError
+	if errors.As(err, &pe) && errors.Is(pe.Err, csv.ErrQuote) && pe.StartLine < pe.Line {
+		// A quote never closed takes the lines after it into its field: the mistake
+		// is where the field opened, not where the file ran out.
+		return fmt.Errorf("%s:%d: the quoted field that opens on this line runs to line %d, where it fails: %w", p.name, pe.StartLine, pe.Line, pe.Err)
+	}
 	if errors.As(err, &pe) {
 		return fmt.Errorf("%s:%d:%d: %w", p.name, pe.Line, pe.Column, pe.Err)
 	}

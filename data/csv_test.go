@@ -457,6 +457,12 @@ func TestReadCSVErrors(t *testing.T) {
 			content: "1,2\n3,4\"x\n",
 			want:    []string{"x.csv:2:", `bare " in non-quoted-field`},
 		},
+		// Was x.csv:6:8, the end of the file, where the reader gave up.
+		{
+			name:    "quote never closed",
+			content: "1,2\n3,4\n5,\"6\n7,8\n9,10\n",
+			want:    []string{`x.csv:3: the quoted field that opens on this line runs to line 5, where it fails: extraneous or missing " in quoted-field`},
+		},
 		{
 			name:    "explicit delimiter beats detection",
 			content: "1;2,3\n4;5,6\n",
