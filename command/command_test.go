@@ -510,6 +510,9 @@ func TestErrors(t *testing.T) {
 		{name: "truncated IDX", args: append(train, "--dataset", "mnist", "--data-dir", "mnist"), code: 1,
 			want: []string{"train-images-idx3-ubyte", "truncated"}},
 		{name: "unknown dataset", args: append(train, "--dataset", "imagenet"), code: 2, want: []string{`"imagenet"`}},
+		// Was "--data-dir with --dataset cifar-10: the table is built in".
+		{name: "misspelt dataset with data-dir", args: append(train, "--dataset", "CIFAR-10", "--data-dir", "images"), code: 2, want: []string{`unknown dataset "CIFAR-10": did you mean cifar10?`}},
+		{name: "unknown dataset with data-dir", args: append(train, "--dataset", "fmnist", "--data-dir", "images"), code: 2, want: []string{`unknown dataset "fmnist": want digits`}},
 		// Was "more clusters than the 0 rows".
 		{name: "IDX of no images", args: append(train, "--dataset", "mnist", "--data-dir", "mnist0"), code: 1, want: []string{"mnist", "no rows or images"}},
 		{name: "K sweep of no images", args: []string{"compare", "--dataset", "mnist", "--data-dir", "mnist0", "--k", "2,3"}, code: 1, want: []string{"mnist holds no rows or images"}},

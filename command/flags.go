@@ -171,6 +171,12 @@ func checkDataFlags(c *cli.Context) error {
 	if n := c.Int("image-size"); c.IsSet("image-size") && (n < 0 || n > data.MaxImageSide) {
 		return usageError{fmt.Errorf("--image-size %d: want 0 (keep) to %d", n, data.MaxImageSide)}
 	}
+	if dataset != "" {
+		// Before the flags that depend on the data set's kind, which a typo changes.
+		if err := train.UnknownDataset(dataset); err != nil {
+			return usageError{err}
+		}
+	}
 	switch {
 	case c.IsSet("data-dir") && c.IsSet("data"):
 		return usageError{errors.New("--data-dir with --data: --data names the file itself; --data-dir holds an image set's files")}

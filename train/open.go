@@ -35,9 +35,26 @@ func CheckData(cfg *Config) error {
 	case cfg.Dataset == "folder" && cfg.DataDir == "":
 		return errors.New("--dataset folder needs --data-dir with the images")
 	case !IsImageSet(cfg.Dataset):
-		return fmt.Errorf("unknown dataset %q: want %s, %s or folder", cfg.Dataset, strings.Join(data.TableNames(), ", "), strings.Join(data.ImageSetNames(), ", "))
+		return UnknownDataset(cfg.Dataset)
 	}
 	return nil
+}
+
+// UnknownDataset is the error of a --dataset that names no data set, or nil where
+// name is one: an embedded table, an image set or "folder". It suggests the name
+// meant where case, dashes and underscores are all that differ ("CIFAR-10").
+func UnknownDataset(name string) error {
+	known := append(append(data.TableNames(), data.ImageSetNames()...), "folder")
+	if slices.Contains(known, name) {
+		return nil
+	}
+	plain := func(s string) string { return strings.NewReplacer("-", "", "_", "").Replace(strings.ToLower(s)) }
+	for _, k := range known {
+		if plain(k) == plain(name) {
+			return fmt.Errorf("unknown dataset %q: did you mean %s?", name, k)
+		}
+	}
+	return fmt.Errorf("unknown dataset %q: want %s, %s or folder", name, strings.Join(data.TableNames(), ", "), strings.Join(data.ImageSetNames(), ", "))
 }
 
 // DataName names a run's data for its default folder and for titles: the file's
