@@ -369,6 +369,9 @@ func TestErrors(t *testing.T) {
 		{name: "sweep K above the rows", args: []string{"compare", "--data", "ten.csv", "--label-col", "label", "--k", "2,50", "--seeds", "1"}, code: 2, want: []string{"--k: K = 50", "want 2 to 10"}},
 		// Was ignored, and the column clustered as a feature.
 		{name: "label column of an array", args: append(train, "--data", "ten.npy", "--label-col", "0"), code: 2, want: []string{"--label-col 0", "ten.npy is a NumPy array"}},
+		// Were ignored: an array has no header line.
+		{name: "header of an array", args: append(train, "--data", "ten.npy", "--header", "yes"), code: 2, want: []string{"--header yes: ", "ten.npy is a NumPy array, which has no header line"}},
+		{name: "header of an array to predict", args: []string{"predict", "--model", "r4", "--data", "ten.npy", "--header", "no"}, code: 2, want: []string{"--header no: ten.npy is a NumPy array"}},
 		{name: "label column of an array to predict", args: []string{"predict", "--model", "r4", "--data", "ten.npy", "--label-col", "0"}, code: 2, want: []string{"ten.npy is a NumPy array"}},
 		// Were "exists; pass --force", then, forced, "not a regular file" after the work.
 		{name: "out is a device", args: []string{"predict", "--model", "r4", "--out", "/dev/null", "--force"}, code: 2,

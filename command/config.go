@@ -46,7 +46,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	if err := train.CheckData(&cfg); err != nil {
 		return cfg, usageError{err}
 	}
-	if err := checkArrayLabelCol(cfg.DataFile, cfg.LabelCol); err != nil {
+	if err := checkArrayFlags(cfg.DataFile, cfg.LabelCol, cfg.Header); err != nil {
 		return cfg, err
 	}
 	if cfg.DataFile == "" && (cfg.Dataset == "" || cfg.Dataset == "digits") {
@@ -260,12 +260,19 @@ func parseInts(flag, s string, least int) ([]int, error) {
 	return out, nil
 }
 
-// checkArrayLabelCol refuses --label-col for a .npy array, which has no label
-// column: it was ignored, and the column named clustered as a feature. (Checked on
-// the command line only: runs saved before keep it in their config.)
-func checkArrayLabelCol(file, labelCol string) error {
-	if labelCol != "" && strings.EqualFold(filepath.Ext(file), ".npy") {
+// checkArrayFlags refuses --label-col and --header yes|no for a .npy array, which
+// has neither a label column nor a header line: they were ignored, and the column
+// named clustered as a feature. (Checked on the command line only: runs saved before
+// keep them in their config.)
+func checkArrayFlags(file, labelCol, header string) error {
+	if !strings.EqualFold(filepath.Ext(file), ".npy") {
+		return nil
+	}
+	if labelCol != "" {
 		return usageError{fmt.Errorf("--label-col %s: %s is a NumPy array, which has no label column; give the labels as a CSV column, or leave --label-col out", labelCol, file)}
+	}
+	if header == "yes" || header == "no" {
+		return usageError{fmt.Errorf("--header %s: %s is a NumPy array, which has no header line; leave --header out", header, file)}
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 		if err := train.CheckData(&named); err != nil {
 			return d, usageError{err}
 		}
-		if err := checkArrayLabelCol(d.DataFile, d.LabelCol); err != nil {
+		if err := checkArrayFlags(d.DataFile, d.LabelCol, d.Header); err != nil {
 			return d, err
 		}
 	}
