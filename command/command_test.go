@@ -3244,6 +3244,16 @@ func TestCompareSuiteTables(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantError(t, run(t, dir, "compare", "--suite", "--tables", "none", "--label-col", "label"), 2, "--tables none: the folder holds no .csv")
+	// A table without the label column is found before any table trains: it ended
+	// the suite after the tables before it, whose results the suite then dropped.
+	if err := os.WriteFile(filepath.Join(tables, "zz.csv"), []byte("a,b\n1,2\n3,4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, dir, "compare", "--suite", "--tables", "tables", "--label-col", "label", "--methods", "kmeans", "--seeds", "1")
+	wantError(t, r, 1, "zz: ", `no column "label"`)
+	if strings.Contains(r.stderr, "ACC") {
+		t.Errorf("a run trained before the table without labels was found:\n%s", r.stderr)
+	}
 }
 
 // compare --suite runs on every embedded table and prints one table, a row each.

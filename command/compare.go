@@ -224,6 +224,16 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 	if opts.Suite {
 		var reps []*compare.Report
 		cfgs := suiteConfigs(opts)
+		// Every table is read first: one that cannot be compared (no --label-col
+		// column, say) would otherwise end the suite after the tables before it
+		// trained, and the suite prints its table whole or not at all.
+		for _, cfg := range cfgs {
+			src, err := openCompared(opts, &cfg, dev)
+			if err != nil {
+				return fmt.Errorf("%s: %w", train.DataName(cfg), err)
+			}
+			src.Close()
+		}
 		for _, cfg := range cfgs {
 			rep, err := compareOn(ctx, opts, cfg, dev, log)
 			if err == nil {
@@ -400,25 +410,38 @@ func baselinesOnOtherFeatures(ctx context.Context, opts compareOptions, cfg trai
 	return nil
 }
 
+// openCompared opens cfg's data for a comparison, which scores against their labels,
+// and resolves cfg's settings on them.
+func openCompared(opts compareOptions, cfg *train.Config, dev torch.Device) (train.Source, error) {
+	src, err := train.OpenSource(cfg, dev)
+	if err != nil {
+		return nil, err
+	}
+	if src.Labels() == nil {
+		err = usageError{fmt.Errorf("%s has no labels, and compare scores every run against them (give --label-col for a CSV)", src.Describe())}
+	}
+	if err == nil {
+		err = opts.Run.resolve(cfg, dev, src)
+	}
+	if err == nil {
+		err = checkK(cfg, src)
+	}
+	if err != nil {
+		src.Close()
+		return nil, err
+	}
+	return src, nil
+}
+
 // compareOn runs every method and seed of opts on the data cfg names. Interrupted, it
 // returns the report of the runs that finished and an interruptedError.
 func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev torch.Device, log io.Writer) (*compare.Report, error) {
 	methods, seeds := opts.Methods, opts.Seeds
-	src, err := train.OpenSource(&cfg, dev)
+	src, err := openCompared(opts, &cfg, dev)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	labels := src.Labels()
-	if labels == nil {
-		return nil, usageError{fmt.Errorf("%s has no labels, and compare scores every run against them (give --label-col for a CSV)", src.Describe())}
-	}
-	if err := opts.Run.resolve(&cfg, dev, src); err != nil {
-		return nil, err
-	}
-	if err := checkK(&cfg, src); err != nil {
-		return nil, err
-	}
 	plan := ""
 	if opts.Out != "" {
 		if plan, err = keepPlan(opts, cfg, src.Len(), dev); err != nil {
