@@ -107,7 +107,7 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 		&cli.StringFlag{Name: "data-dir", Usage: "folder with the data set's official files", DefaultText: "none; for fashion-mnist, Debian's " + data.DefaultImageDir("fashion-mnist")},
 		&cli.StringFlag{Name: "data", Usage: "vectors to cluster: a .csv/.tsv/.txt (optionally .gz), .npy or .parquet file, or a pipe such as <(zcat t.csv.gz)", DefaultText: dflt},
 		&cli.StringFlag{Name: "label-col", Usage: "CSV or Parquet column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring", DefaultText: "none"},
-		&cli.StringFlag{Name: "header", Value: "auto", Usage: "CSV header row: yes, no, or auto: a first line of names (or empty cells) is a header, one of numbers is data, and one of both is asked about"},
+		&cli.StringFlag{Name: "header", Value: "auto", Usage: "CSV header row: yes, no, or auto: a first line of names (some cells may be empty) is a header, one of numbers is data, and one of both or of empty cells only is asked about"},
 		&cli.BoolFlag{Name: "standardize", Usage: "z-score each feature column; --standardize=false keeps them raw", DefaultText: standardize},
 		&cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match)"},
 		&cli.BoolFlag{Name: "gray", Usage: "with --dataset folder: load images as grayscale"},
@@ -129,7 +129,7 @@ func inferenceDataFlags(dflt string) []cli.Flag {
 		case "header":
 			// A header of numbers (wavelengths, years) read as training read it: auto
 			// would take it for a row.
-			flags[i] = &cli.StringFlag{Name: "header", Usage: "CSV header row: yes, no, or auto: a first line of names (or empty cells) is a header, one of numbers is data, and one of both is asked about", DefaultText: "as in training"}
+			flags[i] = &cli.StringFlag{Name: "header", Usage: "CSV header row: yes, no, or auto: a first line of names (some cells may be empty) is a header, one of numbers is data, and one of both or of empty cells only is asked about", DefaultText: "as in training"}
 		}
 	}
 	return flags

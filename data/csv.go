@@ -602,7 +602,11 @@ func (p *csvParser) headerOrData(rec []string, line int) (bool, error) {
 		return false, fmt.Errorf("%s:%d: %s is a number and %s is %s: is line %d a header? say --header yes or --header no%s",
 			p.name, line, p.col(number), p.col(other), what, line, hint)
 	}
-	return number < 0 && named, nil // a line of empty cells is data, and fails as such
+	if number < 0 && !named && len(rec) > 1 {
+		// Neither names nor numbers: it would fail as data on its first empty cell.
+		return false, fmt.Errorf("%s:%d: every cell of line %d is empty: a header without names? say --header yes to skip it", p.name, line, line)
+	}
+	return number < 0 && named, nil
 }
 
 func (p *csvParser) looksLikeHeader(rec []string) bool {

@@ -457,6 +457,12 @@ func TestReadCSVErrors(t *testing.T) {
 			content: "1,2\n3,4\"x\n",
 			want:    []string{"x.csv:2:", `bare " in non-quoted-field`},
 		},
+		// Was "x.csv:1: column 0: empty cell", though --help calls such a line a header.
+		{
+			name:    "first line of empty cells",
+			content: ",,\n1,2,3\n4,5,6\n",
+			want:    []string{"x.csv:1: every cell of line 1 is empty: a header without names? say --header yes to skip it"},
+		},
 		// Was x.csv:6:8, the end of the file, where the reader gave up.
 		{
 			name:    "quote never closed",
