@@ -2432,6 +2432,8 @@ func TestCompareForceKeepsUserFiles(t *testing.T) {
 	if r := run(t, dir, "report", filepath.Join("cmp", "em-s1"), "--no-tsne", "--quiet", "--device", "cpu"); r.code != 0 {
 		t.Fatalf("report: exit %d: %s", r.code, r.stderr)
 	}
+	page := filepath.Join("cmp", "em-s1", "report", "index.html")
+	wantError(t, run(t, dir, "predict", "--model", filepath.Join("cmp", "em-s1"), "--out", page, "--force", "--quiet"), 2, "is the page of the report in")
 	mine := filepath.Join(dir, "cmp", "em-s1", "mine.txt")
 	os.WriteFile(mine, []byte("precious"), 0o644)
 	wantError(t, run(t, dir, append(args, "--force")...), 2, "em-s1 holds files no emclust command wrote (mine.txt)")
@@ -2473,6 +2475,12 @@ func TestCompareForceRemovesEarlierRuns(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(mine); string(b) != "mine" {
 		t.Errorf("notes.txt: %q", b)
+	}
+	// Even with --force, another command's --out does not replace a comparison's
+	// files: a predictions CSV over the plan made --resume fail on a damaged plan.
+	for _, name := range []string{"compare.json", comparePlanName} {
+		wantError(t, run(t, dir, "predict", "--model", filepath.Join("cmp", "em-s1"), "--out", filepath.Join("cmp", name), "--force", "--quiet"), 2,
+			"belongs to the comparison in cmp")
 	}
 }
 

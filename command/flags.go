@@ -18,8 +18,8 @@ import (
 var forceFlag = &cli.BoolFlag{Name: "force", Usage: "replace the --out file if it exists"}
 
 // checkOutput refuses an --out path before any work is done: a folder, a device or
-// pipe, a file a run folder owns, one of the command's inputs, or an existing file
-// without --force.
+// pipe, a file a run folder, a comparison or a report owns, one of the command's
+// inputs, or an existing file without --force.
 func checkOutput(out string, force bool, inputs ...string) error {
 	return checkOutputFlag("--out", out, force, inputs...)
 }
@@ -42,6 +42,14 @@ func checkOutputFlag(flag, out string, force bool, inputs ...string) error {
 					return usageError{fmt.Errorf("%s %s belongs to the run in %s; name a file outside the run folder", flag, out, filepath.Clean(dir))}
 				}
 			}
+		}
+		// As a run folder's: a comparison's tables and plan (its --resume reads the
+		// plan), and a report's page.
+		if (base == "compare.json" || base == comparePlanName) && holdsComparison(dir) {
+			return usageError{fmt.Errorf("%s %s belongs to the comparison in %s; name a file outside its folder", flag, out, filepath.Clean(dir))}
+		}
+		if base == "index.html" && isReportPage(path) {
+			return usageError{fmt.Errorf("%s %s is the page of the report in %s; name another file", flag, out, filepath.Clean(dir))}
 		}
 	}
 	st, err := os.Stat(out)
