@@ -35,12 +35,12 @@ func (n *Net) ForwardFLOPs() int64 {
 // MLPForwardFLOPs is ForwardFLOPs of the MLP sp describes, without building it: for
 // deciding how to train a network before its weights are drawn.
 func (sp Spec) MLPForwardFLOPs() int64 {
-	in, total := int64(sp.In), int64(0)
-	for _, h := range sp.Hidden {
-		total += 2 * in * int64(h)
-		in = int64(h)
+	var total int64
+	widths := sp.MLPWidths()
+	for i := 1; i < len(widths); i++ {
+		total += 2 * int64(widths[i-1]) * int64(widths[i])
 	}
-	return total + 2*in*int64(sp.K*sp.NumHeads())
+	return total
 }
 
 // ElementwiseOps is the number of activations that the element-wise stages of one

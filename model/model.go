@@ -82,39 +82,64 @@ func (sp Spec) Layers() string {
 	return strings.Join(append(parts, strconv.Itoa(sp.K)), "→")
 }
 
+// MLPWidths lists the widths of the MLP sp describes, input to output: In, the hidden
+// widths, and K·Heads.
+func (sp Spec) MLPWidths() []int {
+	return append(append([]int{sp.In}, sp.Hidden...), sp.K*sp.NumHeads())
+}
+
+// planLayer is one layer of a CNN's plan with its sizes: kind 'C', a 3×3 conv from in
+// to out planes; 'M', a 2×2 max-pool; 'F', a fully connected layer and its ReLU, 'B',
+// the linear bottleneck, and 'K', the output layer, each from in (the input
+// flattened) to out units.
+type planLayer struct {
+	kind    byte
+	in, out int
+}
+
+// cnnLayers lays out the plan of sp's CNN for its input size.
+func (sp Spec) cnnLayers() []planLayer {
+	var layers []planLayer
+	c, h, w := sp.InC, sp.H, sp.W
+	for _, tok := range strings.Fields(cnnPlans[sp.Arch]) {
+		switch {
+		case tok == "M":
+			layers = append(layers, planLayer{kind: 'M'})
+			h, w = h/2, w/2
+		case tok == "FK":
+			layers = append(layers, planLayer{'K', c * h * w, sp.K * sp.NumHeads()})
+		case tok[0] == 'C':
+			out, _ := strconv.Atoi(tok[1:])
+			layers = append(layers, planLayer{'C', c, out})
+			c = out
+		default: // F or B
+			out, _ := strconv.Atoi(tok[1:])
+			layers = append(layers, planLayer{tok[0], c * h * w, out})
+			c, h, w = out, 1, 1
+		}
+	}
+	return layers
+}
+
 // NumParams counts the weights New would build for sp, without building them: the
 // count a network too large for memory is refused by, in float64 so that widths past
 // any memory cannot overflow it.
 func (sp Spec) NumParams() float64 {
-	linear := func(in, out float64) float64 { return in*out + out }
-	out := float64(sp.K * sp.NumHeads())
-	if sp.Arch == "mlp" {
-		total, in := 0.0, float64(sp.In)
-		for _, h := range sp.Hidden {
-			total += linear(in, float64(h))
-			in = float64(h)
-		}
-		return total + linear(in, out)
-	}
 	total := 0.0
-	c, h, w := float64(sp.InC), float64(sp.H), float64(sp.W)
-	for _, tok := range strings.Fields(cnnPlans[sp.Arch]) {
-		var width float64
-		if len(tok) > 1 && tok != "FK" {
-			n, _ := strconv.Atoi(tok[1:])
-			width = float64(n)
+	if sp.Arch == "mlp" {
+		widths := sp.MLPWidths()
+		for i := 1; i < len(widths); i++ {
+			total += float64(widths[i-1])*float64(widths[i]) + float64(widths[i])
 		}
-		switch {
-		case tok == "M":
-			h, w = math.Floor(h/2), math.Floor(w/2)
-		case tok[0] == 'C': // 3×3 conv without bias, BatchNorm's scale and shift
-			total += c*width*9 + 2*width
-			c = width
-		case tok == "FK":
-			total += linear(c*h*w, out)
-		case tok[0] == 'F' || tok[0] == 'B':
-			total += linear(c*h*w, width)
-			c, h, w = width, 1, 1
+		return total
+	}
+	for _, l := range sp.cnnLayers() {
+		in, out := float64(l.in), float64(l.out)
+		switch l.kind {
+		case 'C': // no bias; BatchNorm's scale and shift
+			total += in*out*9 + 2*out
+		case 'F', 'B', 'K':
+			total += in*out + out
 		}
 	}
 	return total
@@ -193,42 +218,27 @@ func New(spec Spec, dev torch.Device) (*Net, error) {
 		}
 		n.layers = append(n.layers, newLinear(s, "out", in, spec.K*spec.NumHeads(), dev))
 	} else {
-		c, h, w := spec.InC, spec.H, spec.W
 		flat := false
 		nconv, nfc := 0, 0
-		for _, tok := range strings.Fields(cnnPlans[spec.Arch]) {
-			switch {
-			case tok == "M":
+		for _, l := range spec.cnnLayers() {
+			if !flat && (l.kind == 'F' || l.kind == 'K') {
+				n.layers = append(n.layers, flatten{})
+				flat = true
+			}
+			switch l.kind {
+			case 'M':
 				n.layers = append(n.layers, maxPool{})
-				h, w = h/2, w/2
-			case tok[0] == 'C':
-				var out int
-				fmt.Sscanf(tok[1:], "%d", &out)
-				n.layers = append(n.layers, newConvBN(s, fmt.Sprintf("conv%d", nconv), c, out, dev, spec.Momentum))
-				c = out
+			case 'C':
+				n.layers = append(n.layers, newConvBN(s, fmt.Sprintf("conv%d", nconv), l.in, l.out, dev, spec.Momentum))
 				nconv++
-			case tok == "FK":
-				if !flat {
-					n.layers = append(n.layers, flatten{})
-					flat = true
-				}
-				n.layers = append(n.layers, newLinear(s, "out", c*h*w, spec.K*spec.NumHeads(), dev))
-			case tok[0] == 'B':
-				var out int
-				fmt.Sscanf(tok[1:], "%d", &out)
-				n.layers = append(n.layers, newLinear(s, "bottleneck", c*h*w, out, dev))
-				n.bottleneck = len(n.layers)
-				c, h, w = out, 1, 1
-			case tok[0] == 'F':
-				var out int
-				fmt.Sscanf(tok[1:], "%d", &out)
-				if !flat {
-					n.layers = append(n.layers, flatten{})
-					flat = true
-				}
-				n.layers = append(n.layers, newLinear(s, fmt.Sprintf("fc%d", nfc), c*h*w, out, dev), relu{})
-				c, h, w = out, 1, 1
+			case 'F':
+				n.layers = append(n.layers, newLinear(s, fmt.Sprintf("fc%d", nfc), l.in, l.out, dev), relu{})
 				nfc++
+			case 'B':
+				n.layers = append(n.layers, newLinear(s, "bottleneck", l.in, l.out, dev))
+				n.bottleneck = len(n.layers)
+			case 'K':
+				n.layers = append(n.layers, newLinear(s, "out", l.in, l.out, dev))
 			}
 		}
 	}

@@ -28,13 +28,13 @@ func activationBytes(spec model.Spec, batch, chunk int) float64 {
 	if spec.Arch != "mlp" {
 		return 0
 	}
-	out := float64(spec.K * spec.NumHeads())
-	widths, widest := float64(spec.In)+3*out, max(float64(spec.In), out)
-	for _, h := range spec.Hidden {
-		widths += 3 * float64(h)
-		widest = max(widest, float64(h))
+	widths := spec.MLPWidths()
+	units, widest := float64(widths[0]), float64(widths[0]) // the input, once
+	for _, w := range widths[1:] {
+		units += 3 * float64(w) // a layer's output, its ReLU, a gradient
+		widest = max(widest, float64(w))
 	}
-	return 4 * max(float64(batch)*widths, 2*float64(chunk)*widest)
+	return 4 * max(float64(batch)*units, 2*float64(chunk)*widest)
 }
 
 // checkNetworkFits refuses, before any weight is allocated, a network whose training
