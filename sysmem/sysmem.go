@@ -72,7 +72,7 @@ func cgroup() (limit, left uint64, ok bool) {
 		return limit, left, true
 	}
 	// v1, whose "no limit" is a number near 2⁶³, above any machine's memory.
-	return limitsIn("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes")
+	return limitsIn("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
 }
 
 // v2Limits walks from root+path up to root, and returns the least memory.max
@@ -80,7 +80,7 @@ func cgroup() (limit, left uint64, ok bool) {
 func v2Limits(root, path string) (limit, left uint64, ok bool) {
 	dir := filepath.Join(root, path)
 	for {
-		if l, lf, found := limitsIn(dir, "memory.max", "memory.current"); found {
+		if l, lf, found := limitsIn(dir, "memory.max", "memory.current", "inactive_file"); found {
 			if !ok || l < limit {
 				limit = l
 			}
@@ -97,8 +97,11 @@ func v2Limits(root, path string) (limit, left uint64, ok bool) {
 }
 
 // limitsIn reads a cgroup folder's limit file ("max" is none) and use file; left is
-// the limit less the use (the limit where the use is not readable).
-func limitsIn(dir, limitFile, useFile string) (limit, left uint64, ok bool) {
+// the limit less the use (the limit where the use is not readable). The use counts
+// the page cache, which the kernel reclaims before it kills: the file pages not
+// recently used (cacheKey's line of memory.stat) are left out of it, as Kubernetes
+// leaves them out of a container's working set.
+func limitsIn(dir, limitFile, useFile, cacheKey string) (limit, left uint64, ok bool) {
 	read := func(name string) (uint64, bool) {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
@@ -113,9 +116,24 @@ func limitsIn(dir, limitFile, useFile string) (limit, left uint64, ok bool) {
 	}
 	left = limit
 	if used, uok := read(useFile); uok {
+		if b, err := os.ReadFile(filepath.Join(dir, "memory.stat")); err == nil {
+			used -= min(statValue(b, cacheKey), used)
+		}
 		left = limit - min(used, limit)
 	}
 	return limit, left, true
+}
+
+// statValue reads the value of key from the text of a cgroup's memory.stat, lines of
+// "key value"; 0 where it has none.
+func statValue(stat []byte, key string) uint64 {
+	for _, line := range strings.Split(string(stat), "\n") {
+		if v, found := strings.CutPrefix(line, key+" "); found {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // v2Path finds cgroup v2's line "0::/path" in the text of /proc/self/cgroup.

@@ -78,6 +78,11 @@ func TestV2Limits(t *testing.T) {
 	write("over", "memory.max", "100")
 	write("over", "memory.current", "150") // past its limit: leaves nothing
 	write("nouse", "memory.max", "300")
+	// Of 900 in use, 600 are file pages not recently used, which the kernel takes
+	// back before it kills: 1000 − 300 are left, not 100.
+	write("cached", "memory.max", "1000")
+	write("cached", "memory.current", "900")
+	write("cached", "memory.stat", "anon 250\nfile 650\nactive_file 50\ninactive_file 600\nshmem 0")
 	for _, tc := range []struct {
 		path        string
 		limit, left uint64
@@ -90,6 +95,7 @@ func TestV2Limits(t *testing.T) {
 		{"/gone/from/view", 0, 0, false}, // a path the mount does not show: its parents
 		{"/over", 100, 0, true},
 		{"/nouse", 300, 300, true},
+		{"/cached", 1000, 700, true},
 	} {
 		limit, left, ok := v2Limits(root, tc.path)
 		if limit != tc.limit || left != tc.left || ok != tc.ok {
