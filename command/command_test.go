@@ -2455,8 +2455,8 @@ func TestCompareForceKeepsUserFiles(t *testing.T) {
 // which compare.json no longer described; one holding a user's file stays.
 func TestCompareForceRemovesEarlierRuns(t *testing.T) {
 	dir := t.TempDir()
-	args := []string{"compare", "--quiet", "--dataset", "iris", "--methods", "em", "--restarts", "1", "--epochs", "1", "--device", "cpu", "--out", "cmp"}
-	if r := run(t, dir, append(args, "--seeds", "3")...); r.code != 0 {
+	args := []string{"compare", "--dataset", "iris", "--methods", "em", "--restarts", "1", "--epochs", "1", "--device", "cpu", "--out", "cmp"}
+	if r := run(t, dir, append(args, "--seeds", "3", "--quiet")...); r.code != 0 {
 		t.Fatalf("compare: exit %d: %s", r.code, r.stderr)
 	}
 	mine := filepath.Join(dir, "cmp", "em-s3", "notes.txt")
@@ -2464,6 +2464,9 @@ func TestCompareForceRemovesEarlierRuns(t *testing.T) {
 	r := run(t, dir, append(args, "--seeds", "1", "--force")...)
 	if r.code != 0 {
 		t.Fatalf("compare --force: exit %d: %s", r.code, r.stderr)
+	}
+	if want := "emclust: removed 1 run folder of the replaced comparison, which this one did not train: em-s2\n"; !strings.Contains(r.stderr, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, r.stderr)
 	}
 	var got []string
 	entries, _ := os.ReadDir(filepath.Join(dir, "cmp"))

@@ -314,8 +314,8 @@ func removeEarlierRuns(opts compareOptions, log io.Writer) error {
 		removed = append(removed, e.Name())
 	}
 	if len(removed) > 0 {
-		fmt.Fprintf(log, "emclust: removed the replaced comparison's run %s %s, which this one did not train\n",
-			map[bool]string{true: "folder", false: "folders"}[len(removed) == 1], strings.Join(removed, ", "))
+		fmt.Fprintf(log, "emclust: removed %s of the replaced comparison, which this one did not train: %s\n",
+			plural(len(removed), "run folder"), strings.Join(removed, ", "))
 	}
 	return nil
 }

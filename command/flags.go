@@ -103,6 +103,10 @@ func threadsFlag() cli.Flag {
 	return &cli.IntFlag{Name: "threads", Usage: "CPU threads for libtorch (0: one per CPU, and a training step too small to share runs on one, its restarts side by side, one per CPU; N: N threads, restarts one after another)"}
 }
 
+// headerHelp says what --header takes, for train's flag and for the one predict and
+// eval default to the training's.
+const headerHelp = "CSV header row: yes, no, or auto: a first line of names (some cells may be empty) is a header, one of numbers is data, and one of both or of empty cells only is asked about"
+
 // autoStandardizeHelp says what train and compare do when --standardize is not given.
 var autoStandardizeHelp = fmt.Sprintf("auto: on when the columns' standard deviations differ as units do (the largest over the lower median above %d), or a column's mean is more than %d of them from 0", data.SpreadToStandardize, data.OffsetToStandardize)
 
@@ -115,7 +119,7 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 		&cli.StringFlag{Name: "data-dir", Usage: "folder with the data set's official files", DefaultText: "none; for fashion-mnist, Debian's " + data.DefaultImageDir("fashion-mnist")},
 		&cli.StringFlag{Name: "data", Usage: "vectors to cluster: a .csv/.tsv/.txt (optionally .gz), .npy or .parquet file, or a pipe such as <(zcat t.csv.gz)", DefaultText: dflt},
 		&cli.StringFlag{Name: "label-col", Usage: "CSV or Parquet column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring", DefaultText: "none"},
-		&cli.StringFlag{Name: "header", Value: "auto", Usage: "CSV header row: yes, no, or auto: a first line of names (some cells may be empty) is a header, one of numbers is data, and one of both or of empty cells only is asked about"},
+		&cli.StringFlag{Name: "header", Value: "auto", Usage: headerHelp},
 		&cli.BoolFlag{Name: "standardize", Usage: "z-score each feature column; --standardize=false keeps them raw", DefaultText: standardize},
 		&cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match)"},
 		&cli.BoolFlag{Name: "gray", Usage: "with --dataset folder: load images as grayscale"},
@@ -137,7 +141,7 @@ func inferenceDataFlags(dflt string) []cli.Flag {
 		case "header":
 			// A header of numbers (wavelengths, years) read as training read it: auto
 			// would take it for a row.
-			flags[i] = &cli.StringFlag{Name: "header", Usage: "CSV header row: yes, no, or auto: a first line of names (some cells may be empty) is a header, one of numbers is data, and one of both or of empty cells only is asked about", DefaultText: "as in training"}
+			flags[i] = &cli.StringFlag{Name: "header", Usage: headerHelp, DefaultText: "as in training"}
 		}
 	}
 	return flags
