@@ -50,3 +50,33 @@ func TestConvLayersAndForwardTo(t *testing.T) {
 		t.Errorf("mlp: conv layers %v, want none", got)
 	}
 }
+
+// ConvOutputs, counted from the plan without building, agrees with the outputs of
+// the built networks' convolution blocks, run on one image.
+func TestConvOutputsOfBuiltNetworks(t *testing.T) {
+	for _, tc := range []struct {
+		arch string
+		h    int
+	}{{"mnist", 28}, {"mnist2d", 28}, {"cifar", 32}, {"stl10", 96}} {
+		n := build(t, Spec{Arch: tc.arch, InC: 2, H: tc.h, W: tc.h, K: 5, Norm: true})
+		s := torch.NoGrad()
+		x := s.Randn([]int{1, 2, tc.h, tc.h}, torch.Float32, testDevice)
+		var sum, largest float64
+		for _, l := range n.ConvLayers() {
+			units := 1.0
+			for _, d := range n.ForwardTo(s, x, l).Shape() {
+				units *= float64(d)
+			}
+			sum, largest = sum+units, max(largest, units)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if gotSum, gotLargest := n.Spec.ConvOutputs(); gotSum != sum || gotLargest != largest {
+			t.Errorf("%s: ConvOutputs() = %g, %g; the built network's are %g, %g", tc.arch, gotSum, gotLargest, sum, largest)
+		}
+	}
+	if sum, largest := (Spec{Arch: "mlp", In: 4, Hidden: []int{8}, K: 3}).ConvOutputs(); sum != 0 || largest != 0 {
+		t.Errorf("mlp: ConvOutputs() = %g, %g, want 0, 0", sum, largest)
+	}
+}

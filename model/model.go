@@ -145,6 +145,28 @@ func (sp Spec) NumParams() float64 {
 	return total
 }
 
+// ConvOutputs counts the outputs of a CNN's convolutions for one image: their sum
+// over the layers, and the largest layer's; both 0 for an MLP. Training keeps each
+// for the backward pass, and evaluation holds the largest: what a batch of images
+// asks of memory beyond the weights.
+func (sp Spec) ConvOutputs() (sum, largest float64) {
+	if sp.Arch == "mlp" {
+		return 0, 0
+	}
+	h, w := float64(sp.H), float64(sp.W)
+	for _, l := range sp.cnnLayers() {
+		switch l.kind {
+		case 'M':
+			h, w = math.Floor(h/2), math.Floor(w/2)
+		case 'C':
+			units := float64(l.out) * h * w
+			sum += units
+			largest = max(largest, units)
+		}
+	}
+	return sum, largest
+}
+
 func (sp Spec) validate() error {
 	if sp.K < 1 {
 		return fmt.Errorf("model: K = %d, want at least 1", sp.K)

@@ -2,6 +2,8 @@ package train
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,14 +21,27 @@ func trainingBytes(cfg *Config) float64 {
 	return 4 * float64(2+2*adams)
 }
 
-// activationBytes is what an MLP holds for the rows it computes at once: each layer's
-// output before and after its ReLU, and a gradient of the same size, in float32, for a
-// training batch; two layers' outputs for an evaluation chunk, which keeps no
-// gradients; the larger of the two. CNNs' are left to libtorch to report: their
-// layers are the paper's, and a batch of images that does not fit fails in a step.
-func activationBytes(spec model.Spec, batch, chunk int) float64 {
+// activationBytes is what the network holds for the rows it computes at once: a
+// training batch of batch rows, and an evaluation chunk of chunk rows. An MLP's batch
+// keeps each layer's output before and after its ReLU and a gradient of the same
+// size, in float32; a CNN's, for each image and each transformed copy the objective
+// forwards, each convolution's output and its BatchNorm's, and a gradient, in the
+// precision's bytes (bf16's 2 where the measured peaks halved; docs/RESULTS.md
+// section 66 has them, 3.1 to 4 such outputs a view). An evaluation keeps no
+// gradients: two layers' outputs at once for an MLP, four of the largest for a CNN
+// (its input, the convolution's output, BatchNorm's, and oneDNN's copy: 4.1 measured).
+func activationBytes(spec model.Spec, cfg *Config, batch, chunk int) (train, eval float64) {
+	rows, rowsEval := float64(batch), float64(chunk)
 	if spec.Arch != "mlp" {
-		return 0
+		sum, largest := spec.ConvOutputs()
+		elem, views := 4.0, 1.0
+		if cfg.Precision == "bf16" {
+			elem = 2
+		}
+		if cfg.objective().Augmented {
+			views = 2
+		}
+		return elem * rows * views * 3 * sum, elem * rowsEval * 4 * largest
 	}
 	widths := spec.MLPWidths()
 	units, widest := float64(widths[0]), float64(widths[0]) // the input, once
@@ -34,12 +49,34 @@ func activationBytes(spec model.Spec, batch, chunk int) float64 {
 		units += 3 * float64(w) // a layer's output, its ReLU, a gradient
 		widest = max(widest, float64(w))
 	}
-	return 4 * max(float64(batch)*units, 2*float64(chunk)*widest)
+	return 4 * rows * units, 4 * 2 * rowsEval * widest
+}
+
+// evalBytesPerRow is what evaluating one row holds at once in float32: two layer
+// outputs of an MLP's widest, four of a CNN's largest convolution.
+func evalBytesPerRow(spec model.Spec) float64 {
+	if spec.Arch != "mlp" {
+		_, largest := spec.ConvOutputs()
+		return 4 * 4 * largest
+	}
+	return 4 * 2 * float64(slices.Max(spec.MLPWidths()))
+}
+
+// evalBudget bounds the memory an evaluation chunk's activations take.
+const evalBudget = 1 << 30
+
+// evalRows is the rows an evaluation runs through spec's network at once: evalChunk,
+// or fewer where their activations would pass evalBudget (a 96×96 CNN's 1024 images
+// held 10 GB; docs/RESULTS.md section 66), but at least one. It depends on the network alone, so that every
+// machine sums a clustering's criteria in the same chunks.
+func evalRows(spec model.Spec) int {
+	return int(max(1, min(evalChunk, math.Floor(evalBudget/evalBytesPerRow(spec)))))
 }
 
 // checkNetworkFits refuses, before any weight is allocated, a network whose training
 // is larger than the memory free for it: its weights with their gradients and Adam's
-// moments, and an MLP's activations for a batch of rows of the data's n. Linux hands
+// moments, and the activations of a training batch or an evaluation chunk of the
+// data's n rows, whichever is larger. Linux hands
 // out such memory lazily and its OOM killer then ends the process with no message;
 // CUDA's allocator fails with an error instead, so the check is the CPU's only. free is
 // the memory free, ok false where it is not known (and nothing is refused).
@@ -47,30 +84,35 @@ func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool)
 	if !ok {
 		return nil
 	}
-	batch, chunk := min(cfg.BatchSize, n), min(evalChunk, n)
-	acts := activationBytes(spec, batch, chunk)
-	if spec.NumParams()*trainingBytes(cfg)+acts <= float64(free) {
+	batch, chunk := min(cfg.BatchSize, n), min(evalRows(spec), n)
+	train, eval := activationBytes(spec, cfg, batch, chunk)
+	acts, state := max(train, eval), spec.NumParams()*trainingBytes(cfg)
+	if state+acts <= float64(free) {
 		return nil
 	}
+	// A smaller batch is the remedy only if a batch of one would fit.
+	one, _ := activationBytes(spec, cfg, 1, chunk)
+	batchHelps := train > eval && state+max(one, eval) <= float64(free)
 	rows := ""
 	if acts > 0 {
 		rows = fmt.Sprintf(" and computes %s of activations for the rows it takes at once (a batch of %d to train, %d to evaluate)", humanBytes(acts), batch, chunk)
 	}
-	return tooLarge(spec, cfg, rows, acts, fmt.Sprintf("more than the %s of memory free", humanBytes(float64(free))))
+	return tooLarge(spec, cfg, rows, acts, batchHelps, fmt.Sprintf("more than the %s of memory free", humanBytes(float64(free))))
 }
 
 // buildOOM says which setting to lower when building the network ran out of memory
 // (on a GPU, where checkNetworkFits does not look first); err is the allocator's.
 func buildOOM(spec model.Spec, cfg *Config, dev torch.Device, err error) error {
-	return tooLarge(spec, cfg, "", 0, fmt.Sprintf("and building it ran out of memory on %s (%v)", dev, err))
+	return tooLarge(spec, cfg, "", 0, false, fmt.Sprintf("and building it ran out of memory on %s (%v)", dev, err))
 }
 
 // tooLarge is the error of a network too large to train: what training it takes (its
 // weights' state, and acts bytes of activations that rows describes), and the setting
 // to lower: --k where the output layer holds most weights, --hidden or --batch-size
-// where the activations are the most of it, else --hidden (--image-size for a CNN).
-// why ends the sentence.
-func tooLarge(spec model.Spec, cfg *Config, rows string, acts float64, why string) error {
+// where a training batch's activations are the most of it and a smaller batch would
+// fit (batchHelps), else --hidden (--image-size for a CNN): an evaluation's rows are
+// not the user's to set. why ends the sentence.
+func tooLarge(spec model.Spec, cfg *Config, rows string, acts float64, batchHelps bool, why string) error {
 	weights := spec.NumParams()
 	state := weights * trainingBytes(cfg)
 	// A linear map's one layer is its output layer: K, or the features, make it large.
@@ -80,9 +122,9 @@ func tooLarge(spec model.Spec, cfg *Config, rows string, acts float64, why strin
 	switch {
 	case kLarge:
 		flag, use = "--k", "--k"
-	case acts > state && len(spec.Hidden) > 0:
+	case acts > state && batchHelps && len(spec.Hidden) > 0:
 		flag, use = "--hidden", "--hidden or --batch-size"
-	case acts > state:
+	case acts > state && batchHelps:
 		flag, use = "--batch-size", "--batch-size"
 	case spec.Arch != "mlp":
 		flag, use = "--image-size", "--image-size"

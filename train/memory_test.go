@@ -21,6 +21,9 @@ func TestCheckNetworkFits(t *testing.T) {
 	weights := 13*50000 + 50000 + 50000*50000 + 50000 + 50000*3 + 3
 	// Two rows: a batch holds each layer's output, its ReLU and a gradient.
 	acts2 := 4 * 2 * (13 + 3*3 + 3*100000)
+	stl10 := model.Spec{Arch: "stl10", InC: 2, H: 96, W: 96, K: 10, Norm: true}
+	mnist := model.Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 10, Norm: true}
+	twofold128 := &Config{Objective: "twofold", BatchSize: 128}
 	for _, tc := range []struct {
 		name string
 		spec model.Spec
@@ -39,13 +42,23 @@ func TestCheckNetworkFits(t *testing.T) {
 		{"many clusters", model.Spec{Arch: "mlp", In: 13, Hidden: []int{32}, K: 1 << 32}, em, 1000, 64 * gb, true, []string{"--k: the network mlp 13→32→4294967296"}},
 		{"cnn of many clusters", model.Spec{Arch: "cifar", InC: 2, H: 32, W: 32, K: 1 << 30}, em, 1000, 64 * gb, true, []string{"--k: the network cifar"}},
 		{"cnn of large images", model.Spec{Arch: "mnist", InC: 2, H: 16384, W: 16384, K: 10}, em, 1000, 64 * gb, true, []string{"--image-size: the network mnist"}},
-		// 13→20000000→3: 340 M weights (5.44 GB to train), but an evaluation chunk
-		// of the 1000 rows holds two layers of 4·1000·20000000 bytes, 160 GB (a batch
-		// of 256, 4·256·(13 + 3·20000000 + 3·3) bytes, 61.4 GB). Was the OOM killer.
-		{"activations", mlp(20_000_000), em, 1000, 24 * gb, true, []string{"--hidden: the network mlp 13→20000000→3 has 340 M weights and computes 160 GB of activations", "(a batch of 256 to train, 1000 to evaluate)", "needs 165 GB", "use a smaller --hidden or --batch-size"}},
-		// Of 10 rows, a batch and a chunk are 10: 2.4 GB.
+		// 13→20000000→3: 340 M weights (5.44 GB to train). An evaluation takes
+		// 2^30/(4·2·20000000) = 6 rows at once, 0.96 GB; a batch of 256 holds
+		// 4·256·(13 + 3·20000000 + 3·3) bytes, 61.4 GB. Was the OOM killer.
+		{"activations", mlp(20_000_000), em, 1000, 24 * gb, true, []string{"--hidden: the network mlp 13→20000000→3 has 340 M weights and computes 61.4 GB of activations", "(a batch of 256 to train, 6 to evaluate)", "needs 66.9 GB", "use a smaller --hidden or --batch-size"}},
 		{"activations of few rows", mlp(20_000_000), em, 10, 24 * gb, true, nil},
 		{"activations of a linear map", model.Spec{Arch: "mlp", In: 100_000_000, K: 3}, em, 1000, 24 * gb, true, []string{"--batch-size: the network linear 100000000→3", "use a smaller --batch-size"}},
+		// An STL-10 image's convolutions output 2 138 112 units, the largest layer
+		// 589 824; an evaluation takes 2^30/(4·4·589824) = 113 images at once.
+		// Twofold's batch of 512 images and their copies: 4·512·2·3·2138112 bytes,
+		// 26.3 GB; in bf16 half that, as under em's one view.
+		{"images and their copies", stl10, &Config{Objective: "twofold", BatchSize: 512}, 5000, 16 * gb, true, []string{"--batch-size: the network stl10 has 2.7 M weights and computes 26.3 GB of activations", "(a batch of 512 to train, 113 to evaluate)", "use a smaller --batch-size"}},
+		{"images in bf16", stl10, &Config{Objective: "twofold", BatchSize: 512, Precision: "bf16"}, 5000, 16 * gb, true, nil},
+		{"images without copies", stl10, &Config{Objective: "em", BatchSize: 512}, 5000, 16 * gb, true, nil},
+		// MNIST's evaluation, 1024 images of 4·64·28·28 floats (822 MB), outweighs
+		// a batch of 128 (270 MB): no batch size helps.
+		{"an evaluation chunk", mnist, twofold128, 60000, 600_000_000, true, []string{"--image-size: the network mnist", "(a batch of 128 to train, 1024 to evaluate)", "use a smaller --image-size"}},
+		{"mnist's default", mnist, twofold128, 60000, 1 * gb, true, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := checkNetworkFits(tc.spec, tc.cfg, tc.n, tc.free, tc.ok)
@@ -103,6 +116,24 @@ func TestBuildOOM(t *testing.T) {
 	for _, w := range []string{"--hidden: the network mlp 13→200000→200000→3 has 40 G weights", "needs 640 GB", "ran out of memory on cuda:0", "Tried to allocate 149.01 GiB", "use a smaller --hidden"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%q lacks %q", err, w)
+		}
+	}
+}
+
+func TestEvalRows(t *testing.T) {
+	for _, tc := range []struct {
+		spec model.Spec
+		want int
+	}{
+		{model.Spec{Arch: "mlp", In: 64, Hidden: []int{512, 512}, K: 10}, evalChunk},
+		{model.Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 10}, evalChunk},
+		{model.Spec{Arch: "cifar", InC: 2, H: 32, W: 32, K: 10}, evalChunk},
+		{model.Spec{Arch: "stl10", InC: 2, H: 96, W: 96, K: 10}, 113},         // 2^30/(4·4·64·96·96)
+		{model.Spec{Arch: "mlp", In: 13, Hidden: []int{20_000_000}, K: 3}, 6}, // 2^30/(4·2·20000000)
+		{model.Spec{Arch: "mlp", In: 1_000_000_000, K: 3}, 1},
+	} {
+		if got := evalRows(tc.spec); got != tc.want {
+			t.Errorf("%s: evalRows = %d, want %d", tc.spec.Layers(), got, tc.want)
 		}
 	}
 }

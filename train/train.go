@@ -821,7 +821,7 @@ type Criteria struct {
 	SizeEntropy float64 `json:"size_entropy"`
 }
 
-// Predict clusters every row in eval mode (running statistics), 1024 rows at a time,
+// Predict clusters every row in eval mode (running statistics), in chunks (evalRows),
 // with the network's selected head.
 func Predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor) (*Prediction, error) {
 	return PredictProgress(net, src, dev, prior, nil)
@@ -861,7 +861,7 @@ func PredictWithCriteria(net *model.Net, src Source, dev torch.Device, prior *to
 	return preds[net.Head()], nil
 }
 
-// evalChunk is the rows predict runs through the network at once.
+// evalChunk is the most rows predict runs through the network at once (evalRows).
 const evalChunk = 1024
 
 // predict runs the model over rows from to to-1 of src in eval mode, in chunks; with
@@ -871,14 +871,14 @@ const evalChunk = 1024
 // to the host only when asked for: they are K numbers a row, where an evaluation
 // during training needs one. done, if not nil, is told the rows done after each chunk.
 func predict(net *model.Net, src Source, dev torch.Device, prior *torch.Tensor, gamma float64, posteriors bool, from, to int, done func(rows int)) ([]*Prediction, error) {
-	const chunk = evalChunk
+	chunk := evalRows(net.Spec)
 	// As for convolutions (oneBLASThreadForConvolutions), OpenBLAS's spinning pool
 	// slowed the products of an MLP's chunks that it did not speed up: 1.5 M rows
 	// through 3→32→32→10 took 2.9–3.6 s with it on two threads and 2.2 s on one
 	// (28 s and 2.8 s with the cores busy with other work), 300 000 through 512-wide
 	// layers 4.9 s and 3.0 s; 1024-wide ones were no slower on two (2 cores;
 	// docs/RESULTS.md section 60).
-	small := net.ForwardFLOPs()*chunk < bigChunkFLOPs
+	small := net.ForwardFLOPs()*int64(chunk) < bigChunkFLOPs
 	defer oneBLASThreadIf(small || len(net.ConvLayers()) > 0, dev)()
 	n, k, heads := to-from, net.Spec.K, net.Spec.NumHeads()
 	out := make([]*Prediction, heads)
