@@ -84,7 +84,9 @@ func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool)
 	if !ok {
 		return nil
 	}
-	batch, chunk := min(cfg.BatchSize, n), min(evalRows(spec), n)
+	// Each of several ranks trains its share of the global batch.
+	world := max(cfg.WorldSize, 1)
+	batch, chunk := max(1, min(cfg.BatchSize, n)/world), min(evalRows(spec), n)
 	train, eval := activationBytes(spec, cfg, batch, chunk)
 	acts, state := max(train, eval), spec.NumParams()*trainingBytes(cfg)
 	if state+acts <= float64(free) {
@@ -95,7 +97,11 @@ func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool)
 	batchHelps := train > eval && state+max(one, eval) <= float64(free)
 	rows := ""
 	if acts > 0 {
-		rows = fmt.Sprintf(" and computes %s of activations for the rows it takes at once (a batch of %d to train, %d to evaluate)", humanBytes(acts), batch, chunk)
+		share := fmt.Sprintf("a batch of %d", batch)
+		if world > 1 {
+			share = fmt.Sprintf("a rank's %d rows of the batch", batch)
+		}
+		rows = fmt.Sprintf(" and computes %s of activations for the rows it takes at once (%s to train, %d to evaluate)", humanBytes(acts), share, chunk)
 	}
 	return tooLarge(spec, cfg, rows, acts, batchHelps, fmt.Sprintf("more than the %s of memory free", humanBytes(float64(free))))
 }

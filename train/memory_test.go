@@ -59,6 +59,10 @@ func TestCheckNetworkFits(t *testing.T) {
 		// a batch of 128 (270 MB): no batch size helps.
 		{"an evaluation chunk", mnist, twofold128, 60000, 600_000_000, true, []string{"--image-size: the network mnist", "(a batch of 128 to train, 1024 to evaluate)", "use a smaller --image-size"}},
 		{"mnist's default", mnist, twofold128, 60000, 1 * gb, true, nil},
+		// Four ranks train 128 images each of the global 512: 6.6 GB a rank, where
+		// the whole batch would take 26.3 GB.
+		{"a rank's share", stl10, &Config{Objective: "twofold", BatchSize: 512, WorldSize: 4}, 5000, 8 * gb, true, nil},
+		{"a rank's share too large", stl10, &Config{Objective: "twofold", BatchSize: 2048, WorldSize: 4}, 5000, 8 * gb, true, []string{"(a rank's 512 rows of the batch to train, 113 to evaluate)", "use a smaller --batch-size"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := checkNetworkFits(tc.spec, tc.cfg, tc.n, tc.free, tc.ok)
