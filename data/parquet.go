@@ -381,19 +381,33 @@ func (rd *parquetColumnReader) read(f *parquet.File) error {
 	return rd.endRow()
 }
 
-// values moves a page's values into the rows: finite floats and doubles of a list
-// past a row's first, or of a column of one a row, at once; the rest through value.
+// values moves a page's values into the rows: finite numbers of a list past a row's
+// first, or of a column of one a row, at once; the rest through value.
 func (rd *parquetColumnReader) values(vs []parquet.Value) error {
 	c := &rd.col
 	list, scalar := c.list && !c.label, !c.list && !c.label
 	for i := range vs {
 		v := &vs[i]
 		var f float32
+		// As floatOf converts: integers through float64, which holds an int32
+		// exactly and rounds an int64 as floatOf does.
 		switch v.Kind() {
 		case parquet.Float:
 			f = v.Float()
 		case parquet.Double:
 			f = float32(v.Double())
+		case parquet.Int32:
+			if c.unsigned {
+				f = float32(float64(v.Uint32()))
+			} else {
+				f = float32(float64(v.Int32()))
+			}
+		case parquet.Int64:
+			if c.unsigned {
+				f = float32(float64(v.Uint64()))
+			} else {
+				f = float32(float64(v.Int64()))
+			}
 		default:
 			f = float32(math.NaN())
 		}

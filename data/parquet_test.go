@@ -114,6 +114,23 @@ func TestReadParquet(t *testing.T) {
 		t.Fatalf("const.parquet: %v, %d bytes: want under %d to read it into grown rows", err, st.Size(), 2*many/16)
 	}
 	cases = append(cases, readCase{"const.parquet", "", many, 2, wantConsts, nil, nil, []string{"a", "b"}})
+	// Integers past float32's 24 bits, and lists of them: each rounded through
+	// float64, as floatOf rounds the values of a row's first.
+	type intRow struct {
+		I int64   `parquet:"i"`
+		U uint64  `parquet:"u"`
+		L []int64 `parquet:"l,list"`
+	}
+	odd := []int64{math.MinInt64, -1, 0, 1<<24 + 1, 1<<62 + 1<<38 + 1, math.MaxInt64}
+	var ints []intRow
+	var wantInts []float32
+	for i, x := range odd {
+		r := intRow{I: x, U: math.MaxUint64 - uint64(i), L: []int64{x, -x / 3}}
+		ints = append(ints, r)
+		wantInts = append(wantInts, float32(float64(r.I)), float32(float64(r.U)), float32(float64(r.L[0])), float32(float64(r.L[1])))
+	}
+	writeParquet(t, filepath.Join(dir, "ints.parquet"), ints, 4)
+	cases = append(cases, readCase{"ints.parquet", "", len(odd), 4, wantInts, nil, nil, []string{"i", "u", "l[0]", "l[1]"}})
 	for _, c := range cases {
 		t.Run(c.file+" "+c.labelCol, func(t *testing.T) {
 			widths := 0
@@ -150,6 +167,11 @@ func TestReadParquetErrors(t *testing.T) {
 	}
 	one := 1.0
 	nulls := write("nulls.parquet", func(p string) { writeParquet(t, p, []optRow{{&one}, {&one}, {nil}}, 10) })
+	type optIntRow struct {
+		X *int64 `parquet:"x,optional"`
+	}
+	seven := int64(7)
+	intNulls := write("intnulls.parquet", func(p string) { writeParquet(t, p, []optIntRow{{&seven}, {nil}, {&seven}}, 10) })
 	type listRow struct {
 		Emb []float32 `parquet:"emb,list"`
 	}
@@ -228,6 +250,7 @@ func TestReadParquetErrors(t *testing.T) {
 		want                   string
 	}{
 		{nulls, "", "", "nulls.parquet: column \"x\": row 2: a missing value"},
+		{intNulls, "", "", "intnulls.parquet: column \"x\": row 1: a missing value"},
 		{ragged, "", "", "ragged.parquet: column \"emb\": row 2: more than 2 values, the length of row 0's list"},
 		{short, "", "", "short.parquet: column \"emb\": row 1: 1 values, want 2 as in row 0's list"},
 		{empty, "", "", "emptylist.parquet: column \"emb\": row 1: a missing list, or one with a missing value"},
@@ -386,7 +409,26 @@ func BenchmarkParseParquet(b *testing.B) {
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
 	}
-	for name, in := range map[string][]byte{"lists": lists.Bytes(), "columns": columns.Bytes()} {
+	// Counts in 32 int64 columns, as pandas writes integers: each value rounded.
+	for j := range 32 {
+		fields[fmt.Sprintf("f%02d", j)] = parquet.Compressed(parquet.Leaf(parquet.Int64Type), &parquet.Snappy)
+	}
+	var ints bytes.Buffer
+	w = parquet.NewWriter(&ints, parquet.NewSchema("table", fields))
+	for _, r := range rows {
+		row := make(parquet.Row, 0, 33)
+		for j, x := range r.Emb {
+			row = append(row, parquet.Int64Value(int64(math.Round(float64(x)*100))).Level(0, 0, j))
+		}
+		row = append(row, parquet.Int64Value(r.Label).Level(0, 0, 32))
+		if _, err := w.WriteRows([]parquet.Row{row}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	for name, in := range map[string][]byte{"lists": lists.Bytes(), "columns": columns.Bytes(), "int-columns": ints.Bytes()} {
 		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(in)))
 			for b.Loop() {
@@ -394,7 +436,11 @@ func BenchmarkParseParquet(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if v.N != 50000 || v.D != 32 || v.X[32] != rows[1].Emb[0] || v.Labels[3] != 3 {
+				first := rows[1].Emb[0]
+				if name == "int-columns" {
+					first = float32(math.Round(float64(first) * 100))
+				}
+				if v.N != 50000 || v.D != 32 || v.X[32] != first || v.Labels[3] != 3 {
 					b.Fatalf("%d × %d, row 1 starts %v, label 3 is %d", v.N, v.D, v.X[32], v.Labels[3])
 				}
 			}
