@@ -28,8 +28,8 @@ func trainingBytes(cfg *Config) float64 {
 // forwards, each convolution's output and its BatchNorm's, and a gradient, in the
 // precision's bytes (bf16's 2 where the measured peaks halved; docs/RESULTS.md
 // section 66 has them, 3.1 to 4 such outputs a view). An evaluation keeps no
-// gradients: two layers' outputs at once for an MLP, four of the largest for a CNN
-// (its input, the convolution's output, BatchNorm's, and oneDNN's copy: 4.1 measured).
+// gradients: two layers' outputs at once for an MLP, four outputs of the largest
+// convolution an image for a CNN (4.3 measured).
 func activationBytes(spec model.Spec, cfg *Config, batch, chunk int) (train, eval float64) {
 	rows, rowsEval := float64(batch), float64(chunk)
 	if spec.Arch != "mlp" {
@@ -67,7 +67,7 @@ const evalBudget = 1 << 30
 
 // evalRows is the rows an evaluation runs through spec's network at once: evalChunk,
 // or fewer where their activations would pass evalBudget (a 96×96 CNN's 1024 images
-// held 10 GB; docs/RESULTS.md section 66), but at least one. It depends on the network alone, so that every
+// held 11 GB; docs/RESULTS.md section 66), but at least one. It depends on the network alone, so that every
 // machine sums a clustering's criteria in the same chunks.
 func evalRows(spec model.Spec) int {
 	return int(max(1, min(evalChunk, math.Floor(evalBudget/evalBytesPerRow(spec)))))
