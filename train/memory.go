@@ -27,7 +27,7 @@ func trainingBytes(cfg *Config) float64 {
 // size, in float32; a CNN's, for each image and each transformed copy the objective
 // forwards, each convolution's output and its BatchNorm's, and a gradient, in the
 // precision's bytes (bf16's 2 where the measured peaks halved; docs/RESULTS.md
-// section 66 has them, 3.1 to 4 such outputs a view). An evaluation keeps no
+// section 66 has them, 3.1 to 4.2 such outputs a view). An evaluation keeps no
 // gradients: two layers' outputs at once for an MLP, four outputs of the largest
 // convolution an image for a CNN (4.3 measured).
 func activationBytes(spec model.Spec, cfg *Config, batch, chunk int) (train, eval float64) {
