@@ -2487,6 +2487,18 @@ func TestCompareForceRemovesEarlierRuns(t *testing.T) {
 		wantError(t, run(t, dir, "predict", "--model", filepath.Join("cmp", "em-s1"), "--out", filepath.Join("cmp", name), "--force", "--quiet"), 2,
 			"belongs to the comparison in cmp")
 	}
+	// A folder of train runs named as a comparison's holds no comparison: --force
+	// there removes none of them.
+	if r := run(t, dir, "train", "--quiet", "--dataset", "iris", "--restarts", "1", "--epochs", "1", "--device", "cpu", "--out", filepath.Join("runs", "em-s7")); r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	r = run(t, dir, "compare", "--dataset", "iris", "--methods", "em", "--restarts", "1", "--epochs", "1", "--device", "cpu", "--seeds", "1", "--out", "runs", "--force")
+	if r.code != 0 {
+		t.Fatalf("compare --force --out runs: exit %d: %s", r.code, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "runs", "em-s7", "checkpoint.safetensors")); err != nil || strings.Contains(r.stderr, "removed") {
+		t.Errorf("compare --force removed a train run: %v\n%s", err, r.stderr)
+	}
 }
 
 // A comparison killed while writing its tables leaves partial files, which the next

@@ -177,6 +177,9 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 			return usageError{fmt.Errorf("%s is a pipe or device, which compare would need to read more than once; save it to a file first", f)}
 		}
 	}
+	// Only a comparison that replaces one removes the run folders of the one it
+	// replaced: --force on a folder of train runs removes none of them.
+	replacing := opts.Force && opts.Out != "" && hadComparison(opts.Out)
 	if opts.Out != "" {
 		// Held until the tables are written: a second comparison in the folder would
 		// train the same run folders and write compare.json too, and its outputs
@@ -283,16 +286,28 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 	if err := writeCompare(rep, opts, stdout); err != nil {
 		return err
 	}
-	if opts.Force && opts.Out != "" {
+	if replacing {
 		return removeEarlierRuns(opts, log)
 	}
 	return nil
 }
 
+// hadComparison reports whether dir holds a comparison's compare.json or plan.
+func hadComparison(dir string) bool {
+	for _, f := range []string{comparePlanName, "compare.json"} {
+		if fi, err := os.Lstat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
+			return true
+		}
+	}
+	return false
+}
+
 // removeEarlierRuns removes, once a comparison replaced with --force is written, the
 // run folders in --out of the comparison it replaced that this one did not train
 // (other methods or seeds): left, they would sit beside a compare.json that does not
-// describe them. A folder holding any file no emclust command wrote is kept.
+// describe them. Only a folder that a comparison finished (it holds compare's
+// result.json) and that no process holds is removed; one holding any file no
+// emclust command wrote is kept.
 func removeEarlierRuns(opts compareOptions, log io.Writer) error {
 	entries, err := os.ReadDir(opts.Out)
 	if err != nil {
@@ -305,10 +320,16 @@ func removeEarlierRuns(opts compareOptions, log io.Writer) error {
 			continue // not a run folder, or this comparison's
 		}
 		run := filepath.Join(opts.Out, e.Name())
-		if len(foreignInRun(run)) > 0 {
+		if fi, err := os.Lstat(filepath.Join(run, compare.ResultName)); err != nil || !fi.Mode().IsRegular() || len(foreignInRun(run)) > 0 {
 			continue
 		}
-		if err := os.RemoveAll(run); err != nil {
+		lock, err := train.LockDir(run)
+		if err != nil {
+			continue // in use, by a resumed run say
+		}
+		err = os.RemoveAll(run)
+		lock.Close()
+		if err != nil {
 			return fmt.Errorf("compare: removing the earlier comparison's %s: %w", run, err)
 		}
 		removed = append(removed, e.Name())
@@ -629,10 +650,8 @@ func plannedMarkdown(dir string) string {
 // report of a comparison made before plans were kept, or such a comparison's run
 // folders alone (one stopped before its report).
 func holdsComparison(dir string) bool {
-	for _, f := range []string{comparePlanName, "compare.json"} {
-		if fi, err := os.Lstat(filepath.Join(dir, f)); err == nil && fi.Mode().IsRegular() {
-			return true
-		}
+	if hadComparison(dir) {
+		return true
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil || len(entries) == 0 {
