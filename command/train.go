@@ -389,7 +389,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 			return err
 		}
 		defer group.Close()
-		cfg.WorldSize = role.World
+		cfg.WorldSize, cfg.LocalRanks = role.World, role.LocalWorld
 	} else {
 		cfg.WorldSize = 1
 	}

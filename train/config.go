@@ -112,6 +112,10 @@ type Config struct {
 	// WorldSize is the number of data-parallel ranks that train the run; BatchSize is
 	// the global batch, split evenly over them.
 	WorldSize int `json:"world_size"`
+	// LocalRanks is how many of the ranks run on this machine and share its memory,
+	// which the memory check divides among them (0: one). Not saved: it says where a
+	// run trains, not how.
+	LocalRanks int `json:"-"`
 	// LocalStats keeps each rank's batch statistics (BatchNorm, the relevance
 	// normalisation) to its own rows: cheaper, but a different algorithm from one
 	// process at the global batch. Without it they span the global batch.

@@ -84,8 +84,10 @@ func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool)
 	if !ok {
 		return nil
 	}
-	// Each of several ranks trains its share of the global batch.
-	world := max(cfg.WorldSize, 1)
+	// Each of several ranks trains its share of the global batch, and those on this
+	// machine share its memory.
+	world, local := max(cfg.WorldSize, 1), max(cfg.LocalRanks, 1)
+	free /= uint64(local)
 	batch, chunk := max(1, min(cfg.BatchSize, n)/world), min(evalRows(spec), n)
 	train, eval := activationBytes(spec, cfg, batch, chunk)
 	acts, state := max(train, eval), spec.NumParams()*trainingBytes(cfg)
@@ -103,7 +105,11 @@ func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool)
 		}
 		rows = fmt.Sprintf(" and computes %s of activations for the rows it takes at once (%s to train, %d to evaluate)", humanBytes(acts), share, chunk)
 	}
-	return tooLarge(spec, cfg, rows, acts, batchHelps, fmt.Sprintf("more than the %s of memory free", humanBytes(float64(free))))
+	why := fmt.Sprintf("more than the %s of memory free", humanBytes(float64(free)))
+	if local > 1 {
+		why = fmt.Sprintf("more than the %s of memory free for each of the %d processes on this machine", humanBytes(float64(free)), local)
+	}
+	return tooLarge(spec, cfg, rows, acts, batchHelps, why)
 }
 
 // buildOOM says which setting to lower when building the network ran out of memory

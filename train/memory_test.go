@@ -62,6 +62,8 @@ func TestCheckNetworkFits(t *testing.T) {
 		// Four ranks train 128 images each of the global 512: 6.6 GB a rank, where
 		// the whole batch would take 26.3 GB.
 		{"a rank's share", stl10, &Config{Objective: "twofold", BatchSize: 512, WorldSize: 4}, 5000, 8 * gb, true, nil},
+		// The same four ranks on one machine share its 8 GB: 2 GB each.
+		{"ranks sharing a machine", stl10, &Config{Objective: "twofold", BatchSize: 512, WorldSize: 4, LocalRanks: 4}, 5000, 8 * gb, true, []string{"more than the 2 GB of memory free for each of the 4 processes on this machine", "use a smaller --batch-size"}},
 		{"a rank's share too large", stl10, &Config{Objective: "twofold", BatchSize: 2048, WorldSize: 4}, 5000, 8 * gb, true, []string{"(a rank's 512 rows of the batch to train, 113 to evaluate)", "use a smaller --batch-size"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
