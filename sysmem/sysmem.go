@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,29 +59,39 @@ func memAvailable(meminfo []byte) (uint64, bool) {
 }
 
 // cgroup reads the memory limits of this process's cgroup: the least of them, and the
-// least that one leaves (a limit less its use). cgroup v2 is walked from the folder
-// /proc/self/cgroup names (a Slurm job's, a systemd unit's; in a container of its
-// own namespace, the root) up to the root, since a parent's limit binds too; v1's
-// limit is read at its root, as a container sees its own. ok is false where no limit
-// is set.
+// least that one leaves (a limit less its use). The hierarchy is walked from the
+// folder /proc/self/cgroup names (a Slurm job's, a systemd unit's; in a container of
+// its own namespace, the root) up to the root, since a parent's limit binds too:
+// cgroup v2's, else v1's memory controller's. ok is false where no limit is set
+// (v1's "none" is a number near 2⁶³, above any machine's memory).
 func cgroup() (limit, left uint64, ok bool) {
-	path := ""
+	var v2, v1 string
 	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
-		path, _ = v2Path(string(b))
+		v2, _ = v2Path(string(b))
+		v1 = v1MemoryPath(string(b))
 	}
-	if limit, left, ok := v2Limits("/sys/fs/cgroup", path); ok {
+	if limit, left, ok := walkLimits("/sys/fs/cgroup", v2, v2Files); ok {
 		return limit, left, true
 	}
-	// v1, whose "no limit" is a number near 2⁶³, above any machine's memory.
-	return limitsIn("/sys/fs/cgroup/memory", "memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+	return walkLimits("/sys/fs/cgroup/memory", v1, v1Files)
 }
 
-// v2Limits walks from root+path up to root, and returns the least memory.max
-// and the least memory.max less memory.current among the folders that set one.
-func v2Limits(root, path string) (limit, left uint64, ok bool) {
+// cgroupFiles names a cgroup version's files: the limit, the use, and the key in
+// memory.stat of the file pages not recently used.
+type cgroupFiles struct{ limit, use, inactiveFile string }
+
+var (
+	v2Files = cgroupFiles{"memory.max", "memory.current", "inactive_file"}
+	v1Files = cgroupFiles{"memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file"}
+)
+
+// walkLimits walks from root+path up to root, and returns the least limit and the
+// least limit less use among the folders that set one. A path the mount does not
+// show (a container's view) finds its nearest shown parent.
+func walkLimits(root, path string, f cgroupFiles) (limit, left uint64, ok bool) {
 	dir := filepath.Join(root, path)
 	for {
-		if l, lf, found := limitsIn(dir, "memory.max", "memory.current", "inactive_file"); found {
+		if l, lf, found := limitsIn(dir, f.limit, f.use, f.inactiveFile); found {
 			if !ok || l < limit {
 				limit = l
 			}
@@ -134,6 +145,19 @@ func statValue(stat []byte, key string) uint64 {
 		}
 	}
 	return 0
+}
+
+// v1MemoryPath finds cgroup v1's memory controller's line "N:memory:/path" (the
+// controllers may be several, comma-separated) in the text of /proc/self/cgroup; ""
+// where it has none.
+func v1MemoryPath(procCgroup string) string {
+	for _, line := range strings.Split(procCgroup, "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && slices.Contains(strings.Split(parts[1], ","), "memory") {
+			return strings.TrimSuffix(parts[2], "/")
+		}
+	}
+	return ""
 }
 
 // v2Path finds cgroup v2's line "0::/path" in the text of /proc/self/cgroup.

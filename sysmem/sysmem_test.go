@@ -97,15 +97,66 @@ func TestV2Limits(t *testing.T) {
 		{"/nouse", 300, 300, true},
 		{"/cached", 1000, 700, true},
 	} {
-		limit, left, ok := v2Limits(root, tc.path)
+		limit, left, ok := walkLimits(root, tc.path, v2Files)
 		if limit != tc.limit || left != tc.left || ok != tc.ok {
-			t.Errorf("v2Limits(%q) = %d, %d, %v; want %d, %d, %v", tc.path, limit, left, ok, tc.limit, tc.left, tc.ok)
+			t.Errorf("walkLimits(%q) = %d, %d, %v; want %d, %d, %v", tc.path, limit, left, ok, tc.limit, tc.left, tc.ok)
 		}
 	}
 	// A container's own namespace: "0::/", the root's files are its limit.
 	write("", "memory.max", "9000")
 	write("", "memory.current", "1000")
-	if limit, left, ok := v2Limits(root, "/gone/from/view"); limit != 9000 || left != 8000 || !ok {
-		t.Errorf("v2Limits under a limited root = %d, %d, %v; want 9000, 8000, true", limit, left, ok)
+	if limit, left, ok := walkLimits(root, "/gone/from/view", v2Files); limit != 9000 || left != 8000 || !ok {
+		t.Errorf("walkLimits under a limited root = %d, %d, %v; want 9000, 8000, true", limit, left, ok)
+	}
+}
+
+func TestV1MemoryPath(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"4:memory:/process_api/588a\n3:cpuset:/\n0::/\n", "/process_api/588a"},
+		{"7:cpu,memory:/slurm/uid_1000/job_42/\n", "/slurm/uid_1000/job_42"},
+		{"12:memory:/\n", ""},
+		{"1:name=systemd:/user.slice\n0::/user.slice\n", ""}, // no memory controller
+		{"", ""},
+	} {
+		if got := v1MemoryPath(tc.in); got != tc.want {
+			t.Errorf("v1MemoryPath(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// cgroup v1: a Slurm job's limit under a root of none (2⁶³ less a page) binds,
+// and its use less its inactive file pages is what it leaves.
+func TestV1Limits(t *testing.T) {
+	root := t.TempDir()
+	write := func(dir, name, value string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, dir, name), []byte(value+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const none = "9223372036854771712"
+	write("", "memory.limit_in_bytes", none)
+	write("", "memory.usage_in_bytes", "5000")
+	write("slurm/job_42", "memory.limit_in_bytes", "4000")
+	write("slurm/job_42", "memory.usage_in_bytes", "3000")
+	write("slurm/job_42", "memory.stat", "cache 2500\nrss 500\ntotal_inactive_file 2000\n")
+	write("slurm/job_42/step_0", "memory.limit_in_bytes", none)
+	write("slurm/job_42/step_0", "memory.usage_in_bytes", "100")
+	for _, tc := range []struct {
+		path        string
+		limit, left uint64
+	}{
+		{"/slurm/job_42/step_0", 4000, 3000}, // 4000 − (3000 − 2000)
+		{"/slurm/job_42", 4000, 3000},
+		{"/elsewhere", 9223372036854771712, 9223372036854771712 - 5000},
+		{"", 9223372036854771712, 9223372036854771712 - 5000},
+	} {
+		limit, left, ok := walkLimits(root, tc.path, v1Files)
+		if limit != tc.limit || left != tc.left || !ok {
+			t.Errorf("walkLimits(%q, v1) = %d, %d, %v; want %d, %d, true", tc.path, limit, left, ok, tc.limit, tc.left)
+		}
 	}
 }
