@@ -176,3 +176,23 @@ func TestPlanDifference(t *testing.T) {
 		}
 	}
 }
+
+// An out-of-memory error names only settings the data can take: --image-size is a
+// folder's alone, --hidden a table's.
+func TestOOMAdvice(t *testing.T) {
+	for _, tc := range []struct {
+		dataset    string
+		want, avoid string
+	}{
+		{"folder", "--image-size", "--hidden"},
+		{"fashion-mnist", "--precision bf16", "--image-size"},
+		{"stl10", "--batch-size", "--image-size"},
+		{"wine", "--hidden", "--image-size"},
+		{"", "--hidden", "--precision"},
+	} {
+		got := oomAdvice(train.Config{Dataset: tc.dataset})
+		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.avoid) {
+			t.Errorf("%q: %q, want %s and not %s", tc.dataset, got, tc.want, tc.avoid)
+		}
+	}
+}

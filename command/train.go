@@ -559,8 +559,11 @@ func trainRun(ctx context.Context, run *train.Run, runDir string, group *torch.G
 // oomAdvice is what train suggests when the device runs out of memory: the settings
 // that size cfg's network and its batches.
 func oomAdvice(cfg train.Config) string {
-	if train.IsImageSet(cfg.Dataset) {
+	switch {
+	case cfg.Dataset == "folder":
 		return "lower --batch-size, try --precision bf16, or a smaller --image-size"
+	case train.IsImageSet(cfg.Dataset): // images of the paper's sizes, which stay
+		return "lower --batch-size, or try --precision bf16"
 	}
 	return "lower --batch-size, or narrow --hidden"
 }

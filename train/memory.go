@@ -122,35 +122,46 @@ func buildOOM(spec model.Spec, cfg *Config, dev torch.Device, err error) error {
 // weights' state, and acts bytes of activations that rows describes), and the setting
 // to lower: --k where the output layer holds most weights, --hidden or --batch-size
 // where a training batch's activations are the most of it and a smaller batch would
-// fit (batchHelps), else --hidden (--image-size for a CNN): an evaluation's rows are
-// not the user's to set. why ends the sentence.
+// fit (batchHelps), else --hidden, or a folder's --image-size for a CNN: an
+// evaluation's rows are not the user's to set, nor a built-in image set's size. why
+// ends the sentence.
 func tooLarge(spec model.Spec, cfg *Config, rows string, acts float64, batchHelps bool, why string) error {
 	weights := spec.NumParams()
 	state := weights * trainingBytes(cfg)
 	// A linear map's one layer is its output layer: K, or the features, make it large.
 	kLarge := outputLayerWeights(spec) >= weights/2 &&
 		(spec.Arch != "mlp" || len(spec.Hidden) > 0 || spec.K*spec.NumHeads() >= spec.In)
-	var flag, use string
+	// flag names the setting first; advice ends the message.
+	var flag, advice string
 	switch {
 	case kLarge:
-		flag, use = "--k", "--k"
+		flag, advice = "--k", "use a smaller --k"
 	case acts > state && batchHelps && len(spec.Hidden) > 0:
-		flag, use = "--hidden", "--hidden or --batch-size"
+		flag, advice = "--hidden", "use a smaller --hidden or --batch-size"
 	case acts > state && batchHelps:
-		flag, use = "--batch-size", "--batch-size"
+		flag, advice = "--batch-size", "use a smaller --batch-size"
+	case spec.Arch != "mlp" && cfg.Dataset == "folder":
+		flag, advice = "--image-size", "use a smaller --image-size"
 	case spec.Arch != "mlp":
-		flag, use = "--image-size", "--image-size"
+		// A built-in set's images have the paper's size: nothing is left to lower.
+		flag, advice = "--dataset "+cfg.Dataset, "free memory, or use a machine with more"
+		if cfg.Precision != "bf16" {
+			advice = "--precision bf16 halves the activations; else free memory, or use a machine with more"
+		}
 	case len(spec.Hidden) > 0:
-		flag, use = "--hidden", "--hidden"
-	default:
-		flag, use = "--k", "--k"
+		flag, advice = "--hidden", "use a smaller --hidden"
+	default: // a linear map, large for its input's width
+		flag, advice = "--hidden none", fmt.Sprintf("reduce the data's %d features first (PCA, say)", spec.In)
 	}
-	what := "each weight, its gradient and Adam's moments"
-	if acts > 0 {
+	what := "each weight, its gradient and Adam's moments, in float32"
+	switch {
+	case acts > 0 && cfg.Precision == "bf16" && spec.Arch != "mlp":
+		what += ", and the activations, in bfloat16"
+	case acts > 0:
 		what += ", and the activations"
 	}
-	return SettingsError{fmt.Errorf("%s: the network %s has %s weights%s; training it needs %s (%s, in float32), %s: use a smaller %s",
-		flag, spec.Layers(), humanCount(weights), rows, humanBytes(state+acts), what, why, use)}
+	return SettingsError{fmt.Errorf("%s: the network %s has %s weights%s; training it needs %s (%s), %s: %s",
+		flag, spec.Layers(), humanCount(weights), rows, humanBytes(state+acts), what, why, advice)}
 }
 
 // outputLayerWeights counts the weights of spec's last layer, K·Heads units wide:

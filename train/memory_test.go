@@ -23,7 +23,7 @@ func TestCheckNetworkFits(t *testing.T) {
 	acts2 := 4 * 2 * (13 + 3*3 + 3*100000)
 	stl10 := model.Spec{Arch: "stl10", InC: 2, H: 96, W: 96, K: 10, Norm: true}
 	mnist := model.Spec{Arch: "mnist", InC: 2, H: 28, W: 28, K: 10, Norm: true}
-	twofold128 := &Config{Objective: "twofold", BatchSize: 128}
+	twofold128 := &Config{Objective: "twofold", BatchSize: 128, Dataset: "fashion-mnist"}
 	for _, tc := range []struct {
 		name string
 		spec model.Spec
@@ -41,7 +41,7 @@ func TestCheckNetworkFits(t *testing.T) {
 		{"widths past int32", mlp(3_000_000_000, 3_000_000_000), em, 1000, 64 * gb, true, []string{"--hidden", "9.00e+18 weights", "more than the 64 GB"}},
 		{"many clusters", model.Spec{Arch: "mlp", In: 13, Hidden: []int{32}, K: 1 << 32}, em, 1000, 64 * gb, true, []string{"--k: the network mlp 13→32→4294967296"}},
 		{"cnn of many clusters", model.Spec{Arch: "cifar", InC: 2, H: 32, W: 32, K: 1 << 30}, em, 1000, 64 * gb, true, []string{"--k: the network cifar"}},
-		{"cnn of large images", model.Spec{Arch: "mnist", InC: 2, H: 16384, W: 16384, K: 10}, em, 1000, 64 * gb, true, []string{"--image-size: the network mnist"}},
+		{"cnn of large images", model.Spec{Arch: "mnist", InC: 2, H: 16384, W: 16384, K: 10}, &Config{Objective: "em", BatchSize: 256, Dataset: "folder"}, 1000, 64 * gb, true, []string{"--image-size: the network mnist", "use a smaller --image-size"}},
 		// 13→20000000→3: 340 M weights (5.44 GB to train). An evaluation takes
 		// 2^30/(4·2·20000000) = 6 rows at once, 0.96 GB; a batch of 256 holds
 		// 4·256·(13 + 3·20000000 + 3·3) bytes, 61.4 GB. Was the OOM killer.
@@ -56,8 +56,12 @@ func TestCheckNetworkFits(t *testing.T) {
 		{"images in bf16", stl10, &Config{Objective: "twofold", BatchSize: 512, Precision: "bf16"}, 5000, 16 * gb, true, nil},
 		{"images without copies", stl10, &Config{Objective: "em", BatchSize: 512}, 5000, 16 * gb, true, nil},
 		// MNIST's evaluation, 1024 images of 4·64·28·28 floats (822 MB), outweighs
-		// a batch of 128 (270 MB): no batch size helps.
-		{"an evaluation chunk", mnist, twofold128, 60000, 600_000_000, true, []string{"--image-size: the network mnist", "(a batch of 128 to train, 1024 to evaluate)", "use a smaller --image-size"}},
+		// a batch of 128 (270 MB): no batch size helps, and a built-in set's images
+		// cannot be made smaller.
+		{"an evaluation chunk", mnist, twofold128, 60000, 600_000_000, true, []string{"--dataset fashion-mnist: the network mnist", "(a batch of 128 to train, 1024 to evaluate)", "--precision bf16 halves the activations; else free memory, or use a machine with more"}},
+		{"an evaluation chunk in bf16", mnist, &Config{Objective: "twofold", BatchSize: 128, Dataset: "fashion-mnist", Precision: "bf16"}, 60000, 400_000_000, true, []string{"--dataset fashion-mnist: the network mnist", "Adam's moments, in float32, and the activations, in bfloat16)", ": free memory, or use a machine with more"}},
+		// A linear map of 20 000 000 features: 960 MB of weights' state alone.
+		{"a linear map's features", model.Spec{Arch: "mlp", In: 20_000_000, K: 3}, em, 20, 500_000_000, true, []string{"--hidden none: the network linear 20000000→3", "reduce the data's 20000000 features first (PCA, say)"}},
 		{"mnist's default", mnist, twofold128, 60000, 1 * gb, true, nil},
 		// Four ranks train 128 images each of the global 512: 6.6 GB a rank, where
 		// the whole batch would take 26.3 GB.
