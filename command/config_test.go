@@ -181,7 +181,7 @@ func TestPlanDifference(t *testing.T) {
 // folder's alone, --hidden a table's.
 func TestOOMAdvice(t *testing.T) {
 	for _, tc := range []struct {
-		dataset    string
+		dataset     string
 		want, avoid string
 	}{
 		{"folder", "--image-size", "--hidden"},
