@@ -388,6 +388,7 @@ func TestErrors(t *testing.T) {
 		{name: "no heads", args: append(ten, "--heads", "0"), code: 2, want: []string{"--heads 0", "1 to 32"}},
 		// Were seeds 2⁶⁴−1, 0 and 1, and a run kept as seed 0.
 		{name: "seeds past the last", args: append(ten, "--restarts", "3", "--seed", "18446744073709551615"), code: 2, want: []string{"--seed 18446744073709551615: its 3 restarts would take seeds past 2⁶⁴−1"}},
+		{name: "listed seeds past the last", args: []string{"compare", "--dataset", "iris", "--methods", "em", "--restarts", "3", "--seed-list", "1,18446744073709551614", "--device", "cpu"}, code: 2, want: []string{"--seed-list: seed 18446744073709551614's 3 restarts would take seeds past 2⁶⁴−1"}},
 		{name: "no restarts", args: append(ten, "--restarts", "0"), code: 2, want: []string{"--restarts 0", "1 (a single run) to 1000"}},
 		{name: "unknown arch", args: append(ten, "--arch", "foo"), code: 2, want: []string{`--arch "foo"`, "mlp, mnist"}},
 		// Was "Target 7 is out of bounds" from inside the loss (a device-side assert on a GPU).

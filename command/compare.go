@@ -159,6 +159,11 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 	if opts.Seeds, err = compareSeeds(c); err != nil {
 		return opts, err
 	}
+	for _, seed := range opts.Seeds {
+		if r := opts.Run.Config.Restarts; !train.SeedTakesRestarts(seed, r) {
+			return opts, usageError{fmt.Errorf("--seed-list: seed %d's %d restarts would take seeds past 2⁶⁴−1; give smaller seeds", seed, r)}
+		}
+	}
 	return opts, checkCompareOutputs(opts)
 }
 

@@ -271,6 +271,12 @@ func (opt *Options) check(src train.Source) error {
 		if err := cfg.Validate(); err != nil {
 			return fmt.Errorf("compare: %s: %w", m, err)
 		}
+		// Validate checked the base seed's restarts; each seed's take seed+i.
+		for _, seed := range opt.Seeds {
+			if !train.SeedTakesRestarts(seed, cfg.Restarts) {
+				return fmt.Errorf("compare: seed %d: its %d restarts would take seeds past 2⁶⁴−1; give smaller seeds", seed, cfg.Restarts)
+			}
+		}
 		if opt.Dir == "" || opt.Replace || opt.Resume {
 			continue
 		}

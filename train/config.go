@@ -229,9 +229,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--eval-every %d: want ≥ 0", c.EvalEvery)
 	case c.Restarts < 0 || c.Restarts > 1000:
 		return fmt.Errorf("--restarts %d: want 0 to 1000", c.Restarts)
-	case c.Seed > math.MaxUint64-uint64(max(c.Restarts, 1)-1):
-		// Restart i trains seed+i: past 2⁶⁴−1 they were seeds 0, 1, … and a run kept
-		// among them recorded a seed the user never gave.
+	case !SeedTakesRestarts(c.Seed, c.Restarts):
 		return fmt.Errorf("--seed %d: its %d restarts would take seeds past 2⁶⁴−1; give a smaller --seed", c.Seed, c.Restarts)
 	case c.TrialEpochs != 0 && (c.TrialEpochs < 2 || c.TrialEpochs > c.Epochs):
 		// One evaluation has no earlier one to agree with.
@@ -274,4 +272,11 @@ func ReadConfig(dir string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return &cfg, nil
+}
+
+// SeedTakesRestarts reports whether seed's restarts, which train seed+i, all have
+// seeds: past 2⁶⁴−1 they would be seeds 0, 1, … and a run kept among them would
+// record a seed never given.
+func SeedTakesRestarts(seed uint64, restarts int) bool {
+	return seed <= math.MaxUint64-uint64(max(restarts, 1)-1)
 }
