@@ -181,6 +181,8 @@ func humanBytes(n float64) string { return withUnit(n, "B") }
 // withUnit writes n to three digits with an SI prefix, and past the largest one in
 // powers of ten.
 func withUnit(n float64, unit string) string {
+	// Rounded first, so that 999.6 M is written 1 G, not 1e+03 M.
+	n, _ = strconv.ParseFloat(strconv.FormatFloat(n, 'g', 3, 64), 64)
 	for _, p := range []struct {
 		prefix string
 		size   float64

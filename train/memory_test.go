@@ -107,6 +107,10 @@ func TestWithUnit(t *testing.T) {
 		{310.4e6, "B", "310 MB"},
 		{999e15, "B", "999 PB"},
 		{1.44e20, "B", "1.44e+20 B"},
+		{999.6e6, "B", "1 GB"},
+		{999.5e9, "B", "1 TB"},
+		{999.6, "B", "1 kB"},
+		{999.4e6, "", "999 M"},
 	} {
 		if got := withUnit(tc.n, tc.unit); got != tc.want {
 			t.Errorf("withUnit(%g, %q) = %q, want %q", tc.n, tc.unit, got, tc.want)
