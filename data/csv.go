@@ -604,7 +604,11 @@ func (p *csvParser) headerOrData(rec []string, line int) (bool, error) {
 	}
 	if number < 0 && !named && len(rec) > 1 {
 		// Neither names nor numbers: it would fail as data on its first empty cell.
-		return false, fmt.Errorf("%s:%d: every cell of line %d is empty: a header without names? say --header yes to skip it", p.name, line, line)
+		cells := "every cell"
+		if p.labelCol >= 0 && p.labelCol < len(rec) {
+			cells = "every cell but the label column's"
+		}
+		return false, fmt.Errorf("%s:%d: %s of line %d is empty: a header without names? say --header yes to skip it", p.name, line, cells, line)
 	}
 	return number < 0 && named, nil
 }

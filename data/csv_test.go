@@ -463,6 +463,12 @@ func TestReadCSVErrors(t *testing.T) {
 			content: ",,\n1,2,3\n4,5,6\n",
 			want:    []string{"x.csv:1: every cell of line 1 is empty: a header without names? say --header yes to skip it"},
 		},
+		{
+			name:    "first line of empty cells but the label's",
+			content: ",,class\n1,2,a\n4,5,b\n",
+			opt:     CSVOptions{LabelCol: "2"},
+			want:    []string{"x.csv:1: every cell but the label column's of line 1 is empty"},
+		},
 		// Was x.csv:6:8, the end of the file, where the reader gave up.
 		{
 			name:    "quote never closed",

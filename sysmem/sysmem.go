@@ -62,8 +62,9 @@ func memAvailable(meminfo []byte) (uint64, bool) {
 // least that one leaves (a limit less its use). The hierarchy is walked from the
 // folder /proc/self/cgroup names (a Slurm job's, a systemd unit's; in a container of
 // its own namespace, the root) up to the root, since a parent's limit binds too:
-// cgroup v2's, else v1's memory controller's. ok is false where no limit is set
-// (v1's "none" is a number near 2⁶³, above any machine's memory).
+// cgroup v2's, else v1's memory controller's. ok is false where none sets a limit;
+// v1 writes "none" as a number near 2⁶³, above any machine's memory, which comes
+// back as the limit.
 func cgroup() (limit, left uint64, ok bool) {
 	var v2, v1 string
 	if b, err := os.ReadFile("/proc/self/cgroup"); err == nil {
