@@ -11,14 +11,31 @@ import (
 	"emclust/torch"
 )
 
-// trainingBytes is what training holds a weight with on the CPU: the weight and its
-// gradient, and each Adam's two moments, all float32.
-func trainingBytes(cfg *Config) float64 {
+// stateBytes is what training holds for spec's weights on the CPU, in float32: each
+// weight and its gradient, and each Adam's two moments (twofold has two Adams); and
+// twice the largest layer's weights, for the gradient that backward makes before it
+// is added to the one kept, and for the buffer a checkpoint is saved through. Runs
+// of 9 M to 64 M weights peaked at 24.3 bytes a weight under em (docs/RESULTS.md
+// section 66).
+func stateBytes(spec model.Spec, cfg *Config) float64 {
 	adams := 1
 	if cfg.objective().KLStep {
 		adams = 2
 	}
-	return 4 * float64(2+2*adams)
+	return spec.NumParams()*4*float64(2+2*adams) + 2*4*largestLayer(spec)
+}
+
+// largestLayer counts the weights of spec's largest layer: among an MLP's, or a
+// CNN's output layer, the only one that grows past a few million (with K).
+func largestLayer(spec model.Spec) float64 {
+	if spec.Arch != "mlp" {
+		return outputLayerWeights(spec)
+	}
+	widths, largest := spec.MLPWidths(), 0.0
+	for i := 1; i < len(widths); i++ {
+		largest = max(largest, float64(widths[i-1])*float64(widths[i])+float64(widths[i]))
+	}
+	return largest
 }
 
 // activationBytes is what the network holds for the rows it computes at once: a
@@ -90,7 +107,7 @@ func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool)
 	free /= uint64(local)
 	batch, chunk := max(1, min(cfg.BatchSize, n)/world), min(evalRows(spec), n)
 	train, eval := activationBytes(spec, cfg, batch, chunk)
-	acts, state := max(train, eval), spec.NumParams()*trainingBytes(cfg)
+	acts, state := max(train, eval), stateBytes(spec, cfg)
 	if state+acts <= float64(free) {
 		return nil
 	}
@@ -127,7 +144,7 @@ func buildOOM(spec model.Spec, cfg *Config, dev torch.Device, err error) error {
 // ends the sentence.
 func tooLarge(spec model.Spec, cfg *Config, rows string, acts float64, batchHelps bool, why string) error {
 	weights := spec.NumParams()
-	state := weights * trainingBytes(cfg)
+	state := stateBytes(spec, cfg)
 	// A linear map's one layer is its output layer: K, or the features, make it large.
 	kLarge := outputLayerWeights(spec) >= weights/2 &&
 		(spec.Arch != "mlp" || len(spec.Hidden) > 0 || spec.K*spec.NumHeads() >= spec.In)
@@ -153,7 +170,7 @@ func tooLarge(spec model.Spec, cfg *Config, rows string, acts float64, batchHelp
 	default: // a linear map, large for its input's width
 		flag, advice = "--hidden none", fmt.Sprintf("reduce the data's %d features first (PCA, say)", spec.In)
 	}
-	what := "each weight, its gradient and Adam's moments, in float32"
+	what := "each weight, its gradient and Adam's moments, and two copies of the largest layer, in float32"
 	switch {
 	case acts > 0 && cfg.Precision == "bf16" && spec.Arch != "mlp":
 		what += ", and the activations, in bfloat16"

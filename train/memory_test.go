@@ -15,10 +15,11 @@ func TestCheckNetworkFits(t *testing.T) {
 		return model.Spec{Arch: "mlp", In: 13, Hidden: hidden, K: 3, Norm: true}
 	}
 	em, twofold := &Config{Objective: "em", BatchSize: 256}, &Config{Objective: "twofold", BatchSize: 256}
-	// 13→50000→50000→3: 2 500 850 003 weights, 16 bytes each under em's one Adam and
-	// 24 under twofold's two.
+	// 13→50000→50000→3: 2 500 900 003 weights, 16 bytes each under em's one Adam and
+	// 24 under twofold's two, and 8 for each of the largest layer's 2 500 050 000.
 	big := mlp(50000, 50000)
 	weights := 13*50000 + 50000 + 50000*50000 + 50000 + 50000*3 + 3
+	state := 16*weights + 8*(50000*50000+50000)
 	// Two rows: a batch holds each layer's output, its ReLU and a gradient.
 	acts2 := 4 * 2 * (13 + 3*3 + 3*100000)
 	stl10 := model.Spec{Arch: "stl10", InC: 2, H: 96, W: 96, K: 10, Norm: true}
@@ -35,17 +36,18 @@ func TestCheckNetworkFits(t *testing.T) {
 	}{
 		{"small", mlp(32, 32), em, 1000, 1 * gb, true, nil},
 		{"memory unknown", mlp(3_000_000_000, 3_000_000_000), em, 1000, 0, false, nil},
-		{"just fits", big, em, 2, uint64(16*weights + acts2), true, nil},
-		{"a byte short", big, em, 2, uint64(16*weights+acts2) - 1, true, []string{"--hidden: the network mlp 13→50000→50000→3 has 2.5 G weights and computes 2.4 MB of activations", "a batch of 2 to train, 2 to evaluate", "needs 40 GB", "more than the 40 GB of memory free: use a smaller --hidden"}},
-		{"two optimisers", big, twofold, 2, uint64(16*weights + acts2), true, []string{"needs 60 GB"}},
+		{"just fits", big, em, 2, uint64(state + acts2), true, nil},
+		{"a byte short", big, em, 2, uint64(state+acts2) - 1, true, []string{"--hidden: the network mlp 13→50000→50000→3 has 2.5 G weights and computes 2.4 MB of activations", "a batch of 2 to train, 2 to evaluate", "needs 60 GB", "more than the 60 GB of memory free: use a smaller --hidden"}},
+		{"two optimisers", big, twofold, 2, uint64(state + acts2), true, []string{"needs 80 GB"}},
 		{"widths past int32", mlp(3_000_000_000, 3_000_000_000), em, 1000, 64 * gb, true, []string{"--hidden", "9.00e+18 weights", "more than the 64 GB"}},
 		{"many clusters", model.Spec{Arch: "mlp", In: 13, Hidden: []int{32}, K: 1 << 32}, em, 1000, 64 * gb, true, []string{"--k: the network mlp 13→32→4294967296"}},
 		{"cnn of many clusters", model.Spec{Arch: "cifar", InC: 2, H: 32, W: 32, K: 1 << 30}, em, 1000, 64 * gb, true, []string{"--k: the network cifar"}},
 		{"cnn of large images", model.Spec{Arch: "mnist", InC: 2, H: 16384, W: 16384, K: 10}, &Config{Objective: "em", BatchSize: 256, Dataset: "folder"}, 1000, 64 * gb, true, []string{"--image-size: the network mnist", "use a smaller --image-size"}},
-		// 13→20000000→3: 340 M weights (5.44 GB to train). An evaluation takes
+		// 13→20000000→3: 340 M weights, 280 M in the first layer (7.68 GB to
+		// train). An evaluation takes
 		// 2^30/(4·2·20000000) = 6 rows at once, 0.96 GB; a batch of 256 holds
 		// 4·256·(13 + 3·20000000 + 3·3) bytes, 61.4 GB. Was the OOM killer.
-		{"activations", mlp(20_000_000), em, 1000, 24 * gb, true, []string{"--hidden: the network mlp 13→20000000→3 has 340 M weights and computes 61.4 GB of activations", "(a batch of 256 to train, 6 to evaluate)", "needs 66.9 GB", "use a smaller --hidden or --batch-size"}},
+		{"activations", mlp(20_000_000), em, 1000, 24 * gb, true, []string{"--hidden: the network mlp 13→20000000→3 has 340 M weights and computes 61.4 GB of activations", "(a batch of 256 to train, 6 to evaluate)", "needs 69.1 GB", "use a smaller --hidden or --batch-size"}},
 		{"activations of few rows", mlp(20_000_000), em, 10, 24 * gb, true, nil},
 		{"activations of a linear map", model.Spec{Arch: "mlp", In: 100_000_000, K: 3}, em, 1000, 24 * gb, true, []string{"--batch-size: the network linear 100000000→3", "use a smaller --batch-size"}},
 		// An STL-10 image's convolutions output 2 138 112 units, the largest layer
@@ -59,7 +61,7 @@ func TestCheckNetworkFits(t *testing.T) {
 		// a batch of 128 (270 MB): no batch size helps, and a built-in set's images
 		// cannot be made smaller.
 		{"an evaluation chunk", mnist, twofold128, 60000, 600_000_000, true, []string{"--dataset fashion-mnist: the network mnist", "(a batch of 128 to train, 1024 to evaluate)", "--precision bf16 halves the activations; else free memory, or use a machine with more"}},
-		{"an evaluation chunk in bf16", mnist, &Config{Objective: "twofold", BatchSize: 128, Dataset: "fashion-mnist", Precision: "bf16"}, 60000, 400_000_000, true, []string{"--dataset fashion-mnist: the network mnist", "Adam's moments, in float32, and the activations, in bfloat16)", ": free memory, or use a machine with more"}},
+		{"an evaluation chunk in bf16", mnist, &Config{Objective: "twofold", BatchSize: 128, Dataset: "fashion-mnist", Precision: "bf16"}, 60000, 400_000_000, true, []string{"--dataset fashion-mnist: the network mnist", "largest layer, in float32, and the activations, in bfloat16)", ": free memory, or use a machine with more"}},
 		// A linear map of 20 000 000 features: 960 MB of weights' state alone.
 		{"a linear map's features", model.Spec{Arch: "mlp", In: 20_000_000, K: 3}, em, 20, 500_000_000, true, []string{"--hidden none: the network linear 20000000→3", "reduce the data's 20000000 features first (PCA, say)"}},
 		{"mnist's default", mnist, twofold128, 60000, 1 * gb, true, nil},
@@ -127,7 +129,7 @@ func TestBuildOOM(t *testing.T) {
 	if !errors.As(err, new(SettingsError)) {
 		t.Errorf("%v: not a SettingsError", err)
 	}
-	for _, w := range []string{"--hidden: the network mlp 13→200000→200000→3 has 40 G weights", "needs 640 GB", "ran out of memory on cuda:0", "Tried to allocate 149.01 GiB", "use a smaller --hidden"} {
+	for _, w := range []string{"--hidden: the network mlp 13→200000→200000→3 has 40 G weights", "needs 960 GB", "ran out of memory on cuda:0", "Tried to allocate 149.01 GiB", "use a smaller --hidden"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%q lacks %q", err, w)
 		}
