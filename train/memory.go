@@ -18,11 +18,48 @@ import (
 // of 9 M to 64 M weights peaked at 24.3 bytes a weight under em (docs/RESULTS.md
 // section 66).
 func stateBytes(spec model.Spec, cfg *Config) float64 {
+	return spec.NumParams()*weightBytes(cfg) + 2*4*largestLayer(spec)
+}
+
+// weightBytes is what a network that has trained holds a weight with: the weight,
+// its gradient, and each Adam's two moments, in float32.
+func weightBytes(cfg *Config) float64 {
 	adams := 1
 	if cfg.objective().KLStep {
 		adams = 2
 	}
-	return spec.NumParams()*4*float64(2+2*adams) + 2*4*largestLayer(spec)
+	return 4 * float64(2+2*adams)
+}
+
+// checkRestartsFit refuses, before any trains, restarts whose networks together are
+// larger than the memory free on the CPU: each restart stays open until all have
+// trained (trainJobs), and a run the OOM killer ended at its tenth restart had
+// trained nine for nothing. What one network computes New checks as each starts.
+func checkRestartsFit(cfg Config, src Source, dev torch.Device, free uint64, ok bool) error {
+	runs := cfg.RestartRuns()
+	if dev.CUDA || !ok || runs < 2 {
+		return nil
+	}
+	total, widest := 0.0, model.Spec{}
+	for _, c := range NetworkCandidates(cfg) {
+		spec, err := src.Spec(&c)
+		if err != nil {
+			return nil // New says what is wrong with it
+		}
+		total += float64(max(cfg.Restarts, 1)) * spec.NumParams() * weightBytes(&c)
+		if spec.NumParams() > widest.NumParams() {
+			widest = spec
+		}
+	}
+	if total <= float64(free) {
+		return nil
+	}
+	flag := "--hidden"
+	if widest.Arch != "mlp" {
+		flag = "--k"
+	}
+	return SettingsError{fmt.Errorf("--restarts %d: the %d networks (%s, %s weights) stay in memory until one is kept, %s with their gradients and Adam's moments, more than the %s of memory free: use fewer --restarts or a smaller %s",
+		cfg.Restarts, runs, widest.Layers(), humanCount(widest.NumParams()), humanBytes(total), humanBytes(float64(free)), flag)}
 }
 
 // largestLayer counts the weights of spec's largest layer: among an MLP's, or a

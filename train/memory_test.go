@@ -153,3 +153,53 @@ func TestEvalRows(t *testing.T) {
 		}
 	}
 }
+
+// Restarts stay open until all have trained: R networks' weights, gradients and
+// moments must fit at once, or none trains.
+func TestCheckRestartsFit(t *testing.T) {
+	src := digitsSource(t) // 64 features, 10 classes
+	const gb = 1_000_000_000
+	cfg := func(restarts int, hidden ...int) Config {
+		c := VectorDefaults()
+		c.K, c.Restarts, c.Hidden, c.HiddenAuto = 10, restarts, hidden, false
+		return c
+	}
+	auto := cfg(10, 4000, 4000)
+	auto.HiddenAuto = true // each seed also trains a linear map, 64→10: 650 weights
+	// 64→4000→4000→10: 16 310 010 weights, 16 bytes each: 261 MB a restart.
+	weights := 64*4000 + 4000 + 4000*4000 + 4000 + 4000*10 + 10
+	one := 16 * weights
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		free uint64
+		want []string // nil: fits
+	}{
+		{"ten fit", cfg(10, 4000, 4000), uint64(10 * one), nil},
+		{"ten a byte short", cfg(10, 4000, 4000), uint64(10*one) - 1, []string{"--restarts 10: the 10 networks (mlp 64→4000→4000→10, 16.3 M weights)", "2.61 GB", "use fewer --restarts or a smaller --hidden"}},
+		{"one restart is New's to check", cfg(1, 4000, 4000), 1, nil},
+		{"linear maps beside", auto, uint64(10*one + 10*16*650), nil},
+		{"linear maps beside, a byte short", auto, uint64(10*one+10*16*650) - 1, []string{"--restarts 10: the 20 networks (mlp 64→4000→4000→10"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkRestartsFit(tc.cfg, src, torch.CPU, tc.free, true)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !errors.As(err, new(SettingsError)) {
+				t.Fatalf("%v: want a SettingsError", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	if err := checkRestartsFit(cfg(10, 4000, 4000), src, torch.CPU, 1, false); err != nil {
+		t.Errorf("memory unknown: %v", err)
+	}
+}
