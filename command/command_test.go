@@ -1419,7 +1419,15 @@ func TestReportGuardsOutput(t *testing.T) {
 	if r := run(t, dir, append(stale, "--tsne-points", "50")...); r.code != 0 {
 		t.Fatalf("report with a map: exit %d: %s", r.code, r.stderr)
 	}
-	os.WriteFile(filepath.Join(dir, "stale", "mine.png"), []byte("mine"), 0o644) // no report shows it
+	// An image of the user's there is not a report's figure: refused even with
+	// --force (a class folder of images took a report's figures as its own).
+	image := filepath.Join(dir, "stale", "0.png")
+	os.WriteFile(image, []byte("mine"), 0o644)
+	wantError(t, run(t, dir, append(stale, "--no-tsne", "--force")...), 2, "holds files a report does not write (0.png)")
+	if b, _ := os.ReadFile(image); string(b) != "mine" {
+		t.Errorf("0.png: %q", b)
+	}
+	os.Remove(image)
 	before, _ := filepath.Glob(filepath.Join(dir, "stale", "*"))
 	if r := run(t, dir, append(stale, "--no-tsne", "--force")...); r.code != 0 {
 		t.Fatalf("report --no-tsne --force: exit %d: %s", r.code, r.stderr)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -244,7 +245,7 @@ func checkReportDir(out string, force bool) (partial, replaced []string, err err
 				return nil, nil, usageError{fmt.Errorf("--out %s holds an index.html that no emclust report wrote; name another folder", out)}
 			}
 			hasReport = true
-		case e.Type().IsRegular() && (strings.HasSuffix(name, ".png") || strings.HasSuffix(name, ".svg")):
+		case e.Type().IsRegular() && slices.Contains(report.FigureNames, name):
 			figures = append(figures, name)
 		default:
 			foreign = append(foreign, name)
@@ -291,7 +292,7 @@ func isReportTemp(name string) bool {
 		return false
 	}
 	base := strings.TrimPrefix(name[:i], ".")
-	isFile := base == "index.html" || strings.HasSuffix(base, ".png") || strings.HasSuffix(base, ".svg")
+	isFile := base == "index.html" || slices.Contains(report.FigureNames, base)
 	return isFile && atomicfile.IsTemp(name, base)
 }
 

@@ -151,3 +151,13 @@ func hsv(h, s, v float64) color.RGBA {
 	u8 := func(f float64) uint8 { return uint8(math.Round(255 * (f + m))) }
 	return color.RGBA{u8(r), u8(g), u8(b), 255}
 }
+
+// FigureNames lists every figure a report may write: what a report's --out may
+// hold besides index.html, so that other images there (a data set's, say) are
+// known for the user's and never written over.
+var FigureNames = []string{
+	"loss.svg", "loss_kl.svg", "scores.svg", "criteria.svg", "heads.svg", "sizes.svg",
+	"contingency.svg", "contingency.png", "best10.png", "actmax.png", "filters_first.png",
+	"filters_last.png", "tsne.png", "sample_space.png", "distributions.png",
+	"distributions_compare.png",
+}

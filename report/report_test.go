@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,6 +62,9 @@ func checkPage(t *testing.T, index string) (string, []string) {
 			continue
 		}
 		names = append(names, name)
+		if !slices.Contains(FigureNames, name) {
+			t.Errorf("%s is not among FigureNames, which report --out guards", name)
+		}
 		f, err := os.ReadFile(filepath.Join(filepath.Dir(index), name))
 		if err != nil {
 			t.Errorf("linked file: %v", err)
