@@ -24,4 +24,7 @@ type Images struct {
 	// Fine holds CIFAR-100's 100 fine labels when Labels are its 20 coarse ones.
 	Fine   []int
 	Source string
+	// LeftOut describes the files of an image folder that were not PNG or JPEG and
+	// so were left out ("12 .webp"), for the user to see; "" for none.
+	LeftOut string
 }

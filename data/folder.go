@@ -9,6 +9,7 @@ import (
 	_ "image/png"  // register the PNG decoder with image.Decode
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -35,11 +36,19 @@ func IsImageName(path string) bool {
 // that is a link is followed; a link to a folder inside it is refused by name, as
 // the walk would skip it without a word.
 func ListImageFiles(dir string) ([]string, error) {
+	files, _, err := listImageFiles(dir)
+	return files, err
+}
+
+// listImageFiles is ListImageFiles, also counting the files it leaves out by their
+// extension (lower case; "" for none), hidden ones aside.
+func listImageFiles(dir string) ([]string, map[string]int, error) {
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var files []string
+	others := map[string]int{}
 	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -60,6 +69,7 @@ func ListImageFiles(dir string) ([]string, error) {
 			return nil
 		}
 		if !IsImageName(path) {
+			others[strings.ToLower(filepath.Ext(path))]++
 			return nil
 		}
 		rel, err := filepath.Rel(root, path)
@@ -70,10 +80,31 @@ func ListImageFiles(dir string) ([]string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	slices.SortFunc(files, comparePaths)
-	return files, nil
+	return files, others, nil
+}
+
+// otherFiles describes the files listImageFiles left out, the commonest extensions
+// first: "12 .webp, 1 .txt"; "" for none.
+func otherFiles(others map[string]int) string {
+	exts := slices.Collect(maps.Keys(others))
+	slices.SortFunc(exts, func(a, b string) int {
+		return cmp.Or(cmp.Compare(others[b], others[a]), cmp.Compare(a, b))
+	})
+	var parts []string
+	for i, ext := range exts {
+		if i == 3 {
+			parts = append(parts, "…")
+			break
+		}
+		if ext == "" {
+			ext = "without an extension"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s", others[exts[i]], ext))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // comparePaths orders paths folder by folder: the separator sorts before any other
@@ -107,11 +138,14 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 	if size < 0 || size > MaxImageSide {
 		return nil, fmt.Errorf("image folder %s: image size %d, want 0 (keep) to %d", dir, size, MaxImageSide)
 	}
-	files, err := ListImageFiles(dir)
+	files, others, err := listImageFiles(dir)
 	if err != nil {
 		return nil, err
 	}
 	if len(files) == 0 {
+		if len(others) > 0 {
+			return nil, fmt.Errorf("image folder %s: no PNG or JPEG files, only other files (%s)", dir, otherFiles(others))
+		}
 		return nil, fmt.Errorf("image folder %s: no PNG or JPEG files", dir)
 	}
 	labels, classes, err := folderLabels(dir, files)
@@ -146,6 +180,7 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 		Labels:  labels,
 		Classes: classes,
 		Source:  dir,
+		LeftOut: otherFiles(others),
 	}
 	imgBytes := c * h * w
 	put := func(i int, img image.Image) error {

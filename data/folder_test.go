@@ -243,3 +243,25 @@ func pngWithSize(t testing.TB, w, h uint32) []byte {
 	binary.BigEndian.PutUint32(b[29:], crc32.ChecksumIEEE(b[12:29]))
 	return b
 }
+
+// Files that are not PNG or JPEG are left out, and said to be: a class of .webp
+// images trained as the one .PNG among them, without a word.
+func TestLoadImageFolderLeftOut(t *testing.T) {
+	dir := t.TempDir()
+	imgWriteFile(t, filepath.Join(dir, "a", "1.png"), pngBytes(t, patternImage(0, 4, 3)))
+	imgWriteFile(t, filepath.Join(dir, "b", "2.PNG"), pngBytes(t, patternImage(1, 4, 3)))
+	for _, name := range []string{"b/3.webp", "b/4.webp", "b/5.WEBP", "a/notes.txt", "a/LICENSE", ".hidden.gif"} {
+		imgWriteFile(t, filepath.Join(dir, filepath.FromSlash(name)), []byte("x"))
+	}
+	im, err := LoadImageFolder(dir, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "3 .webp, 1 without an extension, 1 .txt"; im.N != 2 || im.LeftOut != want {
+		t.Errorf("%d images, left out %q; want 2, %q", im.N, im.LeftOut, want)
+	}
+	only := t.TempDir()
+	imgWriteFile(t, filepath.Join(only, "x.gif"), []byte("x"))
+	_, err = LoadImageFolder(only, 0, false)
+	imgWantErr(t, err, "no PNG or JPEG files, only other files (1 .gif)")
+}

@@ -174,7 +174,11 @@ func (is *ImageSource) Labels() []int { return is.im.Labels }
 // when unknown.
 func (is *ImageSource) Classes() []string { return is.im.Classes }
 func (is *ImageSource) Describe() string {
-	return fmt.Sprintf("%s: %d images %dx%dx%d", is.im.Source, is.im.N, is.im.C, is.im.H, is.im.W)
+	d := fmt.Sprintf("%s: %d images %dx%dx%d", is.im.Source, is.im.N, is.im.C, is.im.H, is.im.W)
+	if is.im.LeftOut != "" {
+		d += fmt.Sprintf(" (left out, not PNG or JPEG: %s)", is.im.LeftOut)
+	}
+	return d
 }
 func (is *ImageSource) Close() { is.pix.Free() }
 
