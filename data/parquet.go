@@ -459,7 +459,7 @@ func (rd *parquetColumnReader) value(v parquet.Value) error {
 		return fmt.Errorf("row %d: %s; fill or drop the rows with missing values first", rd.row, what)
 	}
 	if c.label {
-		rd.labels.add(labelString(v))
+		rd.labels.add(labelString(v, c.unsigned))
 		return nil
 	}
 	if rd.j >= c.width {
@@ -522,8 +522,9 @@ func floatOf(v parquet.Value, unsigned bool) (float32, error) {
 	}
 }
 
-// labelString is a label value as the class name a CSV cell would give.
-func labelString(v parquet.Value) string {
+// labelString is a label value as the class name a CSV cell would give; unsigned
+// for a column of unsigned integers.
+func labelString(v parquet.Value, unsigned bool) string {
 	switch v.Kind() {
 	case parquet.ByteArray, parquet.FixedLenByteArray:
 		return validUTF8(string(v.ByteArray()))
@@ -532,8 +533,14 @@ func labelString(v parquet.Value) string {
 	case parquet.Double:
 		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
 	case parquet.Int32:
+		if unsigned {
+			return strconv.FormatUint(uint64(v.Uint32()), 10)
+		}
 		return strconv.Itoa(int(v.Int32()))
 	case parquet.Int64:
+		if unsigned {
+			return strconv.FormatUint(v.Uint64(), 10)
+		}
 		return strconv.FormatInt(v.Int64(), 10)
 	case parquet.Boolean:
 		return strconv.FormatBool(v.Boolean())

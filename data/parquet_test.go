@@ -131,6 +131,16 @@ func TestReadParquet(t *testing.T) {
 	}
 	writeParquet(t, filepath.Join(dir, "ints.parquet"), ints, 4)
 	cases = append(cases, readCase{"ints.parquet", "", len(odd), 4, wantInts, nil, nil, []string{"i", "u", "l[0]", "l[1]"}})
+	// Unsigned labels are named as written, not as the signed numbers stored.
+	type uLabelRow struct {
+		X float32 `parquet:"x"`
+		Y uint32  `parquet:"y"`
+		Z uint64  `parquet:"z"`
+	}
+	writeParquet(t, filepath.Join(dir, "ulabels.parquet"), []uLabelRow{{1, 4000000001, 1 << 63}, {2, 4000000000, 1}}, 10)
+	cases = append(cases,
+		readCase{"ulabels.parquet", "y", 2, 2, []float32{1, float32(uint64(1) << 63), 2, 1}, []int{1, 0}, []string{"4000000000", "4000000001"}, []string{"x", "z"}},
+		readCase{"ulabels.parquet", "z", 2, 2, []float32{1, 4000000001, 2, 4000000000}, []int{1, 0}, []string{"1", "9223372036854775808"}, []string{"x", "y"}})
 	for _, c := range cases {
 		t.Run(c.file+" "+c.labelCol, func(t *testing.T) {
 			widths := 0
