@@ -102,17 +102,22 @@ func (m *Model) OpenSource(modelPath string, cfg *Config, dev torch.Device) (Sou
 		if d == want.In {
 			return nil
 		}
-		return widthError(fmt.Sprintf("%s has %d feature columns", cfg.DataFile, d), fmt.Sprintf("the model in %s", modelPath), d, want.In, cfg)
+		return widthError(fmt.Sprintf("%s has %d feature columns", cfg.DataFile, d), fmt.Sprintf("the model in %s", modelPath), d, want.In, cfg, m.Cfg.LabelCol)
 	})
 }
 
-// widthError says that data, of have feature columns, are not the want that model
+// widthError says that input, of have feature columns, are not the want that model
 // takes; with one too many, that a CSV's label column may be among them (a NumPy
-// array has none, and --label-col is refused for one, as for an embedded table).
-func widthError(data, model string, have, want int, cfg *Config) error {
-	msg := fmt.Sprintf("%s, but %s takes %d-feature input", data, model, want)
+// array has none, and --label-col is refused for one, as for an embedded table),
+// and which one the model trained with, trainedLabel, where it did.
+func widthError(input, model string, have, want int, cfg *Config, trainedLabel string) error {
+	msg := fmt.Sprintf("%s, but %s takes %d-feature input", input, model, want)
 	if have == want+1 && cfg.LabelCol == "" && cfg.DataFile != "" && !strings.HasSuffix(strings.ToLower(cfg.DataFile), ".npy") {
-		msg += " (if one column holds labels, name it with --label-col)"
+		if trainedLabel != "" {
+			msg += fmt.Sprintf(" (it trained with --label-col %s: give it again for these data)", data.ShellQuote(trainedLabel))
+		} else {
+			msg += " (if one column holds labels, name it with --label-col)"
+		}
 	}
 	return errors.New(msg)
 }
@@ -245,7 +250,7 @@ func standardize(cfg *Config, v *data.Vectors) error {
 	if cfg.InputMean != nil {
 		// Said here as CheckInput says it, which runs after this.
 		if d := len(cfg.InputMean); d != v.D {
-			return widthError(fmt.Sprintf("%s has %d feature columns", v.Source, v.D), "the model", v.D, d, cfg)
+			return widthError(fmt.Sprintf("%s has %d feature columns", v.Source, v.D), "the model", v.D, d, cfg, "")
 		}
 		return v.ApplyStandardize(cfg.InputMean, cfg.InputStd)
 	}
@@ -364,7 +369,7 @@ func (m *Model) CheckInput(modelPath string, src Source, cfg *Config) error {
 	}
 	if got.In != want.In || got.H != want.H || got.W != want.W || got.InC != want.InC {
 		if want.Arch == "mlp" && got.Arch == "mlp" {
-			return widthError(src.Describe(), "the model in "+modelPath, got.In, want.In, cfg)
+			return widthError(src.Describe(), "the model in "+modelPath, got.In, want.In, cfg, m.Cfg.LabelCol)
 		}
 		return fmt.Errorf("%s, but the model in %s takes %s input", src.Describe(), modelPath, describeInput(want))
 	}
