@@ -2,6 +2,7 @@ package data
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -44,6 +45,9 @@ func ListImageFiles(dir string) ([]string, error) {
 // extension (lower case; "" for none), hidden ones aside.
 func listImageFiles(dir string) ([]string, map[string]int, error) {
 	root, err := filepath.EvalSymlinks(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("image folder %s: no such folder", dir)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -275,6 +279,11 @@ func folderLabels(dir string, files []string) ([]int, []string, error) {
 func decodeImageFile(dir, rel string) (image.Image, error) {
 	path := filepath.Join(dir, rel)
 	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if target, lerr := os.Readlink(path); lerr == nil {
+			return nil, fmt.Errorf("%s is a link to %s, which is not there", path, target)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -265,3 +265,17 @@ func TestLoadImageFolderLeftOut(t *testing.T) {
 	_, err = LoadImageFolder(only, 0, false)
 	imgWantErr(t, err, "no PNG or JPEG files, only other files (1 .gif)")
 }
+
+// A folder that is not there, and a link to an image that is not, are named so
+// (were "lstat D: no such file or directory" and "open L: …").
+func TestLoadImageFolderMissing(t *testing.T) {
+	dir := t.TempDir()
+	_, err := LoadImageFolder(filepath.Join(dir, "gone"), 0, false)
+	imgWantErr(t, err, "image folder "+filepath.Join(dir, "gone")+": no such folder")
+	imgWriteFile(t, filepath.Join(dir, "a", "1.png"), pngBytes(t, patternImage(0, 4, 3)))
+	if err := os.Symlink(filepath.Join(dir, "nowhere.png"), filepath.Join(dir, "a", "2.png")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = LoadImageFolder(dir, 0, false)
+	imgWantErr(t, err, filepath.Join(dir, "a", "2.png")+" is a link to "+filepath.Join(dir, "nowhere.png")+", which is not there")
+}

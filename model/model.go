@@ -57,7 +57,7 @@ func ArchFor(h, w int) (string, error) {
 	case h == 96 && w == 96:
 		return "stl10", nil
 	}
-	return "", fmt.Errorf("no network of the paper takes %dx%d images (28x28 mnist, 32x32 cifar, 96x96 stl10); resize the images", h, w)
+	return "", fmt.Errorf("no network of the paper takes %dx%d images, width by height (28x28 mnist, 32x32 cifar, 96x96 stl10); resize the images", w, h)
 }
 
 // MaxHeads bounds Spec.Heads.

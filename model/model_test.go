@@ -362,3 +362,13 @@ func TestHeadsCheckpoint(t *testing.T) {
 		t.Fatalf("one-head spec JSON %s names heads", one.JSON())
 	}
 }
+
+// ArchFor names an image's size as the image loader does, width first.
+func TestArchForNamesWidthFirst(t *testing.T) {
+	if _, err := ArchFor(3, 64); err == nil || !strings.Contains(err.Error(), "takes 64x3 images") {
+		t.Errorf("ArchFor(3, 64): %v, want it to name 64x3", err)
+	}
+	if arch, err := ArchFor(96, 96); arch != "stl10" || err != nil {
+		t.Errorf("ArchFor(96, 96) = %q, %v", arch, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -287,8 +288,17 @@ func (m *Model) Unfinished() bool { return !m.Chosen && m.Epoch < m.Cfg.Epochs }
 // in the arithmetic it trained with.
 func LoadModel(path string, dev torch.Device) (*Model, error) {
 	f, cfg, spec, err := ReadCheckpoint(path)
-	if errors.Is(err, fs.ErrNotExist) && StoppedInTrials(path) {
-		return nil, fmt.Errorf("%s stopped among its trials or restarts, before it had a model: emclust train --resume %s goes on with them", path, path)
+	if errors.Is(err, fs.ErrNotExist) {
+		switch fi, serr := os.Stat(path); {
+		case StoppedInTrials(path):
+			return nil, fmt.Errorf("%s stopped among its trials or restarts, before it had a model: emclust train --resume %s goes on with them", path, path)
+		case serr != nil:
+			return nil, fmt.Errorf("%s: no such run folder or checkpoint file", path)
+		case fi.IsDir() && isRegular(filepath.Join(path, "config.json")):
+			return nil, fmt.Errorf("%s holds no checkpoint: its run stopped before its first epoch ended, or is still in it (a run saves one after each epoch); a stopped one trains again with --out %s", path, path)
+		case fi.IsDir():
+			return nil, fmt.Errorf("%s holds no run (no checkpoint.safetensors): name a run folder or checkpoint file", path)
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -381,4 +391,10 @@ func describeInput(sp model.Spec) string {
 		return fmt.Sprintf("%d-feature", sp.In)
 	}
 	return fmt.Sprintf("%dx%d image", sp.H, sp.W)
+}
+
+// isRegular says whether path is a regular file.
+func isRegular(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -177,6 +178,31 @@ func TestModelNotFiniteHeads(t *testing.T) {
 		s.CopyInto(s.Narrow(out, 0, tc.head*k, 1), s.Full([]int{1, out.Shape()[1]}, math.NaN(), torch.Float32, testDevice))
 		if name, err := m.NotFinite(); name != tc.want || err != nil {
 			t.Errorf("NaN in head %d (head %d selected): %q, %v; want %q", tc.head, head, name, err, tc.want)
+		}
+	}
+}
+
+// A --model that holds no model says what it holds (was "read checkpoint: open
+// P: no such file or directory" for each).
+func TestLoadModelWithoutCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	os.MkdirAll(started, 0o755)
+	os.WriteFile(filepath.Join(started, "config.json"), []byte("{}"), 0o644)
+	empty := filepath.Join(dir, "empty")
+	os.MkdirAll(empty, 0o755)
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(dir, "gone"), filepath.Join(dir, "gone") + ": no such run folder or checkpoint file"},
+		{started, started + " holds no checkpoint: its run stopped before its first epoch ended"},
+		{empty, empty + " holds no run (no checkpoint.safetensors)"},
+	} {
+		m, err := LoadModel(tc.path, torch.CPU)
+		if err == nil {
+			m.Close()
+			t.Fatalf("%s: loaded", tc.path)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v, want %q", err, tc.want)
 		}
 	}
 }
