@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"emclust/sysmem"
 )
 
 // IsImageName says whether ListImageFiles takes a file of this name for an image.
@@ -161,7 +163,7 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 		c = 1
 	}
 	// The first image fixes the size when size is 0, so it is decoded before the rest.
-	first, err := decodeImageFile(dir, files[0])
+	first, _, err := decodeImageFile(dir, files[0], nil)
 	if err != nil {
 		return nil, err
 	}
@@ -208,9 +210,14 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 	if err := put(0, first); err != nil {
 		return nil, err
 	}
-	// Decoding dominates (JPEG especially), so the rest is spread over all CPUs. Each
-	// worker writes only its own images' bytes; the first error by file order wins,
-	// which keeps messages deterministic.
+	// Decoding dominates (JPEG especially), so the rest is spread over all CPUs, as
+	// many images at once as half the memory free holds. Each worker writes only its
+	// own images' bytes; the first error by file order wins, which keeps messages
+	// deterministic.
+	var budget *decodeBudget
+	if free, ok := sysmem.Available(); ok {
+		budget = &decodeBudget{size: free / 2}
+	}
 	errs := make([]error, len(files))
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -221,9 +228,10 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 				if i >= len(files) {
 					return
 				}
-				img, err := decodeImageFile(dir, files[i])
+				img, release, err := decodeImageFile(dir, files[i], budget)
 				if err == nil {
 					err = put(i, img)
+					release()
 				}
 				errs[i] = err
 			}
@@ -276,34 +284,71 @@ func folderLabels(dir string, files []string) ([]int, []string, error) {
 }
 
 // decodeImageFile decodes dir/rel, naming that path in errors.
-func decodeImageFile(dir, rel string) (image.Image, error) {
+func decodeImageFile(dir, rel string, budget *decodeBudget) (_ image.Image, release func(), _ error) {
 	path := filepath.Join(dir, rel)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		if target, lerr := os.Readlink(path); lerr == nil {
-			return nil, fmt.Errorf("%s is a link to %s, which is not there", path, target)
+			return nil, nil, fmt.Errorf("%s is a link to %s, which is not there", path, target)
 		}
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	// The header's size is checked before the decoder allocates the pixels.
 	cfg, _, err := image.DecodeConfig(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: decode: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: decode: %w", path, err)
 	}
 	if _, ok := mulWithin(maxDecodedPixels, cfg.Width, cfg.Height); !ok || cfg.Width > MaxImageSide || cfg.Height > MaxImageSide {
-		return nil, fmt.Errorf("%s: image is %dx%d, larger than the %dx%d emclust decodes", path, cfg.Width, cfg.Height, MaxImageSide, MaxImageSide)
+		return nil, nil, fmt.Errorf("%s: image is %dx%d, larger than the %dx%d emclust decodes", path, cfg.Width, cfg.Height, MaxImageSide, MaxImageSide)
 	}
+	// Held until the caller has copied the pixels out: the decoded image (up to 8
+	// bytes a pixel, as 16-bit RGBA) and its planes.
+	release = budget.take(12 * uint64(cfg.Width) * uint64(cfg.Height))
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		release()
+		return nil, nil, err
 	}
 	img, _, err := image.Decode(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: decode: %w", path, err)
+		release()
+		return nil, nil, fmt.Errorf("%s: decode: %w", path, err)
 	}
-	return img, nil
+	return img, release, nil
+}
+
+// decodeBudget bounds the bytes the images being decoded at once take: an image
+// waits while others hold the budget, but one alone always goes, whatever its size.
+// A nil budget bounds nothing.
+type decodeBudget struct {
+	size uint64
+	mu   sync.Mutex
+	cond *sync.Cond
+	used uint64
+}
+
+// take waits for n bytes of the budget and returns what gives them back.
+func (b *decodeBudget) take(n uint64) (release func()) {
+	if b == nil {
+		return func() {}
+	}
+	b.mu.Lock()
+	if b.cond == nil {
+		b.cond = sync.NewCond(&b.mu)
+	}
+	for b.used > 0 && b.used+n > b.size {
+		b.cond.Wait()
+	}
+	b.used += n
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		b.used -= n
+		b.cond.Broadcast()
+		b.mu.Unlock()
+	}
 }
 
 // toPlanes converts an image to channel-planar bytes: R, G, B planes, or one luma plane

@@ -10,7 +10,9 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -278,4 +280,36 @@ func TestLoadImageFolderMissing(t *testing.T) {
 	}
 	_, err = LoadImageFolder(dir, 0, false)
 	imgWantErr(t, err, filepath.Join(dir, "a", "2.png")+" is a link to "+filepath.Join(dir, "nowhere.png")+", which is not there")
+}
+
+// The decode budget holds the bytes taken at once to its size, but lets an image
+// larger than it go alone; nil bounds nothing.
+func TestDecodeBudget(t *testing.T) {
+	b := &decodeBudget{size: 100}
+	var mu sync.Mutex
+	var held, most uint64
+	var wg sync.WaitGroup
+	for _, n := range []uint64{60, 30, 50, 250, 10, 40, 70, 20} {
+		wg.Go(func() {
+			release := b.take(n)
+			mu.Lock()
+			held += n
+			if held > b.size && held != n {
+				t.Errorf("%d bytes held at once with others, over the budget of %d", held, b.size)
+			}
+			most = max(most, held)
+			mu.Unlock()
+			runtime.Gosched()
+			mu.Lock()
+			held -= n
+			mu.Unlock()
+			release()
+		})
+	}
+	wg.Wait()
+	if b.used != 0 || most < 250 {
+		t.Errorf("used %d after all gave back, most held %d (the 250 went alone)", b.used, most)
+	}
+	var none *decodeBudget
+	none.take(1 << 62)() // does not wait
 }
