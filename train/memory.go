@@ -51,8 +51,8 @@ func checkRestartsFit(cfg Config, src Source, dev torch.Device, free uint64, ok 
 			widest = spec
 		}
 	}
-	if total <= float64(free) {
-		return nil
+	if total <= float64(free) || widest.NumParams()*weightBytes(&cfg) > float64(free) {
+		return nil // fits, or one network alone does not: New says which setting
 	}
 	flag := "--hidden"
 	if widest.Arch != "mlp" {

@@ -178,6 +178,7 @@ func TestCheckRestartsFit(t *testing.T) {
 		{"ten fit", cfg(10, 4000, 4000), uint64(10 * one), nil},
 		{"ten a byte short", cfg(10, 4000, 4000), uint64(10*one) - 1, []string{"--restarts 10: the 10 networks (mlp 64→4000→4000→10, 16.3 M weights)", "2.61 GB", "use fewer --restarts or a smaller --hidden"}},
 		{"one restart is New's to check", cfg(1, 4000, 4000), 1, nil},
+		{"one network too large is New's to say", cfg(10, 4000, 4000), uint64(one) - 1, nil},
 		{"linear maps beside", auto, uint64(10*one + 10*16*650), nil},
 		{"linear maps beside, a byte short", auto, uint64(10*one+10*16*650) - 1, []string{"--restarts 10: the 20 networks (mlp 64→4000→4000→10"}},
 	} {
