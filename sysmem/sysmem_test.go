@@ -59,15 +59,7 @@ func TestThisMachine(t *testing.T) {
 // Slurm job over its step), and what is left is the least any level leaves.
 func TestV2Limits(t *testing.T) {
 	root := t.TempDir()
-	write := func(dir, name, value string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, dir, name), []byte(value+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := cgroupWriter(t, root)
 	write("job", "memory.max", "8000")
 	write("job", "memory.current", "7000") // leaves 1000
 	write("job/step", "memory.max", "max")
@@ -128,15 +120,7 @@ func TestV1MemoryPath(t *testing.T) {
 // and its use less its inactive file pages is what it leaves.
 func TestV1Limits(t *testing.T) {
 	root := t.TempDir()
-	write := func(dir, name, value string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(root, dir, name), []byte(value+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := cgroupWriter(t, root)
 	const none = "9223372036854771712"
 	write("", "memory.limit_in_bytes", none)
 	write("", "memory.usage_in_bytes", "5000")
@@ -157,6 +141,19 @@ func TestV1Limits(t *testing.T) {
 		limit, left, ok := walkLimits(root, tc.path, v1Files)
 		if limit != tc.limit || left != tc.left || !ok {
 			t.Errorf("walkLimits(%q, v1) = %d, %d, %v; want %d, %d, true", tc.path, limit, left, ok, tc.limit, tc.left)
+		}
+	}
+}
+
+// cgroupWriter writes a cgroup file's value under root, making its folder.
+func cgroupWriter(t *testing.T, root string) func(dir, name, value string) {
+	return func(dir, name, value string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, dir, name), []byte(value+"\n"), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
