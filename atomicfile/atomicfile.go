@@ -18,7 +18,31 @@ import (
 // left as it was. A path that is a symbolic link has its target replaced, so the link
 // stays (a link to nothing is refused); the file keeps its permission bits (a new one
 // gets 0644).
-func Write(path string, fill func(w io.Writer) error) (err error) {
+func Write(path string, fill func(w io.Writer) error) error {
+	return WritePatched(path, func(w *Writer) error { return fill(w) })
+}
+
+// Writer is the buffered writer on the temporary file that WritePatched hands its
+// fill. WriteAt writes over bytes it wrote before: a header whose checksums are
+// known only once the data after it is written.
+type Writer struct {
+	bw *bufio.Writer
+	f  *os.File
+}
+
+func (w *Writer) Write(p []byte) (int, error) { return w.bw.Write(p) }
+
+// WriteAt writes p at offset off of the file, which must lie within what was
+// written before.
+func (w *Writer) WriteAt(p []byte, off int64) (int, error) {
+	if err := w.bw.Flush(); err != nil {
+		return 0, err
+	}
+	return w.f.WriteAt(p, off)
+}
+
+// WritePatched is Write with a fill that may go back over what it wrote.
+func WritePatched(path string, fill func(w *Writer) error) (err error) {
 	if path, err = resolve(path); err != nil {
 		return fmt.Errorf("write %w", err)
 	}
@@ -46,7 +70,7 @@ func Write(path string, fill func(w io.Writer) error) (err error) {
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = fill(bw); err != nil {
+	if err = fill(&Writer{bw, f}); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = bw.Flush(); err != nil {
@@ -125,25 +149,38 @@ func WriteBytes(path string, data []byte) error {
 // are read whole; one that a link or a mistake made a device, a pipe or a file of any
 // size would otherwise be read without end, or hang the reader.
 func ReadFile(path string, max int64) ([]byte, error) {
-	// Non-blocking: opening a pipe would wait for a writer.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, _, err := Open(path, max)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%v)", fi.Mode().Type())}
-	}
-	if fi.Size() > max {
-		return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%d bytes, more than the %d such a file may hold", fi.Size(), max)}
-	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err == nil && int64(len(b)) > max {
 		err = &os.PathError{Op: "read", Path: path, Err: errors.New("grew past its limit while read")}
 	}
 	return b, err
+}
+
+// Open opens the regular file at path, of at most max bytes, for reading, and
+// returns its size, for a reader that streams it rather than read it whole; the
+// same files as ReadFile's are refused.
+func Open(path string, max int64) (*os.File, int64, error) {
+	// Non-blocking: opening a pipe would wait for a writer.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+	case !fi.Mode().IsRegular():
+		err = &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%v)", fi.Mode().Type())}
+	case fi.Size() > max:
+		err = &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%d bytes, more than the %d such a file may hold", fi.Size(), max)}
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
 }

@@ -48,6 +48,31 @@ func TestFailedWriteKeepsOldFile(t *testing.T) {
 	}
 }
 
+// WritePatched's WriteAt goes back over bytes still in the buffer and bytes already
+// on disk alike, and later writes go on at the end.
+func TestWritePatched(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f.bin")
+	err := WritePatched(p, func(w *Writer) error {
+		w.Write([]byte("????-body-"))
+		if _, err := w.WriteAt([]byte("HEAD"), 0); err != nil {
+			return err
+		}
+		w.Write(make([]byte, 2<<20)) // past the buffer: on disk before the next patch
+		if _, err := w.WriteAt([]byte("BODY"), 5); err != nil {
+			return err
+		}
+		_, err := w.Write([]byte("-end"))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if len(b) != 10+2<<20+4 || string(b[:10]) != "HEAD-BODY-" || string(b[len(b)-4:]) != "-end" {
+		t.Fatalf("file of %d bytes starts %q, ends %q", len(b), b[:10], b[len(b)-4:])
+	}
+}
+
 // IsTemp knows Write's temporary files by name, and no others.
 func TestIsTemp(t *testing.T) {
 	for _, tc := range []struct {

@@ -1,6 +1,7 @@
 package torch
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
 
@@ -108,10 +110,11 @@ func SaveSafetensors(path string, tensors []Named, meta map[string]string) error
 			return fmt.Errorf("save %s: metadata %q: not valid UTF-8", path, k)
 		}
 	}
-	// The header, which comes first, holds the data's checksum: the tensors are
-	// copied to the host twice, once to sum and once to write, through one buffer
-	// of the largest, rather than all at once (a checkpoint of 36 M weights and
-	// their Adam moments held 432 MB more at its save).
+	// The header, which comes first, holds the data's checksum, known only once the
+	// data is written: it goes first with placeholder sums of the same length, and
+	// is written again at the end. Each tensor reaches the host once, through one
+	// buffer of the largest, rather than all at once (a checkpoint of 36 M weights
+	// and their Adam moments held 432 MB more at its save).
 	off, largest := 0, 0
 	for _, nt := range tensors {
 		if !utf8.ValidString(nt.Name) {
@@ -137,9 +140,41 @@ func SaveSafetensors(path string, tensors []Named, meta map[string]string) error
 		off += size
 		largest = max(largest, size)
 	}
+	// header is the file's first bytes: the length, then the JSON with dataSum and
+	// the header's own sum, padded with spaces so the data starts 8-byte aligned,
+	// as the format allows. Every sum is 64 hex digits, so the length is the same
+	// for the placeholders as for the real sums.
+	header := func(dataSum string) ([]byte, error) {
+		withSum := map[string]string{ChecksumKey: dataSum}
+		for k, v := range meta {
+			withSum[k] = v
+		}
+		withSum[HeaderChecksumKey] = headerSum(entries, withSum)
+		h := map[string]any{"__metadata__": withSum}
+		for name, e := range entries {
+			h[name] = e
+		}
+		hj, err := json.Marshal(h)
+		if err != nil {
+			return nil, err
+		}
+		hj = append(make([]byte, 8, 8+len(hj)+7), hj...)
+		for len(hj)%8 != 0 {
+			hj = append(hj, ' ')
+		}
+		binary.LittleEndian.PutUint64(hj, uint64(len(hj)-8))
+		return hj, nil
+	}
+	placeholder, err := header(strings.Repeat("0", 2*sha256.Size))
+	if err != nil {
+		return fmt.Errorf("save %s: %w", path, err)
+	}
 	buf := make([]byte, largest)
-	// each calls fn with each tensor's bytes, in order, in buf.
-	each := func(fn func(b []byte) error) error {
+	return atomicfile.WritePatched(path, func(w *atomicfile.Writer) error {
+		if _, err := w.Write(placeholder); err != nil {
+			return err
+		}
+		sum := sha256.New()
 		for _, nt := range tensors {
 			dt := nt.Tensor.DType()
 			n := nt.Tensor.Numel()
@@ -148,132 +183,170 @@ func SaveSafetensors(path string, tensors []Named, meta map[string]string) error
 				s.toHost(nt.Tensor, dt, unsafe.Pointer(&b[0]), n)
 			}
 			if err := s.Err(); err != nil {
-				return fmt.Errorf("save %s: tensor %q: %w", path, nt.Name, err)
+				return fmt.Errorf("tensor %q: %w", nt.Name, err)
 			}
-			if err := fn(b); err != nil {
+			sum.Write(b)
+			if _, err := w.Write(b); err != nil {
 				return err
 			}
 		}
-		return nil
-	}
-	sum := sha256.New()
-	if err := each(func(b []byte) error { sum.Write(b); return nil }); err != nil {
+		final, err := header(hex.EncodeToString(sum.Sum(nil)))
+		if err != nil {
+			return err
+		}
+		if len(final) != len(placeholder) {
+			return fmt.Errorf("header of %d bytes, its placeholder %d", len(final), len(placeholder))
+		}
+		_, err = w.WriteAt(final, 0)
 		return err
-	}
-	withSum := map[string]string{ChecksumKey: hex.EncodeToString(sum.Sum(nil))}
-	for k, v := range meta {
-		withSum[k] = v
-	}
-	withSum[HeaderChecksumKey] = headerSum(entries, withSum)
-	header := map[string]any{"__metadata__": withSum}
-	for name, e := range entries {
-		header[name] = e
-	}
-	hj, err := json.Marshal(header)
-	if err != nil {
-		return fmt.Errorf("save %s: %w", path, err)
-	}
-	// Pad the header with spaces so the data starts 8-byte aligned, as the format allows.
-	for (8+len(hj))%8 != 0 {
-		hj = append(hj, ' ')
-	}
-	return atomicfile.Write(path, func(w io.Writer) error {
-		var n [8]byte
-		binary.LittleEndian.PutUint64(n[:], uint64(len(hj)))
-		if _, err := w.Write(n[:]); err != nil {
-			return err
-		}
-		if _, err := w.Write(hj); err != nil {
-			return err
-		}
-		return each(func(b []byte) error {
-			_, err := w.Write(b)
-			return err
-		})
 	})
 }
 
-// SafeFile is a safetensors file read into memory.
+// SafeFile is a safetensors file read into memory: its header, and the data of the
+// tensors that were kept.
 type SafeFile struct {
 	Path    string
 	Meta    map[string]string
 	entries map[string]stEntry
-	data    []byte
+	data    map[string][]byte // each 8-byte aligned, so C can read it in place
 }
 
-// maxSafetensorsBytes bounds a safetensors file read whole: far past any network
-// emclust trains, short of a device read without end.
+// maxSafetensorsBytes bounds a safetensors file: far past any network emclust
+// trains, short of a device read without end.
 const maxSafetensorsBytes = 1 << 36
 
 // ReadSafetensors reads and validates a whole safetensors file.
 func ReadSafetensors(path string) (*SafeFile, error) {
-	raw, err := atomicfile.ReadFile(path, maxSafetensorsBytes)
+	return ReadSafetensorsKeeping(path, nil)
+}
+
+// ReadSafetensorsKeeping reads and validates a safetensors file, and keeps in
+// memory the data of the tensors keep accepts (of all where keep is nil). The
+// others' data is read only to check the file's checksum: a model read for
+// inference leaves out its optimiser's moments, twice its weights.
+func ReadSafetensorsKeeping(path string, keep func(name string) bool) (*SafeFile, error) {
+	fail := func(format string, a ...any) (*SafeFile, error) {
+		return nil, fmt.Errorf("read checkpoint %s: "+format, append([]any{path}, a...)...)
+	}
+	file, size, err := atomicfile.Open(path, maxSafetensorsBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoint: %w", err)
 	}
-	if len(raw) < 8 {
-		return nil, fmt.Errorf("read checkpoint %s: %d bytes, too short for a safetensors file", path, len(raw))
+	defer file.Close()
+	if size < 8 {
+		return fail("%d bytes, too short for a safetensors file", size)
 	}
-	hl := binary.LittleEndian.Uint64(raw[:8])
-	if hl > uint64(len(raw)-8) || hl > maxHeaderBytes {
-		return nil, fmt.Errorf("read checkpoint %s: header length %d does not fit in a %d-byte file (truncated or not safetensors)", path, hl, len(raw))
+	r := bufio.NewReaderSize(file, 1<<20)
+	var n [8]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return fail("%w", err)
+	}
+	hl := binary.LittleEndian.Uint64(n[:])
+	if hl > uint64(size-8) || hl > maxHeaderBytes {
+		return fail("header length %d does not fit in a %d-byte file (truncated or not safetensors)", hl, size)
+	}
+	raw := make([]byte, hl)
+	if _, err := io.ReadFull(r, raw); err != nil {
+		return fail("%w", err)
 	}
 	var header map[string]json.RawMessage
-	if err := json.Unmarshal(raw[8:8+hl], &header); err != nil {
-		return nil, fmt.Errorf("read checkpoint %s: bad header: %w", path, err)
+	if err := json.Unmarshal(raw, &header); err != nil {
+		return fail("bad header: %w", err)
 	}
-	f := &SafeFile{Path: path, entries: map[string]stEntry{}, data: raw[8+hl:]}
+	dataLen := int(size - 8 - int64(hl))
+	f := &SafeFile{Path: path, entries: map[string]stEntry{}, data: map[string][]byte{}}
 	for name, v := range header {
 		if name == "__metadata__" {
 			if err := json.Unmarshal(v, &f.Meta); err != nil {
-				return nil, fmt.Errorf("read checkpoint %s: bad metadata: %w", path, err)
+				return fail("bad metadata: %w", err)
 			}
 			continue
 		}
 		var e stEntry
 		if err := json.Unmarshal(v, &e); err != nil {
-			return nil, fmt.Errorf("read checkpoint %s: tensor %q: %w", path, name, err)
+			return fail("tensor %q: %w", name, err)
 		}
 		dt, ok := stDType(e.DType)
 		if !ok {
-			return nil, fmt.Errorf("read checkpoint %s: tensor %q: unsupported dtype %s", path, name, e.DType)
+			return fail("tensor %q: unsupported dtype %s", name, e.DType)
 		}
-		bytes, ok := shapeBytes(e.Shape, dt.Size(), len(f.data))
+		bytes, ok := shapeBytes(e.Shape, dt.Size(), dataLen)
 		if !ok {
-			return nil, fmt.Errorf("read checkpoint %s: tensor %q: shape %v of %s does not fit in %d data bytes",
-				path, name, e.Shape, e.DType, len(f.data))
+			return fail("tensor %q: shape %v of %s does not fit in %d data bytes", name, e.Shape, e.DType, dataLen)
 		}
-		if e.Offsets[0] < 0 || e.Offsets[0] > e.Offsets[1] || e.Offsets[1] > len(f.data) || e.Offsets[1]-e.Offsets[0] != bytes {
-			return nil, fmt.Errorf("read checkpoint %s: tensor %q: data range %v does not match shape %v of %s in %d data bytes (truncated?)",
-				path, name, e.Offsets, e.Shape, e.DType, len(f.data))
+		if e.Offsets[0] < 0 || e.Offsets[0] > e.Offsets[1] || e.Offsets[1] > dataLen || e.Offsets[1]-e.Offsets[0] != bytes {
+			return fail("tensor %q: data range %v does not match shape %v of %s in %d data bytes (truncated?)",
+				name, e.Offsets, e.Shape, e.DType, dataLen)
 		}
 		f.entries[name] = e
 	}
 	// Two tensors sharing bytes would load as one another's values.
-	ranges := make([][2]int, 0, len(f.entries))
-	for _, e := range f.entries {
+	names := make([]string, 0, len(f.entries))
+	for name, e := range f.entries {
 		if e.Offsets[1] > e.Offsets[0] { // an empty tensor holds no bytes to share
-			ranges = append(ranges, e.Offsets)
+			names = append(names, name)
 		}
 	}
-	sort.Slice(ranges, func(i, j int) bool {
-		return ranges[i][0] < ranges[j][0] || ranges[i][0] == ranges[j][0] && ranges[i][1] < ranges[j][1]
+	sort.Slice(names, func(i, j int) bool {
+		a, b := f.entries[names[i]].Offsets, f.entries[names[j]].Offsets
+		return a[0] < b[0] || a[0] == b[0] && a[1] < b[1]
 	})
-	for i := 1; i < len(ranges); i++ {
-		if ranges[i][0] < ranges[i-1][1] {
-			return nil, fmt.Errorf("read checkpoint %s: tensor data ranges %v and %v overlap (damaged, or not written by a safetensors writer)", path, ranges[i-1], ranges[i])
+	for i := 1; i < len(names); i++ {
+		if a, b := f.entries[names[i-1]].Offsets, f.entries[names[i]].Offsets; b[0] < a[1] {
+			return fail("tensor data ranges %v and %v overlap (damaged, or not written by a safetensors writer)", a, b)
 		}
 	}
 	if want, ok := f.Meta[HeaderChecksumKey]; ok && headerSum(f.entries, f.Meta) != want {
-		return nil, fmt.Errorf("read checkpoint %s: the header (tensor types, shapes, offsets, settings) does not match the checksum it was saved with (the file is damaged)", path)
+		return fail("the header (tensor types, shapes, offsets, settings) does not match the checksum it was saved with (the file is damaged)")
 	}
-	if want, ok := f.Meta[ChecksumKey]; ok {
-		got := sha256.Sum256(f.data)
-		if hex.EncodeToString(got[:]) != want {
-			return nil, fmt.Errorf("read checkpoint %s: the tensor data does not match the checksum it was saved with (the file is damaged)", path)
+	// The data, in file order: kept tensors into buffers of their own, the rest
+	// and any gaps only through the checksum.
+	sum := sha256.New()
+	pos := 0
+	skip := func(to int) error {
+		_, err := io.CopyN(sum, r, int64(to-pos))
+		pos = to
+		return err
+	}
+	for _, name := range names {
+		e := f.entries[name]
+		if err := skip(e.Offsets[0]); err != nil {
+			return fail("%w", err)
 		}
+		if keep != nil && !keep(name) {
+			if err := skip(e.Offsets[1]); err != nil {
+				return fail("%w", err)
+			}
+			continue
+		}
+		b := alignedBytes(e.Offsets[1] - e.Offsets[0])
+		if _, err := io.ReadFull(r, b); err != nil {
+			return fail("tensor %q: %w", name, err)
+		}
+		sum.Write(b)
+		f.data[name] = b
+		pos = e.Offsets[1]
+	}
+	if err := skip(dataLen); err != nil {
+		return fail("%w", err)
+	}
+	if _, err := r.ReadByte(); err != io.EOF {
+		return fail("the file grew while read")
+	}
+	if want, ok := f.Meta[ChecksumKey]; ok && hex.EncodeToString(sum.Sum(nil)) != want {
+		return fail("the tensor data does not match the checksum it was saved with (the file is damaged)")
 	}
 	return f, nil
+}
+
+// alignedBytes is n zero bytes whose first is 8-byte aligned, as C needs of any
+// element type it reads.
+func alignedBytes(n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	words := make([]uint64, (n+7)/8)
+	return unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n)
 }
 
 // shapeBytes is the byte size of a tensor of this shape, and false when a dimension
@@ -323,7 +396,7 @@ func (f *SafeFile) Shape(name string) ([]int, bool) {
 	return e.Shape, ok
 }
 
-// Tensor loads tensor name onto dev, owned by s.
+// LoadTensor loads tensor name onto dev, owned by s.
 func (s *Scope) LoadTensor(f *SafeFile, name string, dev Device) *Tensor {
 	if s.err != nil {
 		return nil
@@ -334,12 +407,13 @@ func (s *Scope) LoadTensor(f *SafeFile, name string, dev Device) *Tensor {
 		return nil
 	}
 	dt, _ := stDType(e.DType)
-	b := f.data[e.Offsets[0]:e.Offsets[1]]
-	if len(b) == 0 {
+	if e.Offsets[1] == e.Offsets[0] {
 		return s.Zeros(e.Shape, dt, dev)
 	}
-	// Copy so the pointer handed to C is aligned for the element type.
-	aligned := make([]uint64, (len(b)+7)/8)
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(&aligned[0])), len(b)), b)
-	return fromHost(s, unsafe.Pointer(&aligned[0]), len(b)/dt.Size(), dt, e.Shape, dev)
+	b, ok := f.data[name]
+	if !ok {
+		s.err = fmt.Errorf("checkpoint %s: tensor %q was not kept when the file was read", f.Path, name)
+		return nil
+	}
+	return fromHost(s, unsafe.Pointer(&b[0]), len(b)/dt.Size(), dt, e.Shape, dev)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -171,4 +172,55 @@ func FuzzReadSafetensors(f *testing.F) {
 			t.Fatalf("accepted file fails to load: %v", err)
 		}
 	})
+}
+
+// A file read keeping some tensors holds only their data, loads them as saved, and
+// still checks the others' bytes against the checksum.
+func TestSafetensorsKeeping(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	const big = 4 << 20 // floats: 16 MiB, which a read keeping only "w" must not hold
+	w := s.FromFloat32([]float32{1, 2, 3}, []int{3}, testDevice)
+	moments := s.Zeros([]int{big}, Float32, testDevice)
+	path := filepath.Join(t.TempDir(), "ck.safetensors")
+	if err := SaveSafetensors(path, []Named{{"moments", moments}, {"w", w}, {"empty", s.Zeros([]int{0}, Float32, testDevice)}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	onlyW := func(name string) bool { return name == "w" }
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f, err := ReadSafetensorsKeeping(path, onlyW)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > big*4/4 {
+		t.Errorf("reading 12 bytes of weights allocated %d bytes, a quarter of the skipped tensor or more", got)
+	}
+	if got := strings.Join(f.Names(), ","); got != "empty,moments,w" {
+		t.Errorf("names %s, want every tensor's", got)
+	}
+	ns := NoGrad()
+	defer ns.Close()
+	if got := ns.Float32s(ns.LoadTensor(f, "w", CPU)); len(got) != 3 || got[0] != 1 || got[2] != 3 {
+		t.Errorf("w loaded as %v", got)
+	}
+	if e := ns.LoadTensor(f, "empty", CPU); ns.Err() != nil || e.Numel() != 0 {
+		t.Errorf("an empty tensor not kept: %v", ns.Err())
+	}
+	if ns.LoadTensor(f, "moments", CPU); ns.Err() == nil || !strings.Contains(ns.Err().Error(), "not kept") {
+		t.Errorf("a tensor left out loaded: %v", ns.Err())
+	}
+	raw, _ := os.ReadFile(path)
+	n := binary.LittleEndian.Uint64(raw)
+	raw[8+n+big] ^= 1 // in the moments, which are not kept
+	bad := filepath.Join(t.TempDir(), "flipped.safetensors")
+	os.WriteFile(bad, raw, 0o644)
+	if _, err := ReadSafetensorsKeeping(bad, onlyW); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Fatalf("a bit flipped in a tensor not kept: %v, want a checksum error", err)
+	}
+	os.WriteFile(bad, raw[:len(raw)-1], 0o644)
+	if _, err := ReadSafetensorsKeeping(bad, onlyW); err == nil || !strings.Contains(err.Error(), bad) {
+		t.Fatalf("a file cut short: %v, want an error naming it", err)
+	}
 }

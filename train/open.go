@@ -287,7 +287,9 @@ func (m *Model) Unfinished() bool { return !m.Chosen && m.Epoch < m.Cfg.Epochs }
 // LoadModel rebuilds the network saved in a run folder (or checkpoint file) on dev,
 // in the arithmetic it trained with.
 func LoadModel(path string, dev torch.Device) (*Model, error) {
-	f, cfg, spec, err := ReadCheckpoint(path)
+	// The optimiser's moments, twice the weights, are not needed to cluster.
+	weights := func(name string) bool { return strings.HasPrefix(name, "model.") || name == "prior" }
+	f, cfg, spec, err := readCheckpoint(path, weights)
 	if errors.Is(err, fs.ErrNotExist) {
 		switch fi, serr := os.Stat(path); {
 		case StoppedInTrials(path):

@@ -1285,11 +1285,17 @@ func (r *Run) writeMetrics() error {
 
 // ReadCheckpoint reads a run's checkpoint and the config and spec saved in it.
 func ReadCheckpoint(runDir string) (*torch.SafeFile, *Config, model.Spec, error) {
+	return readCheckpoint(runDir, nil)
+}
+
+// readCheckpoint is ReadCheckpoint keeping only the tensors keep accepts (all
+// where keep is nil).
+func readCheckpoint(runDir string, keep func(name string) bool) (*torch.SafeFile, *Config, model.Spec, error) {
 	path := runDir
 	if st, err := os.Stat(runDir); err == nil && st.IsDir() {
 		path = filepath.Join(runDir, checkpointName)
 	}
-	f, err := torch.ReadSafetensors(path)
+	f, err := torch.ReadSafetensorsKeeping(path, keep)
 	if err != nil {
 		return nil, nil, model.Spec{}, err
 	}
