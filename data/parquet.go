@@ -388,27 +388,9 @@ func (rd *parquetColumnReader) values(vs []parquet.Value) error {
 	list, scalar := c.list && !c.label, !c.list && !c.label
 	for i := range vs {
 		v := &vs[i]
-		var f float32
-		// As floatOf converts: integers through float64, which holds an int32
-		// exactly and rounds an int64 as floatOf does.
-		switch v.Kind() {
-		case parquet.Float:
-			f = v.Float()
-		case parquet.Double:
-			f = float32(v.Double())
-		case parquet.Int32:
-			if c.unsigned {
-				f = float32(float64(v.Uint32()))
-			} else {
-				f = float32(float64(v.Int32()))
-			}
-		case parquet.Int64:
-			if c.unsigned {
-				f = float32(float64(v.Uint64()))
-			} else {
-				f = float32(float64(v.Int64()))
-			}
-		default:
+		n, ok := number(v, c.unsigned)
+		f := float32(n)
+		if !ok {
 			f = float32(math.NaN())
 		}
 		if math.Float32bits(f)&0x7f800000 != 0x7f800000 { // finite (null is NaN here)
@@ -484,30 +466,8 @@ func (rd *parquetColumnReader) endRow() error {
 
 // floatOf is v as a finite float32.
 func floatOf(v parquet.Value, unsigned bool) (float32, error) {
-	var f float64
-	switch v.Kind() {
-	case parquet.Float:
-		if x := v.Float(); math.Float32bits(x)&0x7f800000 != 0x7f800000 { // finite
-			return x, nil
-		}
-		f = float64(v.Float())
-	case parquet.Double:
-		f = v.Double()
-	case parquet.Int32:
-		f = float64(v.Int32())
-		if unsigned {
-			f = float64(v.Uint32())
-		}
-	case parquet.Int64:
-		f = float64(v.Int64())
-		if unsigned {
-			f = float64(v.Uint64())
-		}
-	case parquet.Boolean:
-		if v.Boolean() {
-			f = 1
-		}
-	default:
+	f, ok := number(&v, unsigned)
+	if !ok {
 		return 0, fmt.Errorf("a value of type %v, not a number", v.Kind())
 	}
 	switch x := float32(f); {
@@ -520,6 +480,34 @@ func floatOf(v parquet.Value, unsigned bool) (float32, error) {
 	default:
 		return 0, fmt.Errorf("%g is out of float32 range", f)
 	}
+}
+
+// number is v's value as a float64, and false where v is not a number (a null, a
+// string). An integer's float64 holds an int32 exactly, and its float32 rounds an
+// int64 as the float64 did.
+func number(v *parquet.Value, unsigned bool) (float64, bool) {
+	switch v.Kind() {
+	case parquet.Float:
+		return float64(v.Float()), true
+	case parquet.Double:
+		return v.Double(), true
+	case parquet.Int32:
+		if unsigned {
+			return float64(v.Uint32()), true
+		}
+		return float64(v.Int32()), true
+	case parquet.Int64:
+		if unsigned {
+			return float64(v.Uint64()), true
+		}
+		return float64(v.Int64()), true
+	case parquet.Boolean:
+		if v.Boolean() {
+			return 1, true
+		}
+		return 0, true
+	}
+	return 0, false
 }
 
 // labelString is a label value as the class name a CSV cell would give; unsigned
