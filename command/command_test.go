@@ -412,7 +412,11 @@ func TestErrors(t *testing.T) {
 		// Was "DefaultCPUAllocator: can't allocate memory", or, for widths whose memory
 		// Linux hands out lazily, the OOM killer's SIGKILL with no message.
 		{name: "network larger than memory", args: append(ten, "--hidden", "3000000000,3000000000"), code: 2,
-			want: []string{"--hidden: the network mlp 4→3000000000→3000000000→2", "more than the", "use a smaller --hidden"}},
+			want: []string{"--hidden: the network mlp 4→3000000000→3000000000→2", "more than the", "use a smaller --hidden", "add --no-memory-check"}},
+		// Unchecked, a first layer of 480 TB, past what a process can address (128 TB)
+		// whatever the machine: the allocator's refusal, named the same way.
+		{name: "network larger than memory, unchecked", args: append(ten, "--hidden", "30000000000000,2", "--no-memory-check"), code: 2,
+			want: []string{"--hidden: the network mlp 4→30000000000000→2→2", "building it ran out of memory on cpu", "use a smaller --hidden"}},
 		{name: "nproc -1", args: append(ten, "--nproc", "-1"), code: 2, want: []string{"--nproc -1", "1 to 1024"}},
 		{name: "nproc 0", args: append(ten, "--nproc", "0"), code: 2, want: []string{"--nproc 0", "1 to 1024"}},
 		{name: "suite with data", args: []string{"compare", "--suite", "--data", "ten.csv"}, code: 2, want: []string{"--data with --suite"}},
@@ -1361,7 +1365,11 @@ func TestResumeSavedSettings(t *testing.T) {
 		}
 	}
 	rewriteCheckpointHeader(t, filepath.Join(dir, "threads", "checkpoint.safetensors"), `\"threads\":0`, `\"threads\":100000`, true)
-	wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "threads", "--epochs", "3"))
+	// --no-memory-check applies to a resume, and is not saved: it is the machine's.
+	wantScoreLine(t, run(t, dir, "train", "--quiet", "--resume", "threads", "--epochs", "3", "--no-memory-check"))
+	if b, err := os.ReadFile(filepath.Join(dir, "threads", "config.json")); err != nil || strings.Contains(string(b), "memory") {
+		t.Errorf("config.json after a resume with --no-memory-check: %v\n%s", err, b)
+	}
 	rewriteCheckpointHeader(t, filepath.Join(dir, "objective", "checkpoint.safetensors"), `\"objective\":\"em\"`, `\"objective\":\"bogus\"`, true)
 	wantError(t, run(t, dir, "train", "--quiet", "--resume", "objective", "--epochs", "3"), 1, "checkpoint.safetensors", "bogus")
 	// The same edit without the header's checksum redone: the checkpoint is damaged.

@@ -151,6 +151,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	}
 	setString(&cfg.Device, "device")
 	setInt(&cfg.Threads, "threads")
+	setBool(&cfg.NoMemoryCheck, "no-memory-check")
 	setInt(&cfg.EvalEvery, "eval-every")
 	setInt(&cfg.Restarts, "restarts")
 	if c.IsSet("restarts") && (cfg.Restarts < 1 || cfg.Restarts > 1000) {

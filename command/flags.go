@@ -257,6 +257,7 @@ func modelFlags() []cli.Flag {
 		&cli.StringFlag{Name: "precision", Usage: "fp32, or bf16: convolutions and matrix products in bfloat16 as under autocast (weights, normalisation and loss stay float32)", DefaultText: both(vd.Precision, id.Precision)},
 		&cli.BoolFlag{Name: "channels-last", Usage: "lay images and conv weights out N,H,W,C (CNNs only; --channels-last=false: off)", DefaultText: "on for CNNs"},
 		&cli.BoolFlag{Name: "deterministic", Usage: "on a GPU: cuDNN's deterministic algorithms only, so that a rerun or a resumed run matches bit for bit (slower)"},
+		&cli.BoolFlag{Name: "no-memory-check", Usage: "train what the CPU's memory check refuses as larger than the memory free (a network, batch or set of restarts), for memory it cannot see, such as swap; should it not fit, the system ends the run without a message"},
 		&cli.BoolFlag{Name: "data-on-host", Usage: "keep images in host memory and copy each batch to the device, for sets larger than GPU memory"},
 	}
 }

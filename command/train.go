@@ -73,6 +73,7 @@ type resumeOverrides struct {
 	Epochs, Threads             *int
 	Device, Precision           *string
 	ChannelsLast, Deterministic *bool
+	NoMemoryCheck               *bool
 	DataFile, DataDir           *string
 }
 
@@ -94,6 +95,9 @@ func (o resumeOverrides) apply(cfg *train.Config) {
 	}
 	if o.Deterministic != nil {
 		cfg.Deterministic = *o.Deterministic
+	}
+	if o.NoMemoryCheck != nil {
+		cfg.NoMemoryCheck = *o.NoMemoryCheck
 	}
 	if o.DataFile != nil {
 		cfg.DataFile = absPath(*o.DataFile)
@@ -138,6 +142,9 @@ func trainOptionsFrom(c *cli.Context) (trainOptions, error) {
 	}
 	if c.IsSet("deterministic") {
 		o.Deterministic = ptr(c.Bool("deterministic"))
+	}
+	if c.IsSet("no-memory-check") {
+		o.NoMemoryCheck = ptr(c.Bool("no-memory-check"))
 	}
 	if c.IsSet("data") {
 		o.DataFile = ptr(c.String("data"))
@@ -1039,7 +1046,7 @@ func kmeansOn(ctx context.Context, x *torch.Tensor, cfg train.Config, labels []i
 // resumeFlags are the train flags that apply to a resumed run; the rest of its
 // settings come from the checkpoint.
 var resumeFlags = map[string]bool{"resume": true, "epochs": true, "device": true, "threads": true,
-	"precision": true, "channels-last": true, "deterministic": true, "quiet": true, "json": true,
+	"precision": true, "channels-last": true, "deterministic": true, "no-memory-check": true, "quiet": true, "json": true,
 	"nproc": true, "dist-timeout": true, "dist-backend": true, "data": true, "data-dir": true}
 
 func checkResumeFlags(c *cli.Context) error {
@@ -1049,7 +1056,7 @@ func checkResumeFlags(c *cli.Context) error {
 			if name == "out" && c.String("out") == c.String("resume") {
 				continue
 			}
-			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved with its checkpoint in %s; only --epochs, --device, --threads, --precision, --channels-last, --deterministic, --nproc, --dist-timeout, --dist-backend, --data, --data-dir (the same data in a new place), --quiet and --json apply",
+			return usageError{fmt.Errorf("--%s with --resume: a resumed run keeps the settings saved with its checkpoint in %s; only --epochs, --device, --threads, --precision, --channels-last, --deterministic, --no-memory-check, --nproc, --dist-timeout, --dist-backend, --data, --data-dir (the same data in a new place), --quiet and --json apply",
 				name, c.String("resume"))}
 		}
 	}

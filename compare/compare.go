@@ -519,9 +519,9 @@ func resumeRun(ctx context.Context, planned train.Config, src train.Source, dev 
 		return nil, fmt.Errorf("%s: its checkpoint was trained with another %s than this comparison's (by train --resume since?); remove the folder, or start over with --force", dir, field)
 	}
 	// As train --resume: the standardisation comes from the data, read again; the
-	// threads and device are this comparison's.
+	// threads, device and memory check are this comparison's.
 	cfg.InputMean, cfg.InputStd = nil, nil
-	cfg.Threads, cfg.Device = planned.Threads, planned.Device
+	cfg.Threads, cfg.Device, cfg.NoMemoryCheck = planned.Threads, planned.Device, planned.NoMemoryCheck
 	run, err := train.New(*cfg, src, dev, dir)
 	if err != nil {
 		return nil, err

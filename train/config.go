@@ -116,6 +116,9 @@ type Config struct {
 	// which the memory check divides among them (0: one). Not saved: it says where a
 	// run trains, not how.
 	LocalRanks int `json:"-"`
+	// NoMemoryCheck trains what the memory check would refuse: for memory it cannot
+	// count (swap, a process about to end). Not saved, as LocalRanks.
+	NoMemoryCheck bool `json:"-"`
 	// LocalStats keeps each rank's batch statistics (BatchNorm, the relevance
 	// normalisation) to its own rows: cheaper, but a different algorithm from one
 	// process at the global batch. Without it they span the global batch.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"emclust/model"
+	"emclust/sysmem"
 	"emclust/torch"
 )
 
@@ -31,13 +32,23 @@ func weightBytes(cfg *Config) float64 {
 	return 4 * float64(2+2*adams)
 }
 
+// memoryToCheck is the memory free that the checks below hold training to, and false
+// where they do not run: on a GPU (CUDA's allocator fails with an error of its own),
+// under --no-memory-check, or where the free memory is not known.
+func memoryToCheck(cfg *Config, dev torch.Device) (free uint64, ok bool) {
+	if dev.CUDA || cfg.NoMemoryCheck {
+		return 0, false
+	}
+	return sysmem.Available()
+}
+
 // checkRestartsFit refuses, before any trains, restarts whose networks together are
 // larger than the memory free on the CPU: each restart stays open until all have
 // trained (trainJobs), and a run the OOM killer ended at its tenth restart had
 // trained nine for nothing. What one network computes New checks as each starts.
-func checkRestartsFit(cfg Config, src Source, dev torch.Device, free uint64, ok bool) error {
+func checkRestartsFit(cfg Config, src Source, free uint64, ok bool) error {
 	runs := cfg.RestartRuns()
-	if dev.CUDA || !ok || runs < 2 {
+	if !ok || runs < 2 {
 		return nil
 	}
 	total, widest := 0.0, model.Spec{}
@@ -58,8 +69,8 @@ func checkRestartsFit(cfg Config, src Source, dev torch.Device, free uint64, ok 
 	if widest.Arch != "mlp" {
 		flag = "--k"
 	}
-	return SettingsError{fmt.Errorf("--restarts %d: the %d networks (%s, %s weights) stay in memory until one is kept, %s with their gradients and Adam's moments, more than the %s of memory free: use fewer --restarts or a smaller %s",
-		cfg.Restarts, runs, widest.Layers(), humanCount(widest.NumParams()), humanBytes(total), humanBytes(float64(free)), flag)}
+	return SettingsError{fmt.Errorf("--restarts %d: the %d networks (%s, %s weights) stay in memory until one is kept, %s with their gradients and Adam's moments, more than the %s of memory free: use fewer --restarts or a smaller %s%s",
+		cfg.Restarts, runs, widest.Layers(), humanCount(widest.NumParams()), humanBytes(total), humanBytes(float64(free)), flag, overrideHint)}
 }
 
 // largestLayer counts the weights of spec's largest layer: among an MLP's, or a
@@ -133,7 +144,8 @@ func evalRows(spec model.Spec) int {
 // data's n rows, whichever is larger. Linux hands
 // out such memory lazily and its OOM killer then ends the process with no message;
 // CUDA's allocator fails with an error instead, so the check is the CPU's only. free is
-// the memory free, ok false where it is not known (and nothing is refused).
+// the memory free, ok false where it is not known (and nothing is refused). Swap is
+// not counted as free: a run that fits only there crawls.
 func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool) error {
 	if !ok {
 		return nil
@@ -163,8 +175,11 @@ func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool)
 	if local > 1 {
 		why = fmt.Sprintf("more than the %s of memory free for each of the %d processes on this machine", humanBytes(float64(free)), local)
 	}
-	return tooLarge(spec, cfg, rows, acts, batchHelps, why)
+	return SettingsError{fmt.Errorf("%w%s", tooLarge(spec, cfg, rows, acts, batchHelps, why), overrideHint)}
 }
+
+// overrideHint ends the memory check's refusals: what it cannot count.
+const overrideHint = " (or, where memory the check cannot see will hold it, such as swap, add --no-memory-check)"
 
 // buildOOM says which setting to lower when building the network ran out of memory
 // (on a GPU, where checkNetworkFits does not look first); err is the allocator's.

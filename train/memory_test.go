@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"emclust/model"
+	"emclust/sysmem"
 	"emclust/torch"
 )
 
@@ -37,7 +38,7 @@ func TestCheckNetworkFits(t *testing.T) {
 		{"small", mlp(32, 32), em, 1000, 1 * gb, true, nil},
 		{"memory unknown", mlp(3_000_000_000, 3_000_000_000), em, 1000, 0, false, nil},
 		{"just fits", big, em, 2, uint64(state + acts2), true, nil},
-		{"a byte short", big, em, 2, uint64(state+acts2) - 1, true, []string{"--hidden: the network mlp 13→50000→50000→3 has 2.5 G weights and computes 2.4 MB of activations", "a batch of 2 to train, 2 to evaluate", "needs 60 GB", "more than the 60 GB of memory free: use a smaller --hidden"}},
+		{"a byte short", big, em, 2, uint64(state+acts2) - 1, true, []string{"--hidden: the network mlp 13→50000→50000→3 has 2.5 G weights and computes 2.4 MB of activations", "a batch of 2 to train, 2 to evaluate", "needs 60 GB", "more than the 60 GB of memory free: use a smaller --hidden", "add --no-memory-check"}},
 		{"two optimisers", big, twofold, 2, uint64(state + acts2), true, []string{"needs 80 GB"}},
 		{"widths past int32", mlp(3_000_000_000, 3_000_000_000), em, 1000, 64 * gb, true, []string{"--hidden", "9.00e+18 weights", "more than the 64 GB"}},
 		{"many clusters", model.Spec{Arch: "mlp", In: 13, Hidden: []int{32}, K: 1 << 32}, em, 1000, 64 * gb, true, []string{"--k: the network mlp 13→32→4294967296"}},
@@ -176,14 +177,14 @@ func TestCheckRestartsFit(t *testing.T) {
 		want []string // nil: fits
 	}{
 		{"ten fit", cfg(10, 4000, 4000), uint64(10 * one), nil},
-		{"ten a byte short", cfg(10, 4000, 4000), uint64(10*one) - 1, []string{"--restarts 10: the 10 networks (mlp 64→4000→4000→10, 16.3 M weights)", "2.61 GB", "use fewer --restarts or a smaller --hidden"}},
+		{"ten a byte short", cfg(10, 4000, 4000), uint64(10*one) - 1, []string{"--restarts 10: the 10 networks (mlp 64→4000→4000→10, 16.3 M weights)", "2.61 GB", "use fewer --restarts or a smaller --hidden", "--no-memory-check"}},
 		{"one restart is New's to check", cfg(1, 4000, 4000), 1, nil},
 		{"one network too large is New's to say", cfg(10, 4000, 4000), uint64(one) - 1, nil},
 		{"linear maps beside", auto, uint64(10*one + 10*16*650), nil},
 		{"linear maps beside, a byte short", auto, uint64(10*one+10*16*650) - 1, []string{"--restarts 10: the 20 networks (mlp 64→4000→4000→10"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkRestartsFit(tc.cfg, src, torch.CPU, tc.free, true)
+			err := checkRestartsFit(tc.cfg, src, tc.free, true)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -200,7 +201,29 @@ func TestCheckRestartsFit(t *testing.T) {
 			}
 		})
 	}
-	if err := checkRestartsFit(cfg(10, 4000, 4000), src, torch.CPU, 1, false); err != nil {
+	if err := checkRestartsFit(cfg(10, 4000, 4000), src, 1, false); err != nil {
 		t.Errorf("memory unknown: %v", err)
+	}
+}
+
+// The checks run on the CPU alone, and not under --no-memory-check.
+func TestMemoryToCheck(t *testing.T) {
+	_, known := sysmem.Available()
+	for _, tc := range []struct {
+		name string
+		off  bool
+		dev  torch.Device
+		want bool
+	}{
+		{"cpu", false, torch.CPU, known},
+		{"cpu, --no-memory-check", true, torch.CPU, false},
+		{"cuda", false, torch.Device{CUDA: true}, false},
+	} {
+		if _, ok := memoryToCheck(&Config{NoMemoryCheck: tc.off}, tc.dev); ok != tc.want {
+			t.Errorf("%s: checked %v, want %v", tc.name, ok, tc.want)
+		}
+	}
+	if !known {
+		t.Log("this machine's free memory is not known: the CPU case checks nothing")
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"emclust/eval"
-	"emclust/sysmem"
 	"emclust/torch"
 )
 
@@ -298,8 +297,8 @@ func RestartsInFolders(cfg Config, src Source, dev torch.Device) bool {
 // trainRestarts is TrainRestartsIn with workers side by side (0: one after another on
 // the caller's threads), and each network's restarts in that many stacks (trainJobs).
 func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks, workers, stacks int, dir string) (*Run, []Restart, error) {
-	free, ok := sysmem.Available()
-	if err := checkRestartsFit(cfg, src, dev, free, ok); err != nil {
+	free, ok := memoryToCheck(&cfg, dev)
+	if err := checkRestartsFit(cfg, src, free, ok); err != nil {
 		return nil, nil, err
 	}
 	cands := NetworkCandidates(cfg)

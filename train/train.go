@@ -18,7 +18,6 @@ import (
 	"emclust/eval"
 	"emclust/loss"
 	"emclust/model"
-	"emclust/sysmem"
 	"emclust/torch"
 	"emclust/transform"
 )
@@ -205,8 +204,7 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		return nil, err
 	}
 	cfg.Arch = spec.Arch
-	if !dev.CUDA {
-		free, ok := sysmem.Available()
+	if free, ok := memoryToCheck(&cfg, dev); ok {
 		if err := checkNetworkFits(spec, &cfg, src.Len(), free, ok); err != nil {
 			return nil, err
 		}
