@@ -396,6 +396,10 @@ func (f *SafeFile) Shape(name string) ([]int, bool) {
 	return e.Shape, ok
 }
 
+// Release drops the tensors' data, for the garbage collector to take; the header
+// (Meta, Names, DType, Shape) stays, and LoadTensor of f fails from then on.
+func (f *SafeFile) Release() { f.data = nil }
+
 // LoadTensor loads tensor name onto dev, owned by s.
 func (s *Scope) LoadTensor(f *SafeFile, name string, dev Device) *Tensor {
 	if s.err != nil {
@@ -412,7 +416,7 @@ func (s *Scope) LoadTensor(f *SafeFile, name string, dev Device) *Tensor {
 	}
 	b, ok := f.data[name]
 	if !ok {
-		s.err = fmt.Errorf("checkpoint %s: tensor %q was not kept when the file was read", f.Path, name)
+		s.err = fmt.Errorf("checkpoint %s: tensor %q was not kept when the file was read, or was released", f.Path, name)
 		return nil
 	}
 	return fromHost(s, unsafe.Pointer(&b[0]), len(b)/dt.Size(), dt, e.Shape, dev)

@@ -290,6 +290,12 @@ func LoadModel(path string, dev torch.Device) (*Model, error) {
 	// The optimiser's moments, twice the weights, are not needed to cluster.
 	weights := func(name string) bool { return strings.HasPrefix(name, "model.") || name == "prior" }
 	f, cfg, spec, err := readCheckpoint(path, weights)
+	if f != nil {
+		defer func() {
+			f.Release()
+			debug.FreeOSMemory() // for the activations of inference to use
+		}()
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		switch fi, serr := os.Stat(path); {
 		case StoppedInTrials(path):

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"time"
@@ -1360,8 +1361,14 @@ func CheckpointEpochs(f *torch.SafeFile) (int, error) {
 }
 
 // Restore loads a checkpoint's network, optimiser states, prior and history into r,
-// which must have been built with the same config.
+// which must have been built with the same config. It releases f's tensor data: a
+// resumed run would otherwise hold its whole checkpoint a second time while it
+// trains (413 MB more at the peak of a run of 36 M weights).
 func (r *Run) Restore(f *torch.SafeFile) error {
+	defer func() {
+		f.Release()
+		debug.FreeOSMemory() // Go's freed heap is not libtorch's to use until returned
+	}()
 	if f.Meta["chosen"] != "" {
 		return fmt.Errorf("%s holds only the model of a chosen epoch, without optimiser states; resume from the run folder", f.Path)
 	}

@@ -821,3 +821,44 @@ func TestResolveEpochsBatch(t *testing.T) {
 		}
 	}
 }
+
+// A resumed run holds its checkpoint's tensors once, in libtorch: Restore lets go of
+// the copy read from the file, which would otherwise stay for the whole run.
+func TestRestoreReleasesCheckpoint(t *testing.T) {
+	cfg := VectorDefaults()
+	cfg.MinSteps, cfg.MaxSteps, cfg.Epochs = 0, 0, 1
+	cfg.K, cfg.Hidden, cfg.HiddenAuto = 10, []int{1500, 1500}, false // 2.37 M weights
+	src := digitsSource(t)
+	dir := t.TempDir()
+	first := newRun(t, cfg, src, dir)
+	if err := first.Train(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	f, saved, _, err := ReadCheckpoint(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, checkpointName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved.Epochs = 2
+	resumed := newRun(t, *saved, src, dir)
+	if err := resumed.Restore(f); err != nil {
+		t.Fatal(err)
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	if m.HeapInuse > uint64(st.Size())/2 {
+		t.Errorf("after Restore the Go heap holds %d bytes in use, the checkpoint being %d", m.HeapInuse, st.Size())
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	if s.LoadTensor(f, "model.fc0.weight", torch.CPU); s.Err() == nil || !strings.Contains(s.Err().Error(), "released") {
+		t.Errorf("a tensor loaded from the checkpoint after Restore: %v", s.Err())
+	}
+	if err := resumed.Train(context.Background()); err != nil || resumed.EpochsDone() != 2 {
+		t.Fatalf("the resumed run trained to epoch %d: %v", resumed.EpochsDone(), err)
+	}
+}
