@@ -50,7 +50,7 @@ func WritePatched(path string, fill func(w *Writer) error) (err error) {
 	if fi, err := os.Stat(path); err == nil {
 		if !fi.Mode().IsRegular() {
 			// A device or pipe a link leads to would be replaced by a plain file.
-			return fmt.Errorf("write %s: not a regular file (%v)", path, fi.Mode().Type())
+			return fmt.Errorf("write %s: not a regular file but %s", path, kind(fi.Mode()))
 		}
 		mode = fi.Mode().Perm()
 	}
@@ -174,7 +174,7 @@ func Open(path string, max int64) (*os.File, int64, error) {
 	switch {
 	case err != nil:
 	case !fi.Mode().IsRegular():
-		err = &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file (%v)", fi.Mode().Type())}
+		err = &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("not a regular file but %s", kind(fi.Mode()))}
 	case fi.Size() > max:
 		err = &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("%d bytes, more than the %d such a file may hold", fi.Size(), max)}
 	}
@@ -183,4 +183,19 @@ func Open(path string, max int64) (*os.File, int64, error) {
 		return nil, 0, err
 	}
 	return f, fi.Size(), nil
+}
+
+// kind names what a file that is not a regular one is, for a message.
+func kind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	}
+	return fmt.Sprintf("of type %v", m.Type())
 }

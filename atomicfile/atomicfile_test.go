@@ -186,7 +186,7 @@ func TestReadFile(t *testing.T) {
 		path string
 		max  int64
 		want string
-	}{{fifo, 10, "not a regular file"}, {dir, 10, "not a regular file"}, {plain, 2, "more than the 2"}} {
+	}{{fifo, 10, "not a regular file but a named pipe"}, {dir, 10, "not a regular file but a directory"}, {plain, 2, "more than the 2"}} {
 		if _, err := ReadFile(tc.path, tc.max); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path) {
 			t.Errorf("ReadFile(%s, %d): %v, want an error naming it and %q", tc.path, tc.max, err, tc.want)
 		}

@@ -3961,3 +3961,25 @@ func TestPredictReadsAsTrained(t *testing.T) {
 	wantError(t, run(t, dir, "eval", "--model", "numl", "--data", "numl.csv", "--quiet"), 1,
 		"numl.csv has 3 feature columns, but the model in numl takes 2-feature input (it trained with --label-col y: give it again for these data)")
 }
+
+// A run folder whose checkpoint is a link to nothing says so, rather than that the run
+// stopped before its first epoch.
+func TestCheckpointLinkToNothing(t *testing.T) {
+	dir := t.TempDir()
+	if r := run(t, dir, "train", "--quiet", "--dataset", "iris", "--restarts", "1", "--epochs", "1", "--kmeans=false", "--out", "run"); r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	ckpt := filepath.Join(dir, "run", "checkpoint.safetensors")
+	os.Remove(ckpt)
+	if err := os.Symlink(filepath.Join(dir, "gone.safetensors"), ckpt); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"predict", "--model", "run", "--out", "p.csv"},
+		{"predict", "--model", filepath.Join("run", "checkpoint.safetensors"), "--out", "p.csv"},
+		{"eval", "--model", "run"},
+		{"train", "--resume", "run", "--epochs", "2"},
+	} {
+		wantError(t, run(t, dir, args...), 1, "checkpoint.safetensors is a link to", "gone.safetensors", "does not exist")
+	}
+}

@@ -269,7 +269,11 @@ func checkRunDir(dir string) error {
 			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); errors.Is(err, os.ErrNotExist) {
+	ckpt := filepath.Join(dir, "checkpoint.safetensors")
+	if _, err := os.Stat(ckpt); errors.Is(err, os.ErrNotExist) {
+		if to, lerr := os.Readlink(ckpt); lerr == nil {
+			return fmt.Errorf("resume: %s is a link to %s, which does not exist", ckpt, to)
+		}
 		// A run killed while writing its first checkpoint left the partial file.
 		if err := train.RemoveStale(dir); err != nil {
 			return fmt.Errorf("resume: %w", err)

@@ -7,14 +7,17 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"unicode/utf8"
 	"unsafe"
 
 	"emclust/atomicfile"
+	"emclust/sysmem"
 )
 
 // Checkpoints use the safetensors layout: an 8-byte little-endian header length, a
@@ -217,20 +220,28 @@ const maxSafetensorsBytes = 1 << 36
 
 // ReadSafetensors reads and validates a whole safetensors file.
 func ReadSafetensors(path string) (*SafeFile, error) {
-	return ReadSafetensorsKeeping(path, nil)
+	return ReadSafetensorsWith(path, ReadOptions{})
 }
 
-// ReadSafetensorsKeeping reads and validates a safetensors file, and keeps in
-// memory the data of the tensors keep accepts (of all where keep is nil). The
-// others' data is read only to check the file's checksum: a model read for
-// inference leaves out its optimiser's moments, twice its weights.
-func ReadSafetensorsKeeping(path string, keep func(name string) bool) (*SafeFile, error) {
+// ReadOptions narrow what ReadSafetensorsWith takes of a file.
+type ReadOptions struct {
+	// Keep says which tensors' data to keep in memory (all where nil). The others'
+	// is read only to check the file's checksum: a model read for inference leaves
+	// out its optimiser's moments, twice its weights.
+	Keep func(name string) bool
+	// Header, if not nil, judges the metadata before any tensor data is read: a
+	// file that is not what the caller reads is refused at once, whatever its size.
+	Header func(meta map[string]string) error
+}
+
+// ReadSafetensorsWith reads and validates a safetensors file as o narrows it.
+func ReadSafetensorsWith(path string, o ReadOptions) (*SafeFile, error) {
 	fail := func(format string, a ...any) (*SafeFile, error) {
 		return nil, fmt.Errorf("read checkpoint %s: "+format, append([]any{path}, a...)...)
 	}
 	file, size, err := atomicfile.Open(path, maxSafetensorsBytes)
 	if err != nil {
-		return nil, fmt.Errorf("read checkpoint: %w", err)
+		return nil, fmt.Errorf("checkpoint: %w", err)
 	}
 	defer file.Close()
 	if size < 8 {
@@ -239,7 +250,7 @@ func ReadSafetensorsKeeping(path string, keep func(name string) bool) (*SafeFile
 	r := bufio.NewReaderSize(file, 1<<20)
 	var n [8]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return fail("%w", err)
+		return fail("%w", err) // its size was checked: the file changed
 	}
 	hl := binary.LittleEndian.Uint64(n[:])
 	if hl > uint64(size-8) || hl > maxHeaderBytes {
@@ -247,7 +258,7 @@ func ReadSafetensorsKeeping(path string, keep func(name string) bool) (*SafeFile
 	}
 	raw := make([]byte, hl)
 	if _, err := io.ReadFull(r, raw); err != nil {
-		return fail("%w", err)
+		return fail("header: %w", err)
 	}
 	var header map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &header); err != nil {
@@ -299,21 +310,49 @@ func ReadSafetensorsKeeping(path string, keep func(name string) bool) (*SafeFile
 	if want, ok := f.Meta[HeaderChecksumKey]; ok && headerSum(f.entries, f.Meta) != want {
 		return fail("the header (tensor types, shapes, offsets, settings) does not match the checksum it was saved with (the file is damaged)")
 	}
+	if o.Header != nil {
+		if err := o.Header(f.Meta); err != nil {
+			return nil, err
+		}
+	}
+	keep := func(name string) bool { return o.Keep == nil || o.Keep(name) }
+	kept := 0
+	for _, name := range names {
+		if keep(name) {
+			kept += f.entries[name].Offsets[1] - f.entries[name].Offsets[0]
+		}
+	}
+	// Go's allocator ends the process, past recover, where memory runs out.
+	if free, ok := sysmem.Available(); ok && uint64(kept) > free {
+		return fail("its tensors need %d MB in memory, more than the %d MB free", kept>>20, free>>20)
+	}
 	// The data, in file order: kept tensors into buffers of their own, the rest
 	// and any gaps only through the checksum.
 	sum := sha256.New()
 	pos := 0
+	// short says what a read that ended early means: the file's size was read
+	// when it was opened.
+	short := func(err error) error {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			now := "gone"
+			if st, serr := os.Stat(path); serr == nil {
+				now = fmt.Sprintf("%d bytes now", st.Size())
+			}
+			return fmt.Errorf("the file ended before its %d bytes (%s): cut short while read", size, now)
+		}
+		return err
+	}
 	skip := func(to int) error {
 		_, err := io.CopyN(sum, r, int64(to-pos))
 		pos = to
-		return err
+		return short(err)
 	}
 	for _, name := range names {
 		e := f.entries[name]
 		if err := skip(e.Offsets[0]); err != nil {
 			return fail("%w", err)
 		}
-		if keep != nil && !keep(name) {
+		if !keep(name) {
 			if err := skip(e.Offsets[1]); err != nil {
 				return fail("%w", err)
 			}
@@ -321,7 +360,7 @@ func ReadSafetensorsKeeping(path string, keep func(name string) bool) (*SafeFile
 		}
 		b := alignedBytes(e.Offsets[1] - e.Offsets[0])
 		if _, err := io.ReadFull(r, b); err != nil {
-			return fail("tensor %q: %w", name, err)
+			return fail("tensor %q: %w", name, short(err))
 		}
 		sum.Write(b)
 		f.data[name] = b
@@ -330,8 +369,11 @@ func ReadSafetensorsKeeping(path string, keep func(name string) bool) (*SafeFile
 	if err := skip(dataLen); err != nil {
 		return fail("%w", err)
 	}
-	if _, err := r.ReadByte(); err != io.EOF {
+	switch _, err := r.ReadByte(); {
+	case err == nil:
 		return fail("the file grew while read")
+	case err != io.EOF:
+		return fail("%w", err)
 	}
 	if want, ok := f.Meta[ChecksumKey]; ok && hex.EncodeToString(sum.Sum(nil)) != want {
 		return fail("the tensor data does not match the checksum it was saved with (the file is damaged)")

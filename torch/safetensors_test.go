@@ -1,13 +1,18 @@
 package torch
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"emclust/sysmem"
 )
 
 // rawSafetensors lays out a safetensors file from a JSON header and data bytes.
@@ -147,7 +152,8 @@ func TestSafetensorsHeaderChecksum(t *testing.T) {
 }
 
 // FuzzReadSafetensors feeds arbitrary bytes to the reader and loads every tensor of
-// what it accepts: neither may panic.
+// what it accepts: neither may panic. A read keeping some tensors accepts the same
+// files, and keeps their bytes as the whole read does.
 func FuzzReadSafetensors(f *testing.F) {
 	f.Add(rawSafetensors(`{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, make([]byte, 8)))
 	f.Add(rawSafetensors(`{"__metadata__":{"format":"emclust-checkpoint-1"},"b":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}`, make([]byte, 8)))
@@ -160,6 +166,11 @@ func FuzzReadSafetensors(f *testing.F) {
 			t.Fatal(err)
 		}
 		sf, err := ReadSafetensors(path)
+		odd := func(name string) bool { return len(name)%2 == 1 }
+		some, serr := ReadSafetensorsWith(path, ReadOptions{Keep: odd})
+		if (err == nil) != (serr == nil) {
+			t.Fatalf("read whole: %v; keeping some: %v", err, serr)
+		}
 		if err != nil {
 			return
 		}
@@ -167,6 +178,9 @@ func FuzzReadSafetensors(f *testing.F) {
 		defer s.Close()
 		for _, name := range sf.Names() {
 			s.LoadTensor(sf, name, CPU)
+			if e := sf.entries[name]; odd(name) && e.Offsets[1] > e.Offsets[0] && !bytes.Equal(some.data[name], sf.data[name]) {
+				t.Fatalf("tensor %q kept as %x, read whole as %x", name, some.data[name], sf.data[name])
+			}
 		}
 		if err := s.Err(); err != nil {
 			t.Fatalf("accepted file fails to load: %v", err)
@@ -189,7 +203,7 @@ func TestSafetensorsKeeping(t *testing.T) {
 	onlyW := func(name string) bool { return name == "w" }
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	f, err := ReadSafetensorsKeeping(path, onlyW)
+	f, err := ReadSafetensorsWith(path, ReadOptions{Keep: onlyW})
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -216,11 +230,11 @@ func TestSafetensorsKeeping(t *testing.T) {
 	raw[8+n+big] ^= 1 // in the moments, which are not kept
 	bad := filepath.Join(t.TempDir(), "flipped.safetensors")
 	os.WriteFile(bad, raw, 0o644)
-	if _, err := ReadSafetensorsKeeping(bad, onlyW); err == nil || !strings.Contains(err.Error(), "damaged") {
+	if _, err := ReadSafetensorsWith(bad, ReadOptions{Keep: onlyW}); err == nil || !strings.Contains(err.Error(), "damaged") {
 		t.Fatalf("a bit flipped in a tensor not kept: %v, want a checksum error", err)
 	}
 	os.WriteFile(bad, raw[:len(raw)-1], 0o644)
-	if _, err := ReadSafetensorsKeeping(bad, onlyW); err == nil || !strings.Contains(err.Error(), bad) {
+	if _, err := ReadSafetensorsWith(bad, ReadOptions{Keep: onlyW}); err == nil || !strings.Contains(err.Error(), bad) {
 		t.Fatalf("a file cut short: %v, want an error naming it", err)
 	}
 }
@@ -248,4 +262,57 @@ func BenchmarkSafetensors(b *testing.B) {
 			}
 		}
 	})
+}
+
+// ReadOptions.Header judges a file before its data is read: a file it refuses is not
+// summed (a damaged data section goes unsaid), and one whose data the reader finds
+// cut short says so.
+func TestSafetensorsHeaderFirst(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	const n = 1 << 20 // floats: 4 MiB, past the reader's buffer
+	path := filepath.Join(t.TempDir(), "ck.safetensors")
+	if err := SaveSafetensors(path, []Named{{"w", s.Zeros([]int{n}, Float32, testDevice)}}, map[string]string{"format": "other"}); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(path)
+	raw[len(raw)-1] ^= 1
+	os.WriteFile(path, raw, 0o644)
+	refuse := func(meta map[string]string) error { return errors.New("format " + meta["format"] + " refused") }
+	if _, err := ReadSafetensorsWith(path, ReadOptions{Header: refuse}); err == nil || err.Error() != "format other refused" {
+		t.Errorf("a header refused: %v, want the refusal alone", err)
+	}
+	if _, err := ReadSafetensorsWith(path, ReadOptions{}); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("the same file read whole: %v, want its checksum error", err)
+	}
+	cut := func(map[string]string) error { return os.Truncate(path, int64(len(raw)-n)) }
+	for _, keep := range []func(string) bool{nil, func(string) bool { return false }} {
+		os.WriteFile(path, raw, 0o644)
+		_, err := ReadSafetensorsWith(path, ReadOptions{Keep: keep, Header: cut})
+		if err == nil || !strings.Contains(err.Error(), "cut short while read") || !strings.Contains(err.Error(), path) {
+			t.Errorf("a file cut short as it is read (kept: %v): %v", keep == nil, err)
+		}
+	}
+}
+
+// A file whose kept tensors need more memory than is free is refused before any is
+// allocated: Go's allocator would end the process.
+func TestSafetensorsLargerThanMemory(t *testing.T) {
+	free, ok := sysmem.Available()
+	if !ok || free+1<<30 > maxSafetensorsBytes {
+		t.Skipf("free memory unknown or past the reader's %d-byte bound: nothing larger can be made", int64(maxSafetensorsBytes))
+	}
+	size := free + 1<<30
+	header := fmt.Sprintf(`{"w":{"dtype":"U8","shape":[%d],"data_offsets":[0,%d]}}`, size, size)
+	path := filepath.Join(t.TempDir(), "sparse.safetensors")
+	if err := os.WriteFile(path, rawSafetensors(header, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, int64(8+len(header))+int64(size)); err != nil { // sparse: no disk taken
+		t.Fatal(err)
+	}
+	_, err := ReadSafetensorsWith(path, ReadOptions{Keep: func(string) bool { return true }})
+	if err == nil || !strings.Contains(err.Error(), "more than the") || !strings.Contains(err.Error(), path) {
+		t.Errorf("a tensor larger than the free memory: %v", err)
+	}
 }

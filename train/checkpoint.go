@@ -3,9 +3,11 @@ package train
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"time"
 
@@ -131,28 +133,33 @@ func readCheckpoint(runDir string, keep func(name string) bool) (*torch.SafeFile
 	if st, err := os.Stat(runDir); err == nil && st.IsDir() {
 		path = filepath.Join(runDir, checkpointName)
 	}
-	f, err := torch.ReadSafetensorsKeeping(path, keep)
-	if err != nil {
-		return nil, nil, model.Spec{}, err
-	}
-	if f.Meta["format"] != "emclust-checkpoint-1" {
-		return nil, nil, model.Spec{}, fmt.Errorf("%s: not an emclust checkpoint (format %q)", path, f.Meta["format"])
-	}
-	// Every checkpoint emclust writes carries them: one without was damaged where the
-	// key was, and would be read unchecked.
-	if f.Meta[torch.ChecksumKey] == "" {
-		return nil, nil, model.Spec{}, fmt.Errorf("%s: no checksum of its tensor data (%s) in the header: the file is damaged, or older than emclust's checksums (2026-11-22)", path, torch.ChecksumKey)
-	}
-	if f.Meta[torch.HeaderChecksumKey] == "" {
-		return nil, nil, model.Spec{}, fmt.Errorf("%s: no checksum of its header (%s): the file is damaged, or older than emclust's header checksums (2026-11-28), whose runs an emclust built before then reads, and this one trains again", path, torch.HeaderChecksumKey)
-	}
 	var cfg Config
 	var spec model.Spec
-	if err := json.Unmarshal([]byte(f.Meta["config"]), &cfg); err != nil {
-		return nil, nil, spec, fmt.Errorf("%s: config: %w", path, err)
+	// Judged before the data is read: a large file that is no checkpoint of
+	// emclust's is refused at once.
+	header := func(meta map[string]string) error {
+		if meta["format"] != "emclust-checkpoint-1" {
+			return fmt.Errorf("%s: not an emclust checkpoint (format %q)", path, meta["format"])
+		}
+		// Every checkpoint emclust writes carries them: one without was damaged where
+		// the key was, and would be read unchecked.
+		if meta[torch.ChecksumKey] == "" {
+			return fmt.Errorf("%s: no checksum of its tensor data (%s) in the header: the file is damaged, or older than emclust's checksums (2026-11-22)", path, torch.ChecksumKey)
+		}
+		if meta[torch.HeaderChecksumKey] == "" {
+			return fmt.Errorf("%s: no checksum of its header (%s): the file is damaged, or older than emclust's header checksums (2026-11-28), whose runs an emclust built before then reads, and this one trains again", path, torch.HeaderChecksumKey)
+		}
+		if err := json.Unmarshal([]byte(meta["config"]), &cfg); err != nil {
+			return fmt.Errorf("%s: config: %w", path, err)
+		}
+		if err := json.Unmarshal([]byte(meta["spec"]), &spec); err != nil {
+			return fmt.Errorf("%s: spec: %w", path, err)
+		}
+		return nil
 	}
-	if err := json.Unmarshal([]byte(f.Meta["spec"]), &spec); err != nil {
-		return nil, nil, spec, fmt.Errorf("%s: spec: %w", path, err)
+	f, err := torch.ReadSafetensorsWith(path, torch.ReadOptions{Keep: keep, Header: header})
+	if err != nil {
+		return nil, nil, model.Spec{}, err
 	}
 	return f, &cfg, spec, nil
 }
@@ -248,6 +255,9 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 		}
 	}
 	if r.prior != nil {
+		if err := checkPrior(f, r.Cfg.K); err != nil {
+			return err
+		}
 		s.CopyInto(r.prior, s.LoadTensor(f, "prior", r.Dev))
 	}
 	if err := s.Err(); err != nil {
@@ -389,4 +399,35 @@ func (r *Run) ExportChosen() (string, error) {
 	}
 	r.chosenFile = r.chosen.Epoch
 	return path, nil
+}
+
+// checkPrior refuses a saved prior that is not a distribution over k clusters, 1×k
+// float32: libtorch would broadcast another shape or cast another type, and a file
+// written by another tool would cluster by it silently.
+func checkPrior(f *torch.SafeFile, k int) error {
+	dt, _ := f.DType("prior")
+	shape, ok := f.Shape("prior")
+	if !ok {
+		return fmt.Errorf("%s: no tensor \"prior\"; a run with a learned prior saves one", f.Path)
+	}
+	if dt != torch.Float32 || !slices.Equal(shape, []int{1, k}) {
+		return fmt.Errorf("%s: the prior is %v of shape %v; a run of %d clusters saves float32 of [1 %d] (the file is damaged, or not emclust's)", f.Path, dt, shape, k, k)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	p := s.Float32s(s.LoadTensor(f, "prior", torch.CPU))
+	if err := s.Err(); err != nil {
+		return err
+	}
+	sum := 0.0
+	for j, v := range p {
+		if !(v >= 0) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("%s: the prior of cluster %d is %g, not a probability (the file is damaged, or not emclust's)", f.Path, j, v)
+		}
+		sum += float64(v)
+	}
+	if math.Abs(sum-1) > 1e-3 {
+		return fmt.Errorf("%s: the prior sums to %g, not 1 (the file is damaged, or not emclust's)", f.Path, sum)
+	}
+	return nil
 }

@@ -297,6 +297,13 @@ func LoadModel(path string, dev torch.Device) (*Model, error) {
 		}()
 	}
 	if errors.Is(err, fs.ErrNotExist) {
+		ckpt := path
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			ckpt = filepath.Join(path, checkpointName)
+		}
+		if to, lerr := os.Readlink(ckpt); lerr == nil {
+			return nil, fmt.Errorf("%s is a link to %s, which does not exist", ckpt, to)
+		}
 		switch fi, serr := os.Stat(path); {
 		case StoppedInTrials(path):
 			return nil, fmt.Errorf("%s stopped among its trials or restarts, before it had a model: emclust train --resume %s goes on with them", path, path)
@@ -329,6 +336,10 @@ func LoadModel(path string, dev torch.Device) (*Model, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if _, ok := f.Shape("prior"); ok {
+		if err := checkPrior(f, cfg.K); err != nil {
+			m.Close()
+			return nil, err
+		}
 		s := torch.NoGrad()
 		m.Prior = s.Keep(s.LoadTensor(f, "prior", dev))
 		if err := s.Close(); err != nil {

@@ -862,3 +862,43 @@ func TestRestoreReleasesCheckpoint(t *testing.T) {
 		t.Fatalf("the resumed run trained to epoch %d: %v", resumed.EpochsDone(), err)
 	}
 }
+
+// A saved prior is used only as a distribution over the run's K clusters, 1×K
+// float32: libtorch would broadcast or cast any other, and cluster by it silently.
+func TestCheckPrior(t *testing.T) {
+	s := torch.NoGrad()
+	defer s.Close()
+	nan, inf := float32(math.NaN()), float32(math.Inf(1))
+	f32 := func(v ...float32) *torch.Tensor { return s.FromFloat32(v, []int{1, len(v)}, torch.CPU) }
+	for _, tc := range []struct {
+		name  string
+		prior *torch.Tensor
+		want  string // "" for accepted
+	}{
+		{"a distribution", f32(0.2, 0.3, 0.5), ""},
+		{"an empty cluster's", f32(0, 0.5, 0.5), ""},
+		{"of one dimension", s.FromFloat32([]float32{0.2, 0.3, 0.5}, []int{3}, torch.CPU), "shape [3]"},
+		{"transposed", s.FromFloat32([]float32{0.2, 0.3, 0.5}, []int{3, 1}, torch.CPU), "shape [3 1]"},
+		{"of other K", f32(0.5, 0.5), "shape [1 2]"},
+		{"float64", s.FromFloat64([]float64{0.2, 0.3, 0.5}, []int{1, 3}, torch.CPU), "float64"},
+		{"negative", f32(-0.5, 1, 0.5), "cluster 0 is -0.5"},
+		{"NaN", f32(0.5, nan, 0.5), "cluster 1 is NaN"},
+		{"infinite", f32(0.5, 0.5, inf), "cluster 2 is +Inf"},
+		{"zero", f32(0, 0, 0), "sums to 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "ck.safetensors")
+			if err := torch.SaveSafetensors(path, []torch.Named{{Name: "prior", Tensor: tc.prior}}, nil); err != nil {
+				t.Fatal(err)
+			}
+			f, err := torch.ReadSafetensors(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = checkPrior(f, 3)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path)) {
+				t.Errorf("checkPrior: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
