@@ -26,15 +26,24 @@ func Write(path string, fill func(w io.Writer) error) error {
 // fill. WriteAt writes over bytes it wrote before: a header whose checksums are
 // known only once the data after it is written.
 type Writer struct {
-	bw *bufio.Writer
-	f  *os.File
+	bw      *bufio.Writer
+	f       *os.File
+	written int64
 }
 
-func (w *Writer) Write(p []byte) (int, error) { return w.bw.Write(p) }
+// Write appends p to the file.
+func (w *Writer) Write(p []byte) (int, error) {
+	n, err := w.bw.Write(p)
+	w.written += int64(n)
+	return n, err
+}
 
-// WriteAt writes p at offset off of the file, which must lie within what was
-// written before.
+// WriteAt writes p at offset off of the file, within what was written before: bytes
+// past it would be written over by the next Write.
 func (w *Writer) WriteAt(p []byte, off int64) (int, error) {
+	if off < 0 || off+int64(len(p)) > w.written {
+		return 0, fmt.Errorf("write at %d..%d: past the %d bytes written", off, off+int64(len(p)), w.written)
+	}
 	if err := w.bw.Flush(); err != nil {
 		return 0, err
 	}
@@ -70,7 +79,7 @@ func WritePatched(path string, fill func(w *Writer) error) (err error) {
 		}
 	}()
 	bw := bufio.NewWriterSize(f, 1<<20)
-	if err = fill(&Writer{bw, f}); err != nil {
+	if err = fill(&Writer{bw: bw, f: f}); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	if err = bw.Flush(); err != nil {

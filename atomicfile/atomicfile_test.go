@@ -53,11 +53,18 @@ func TestFailedWriteKeepsOldFile(t *testing.T) {
 func TestWritePatched(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "f.bin")
 	err := WritePatched(p, func(w *Writer) error {
-		w.Write([]byte("????-body-"))
+		if _, err := w.Write([]byte("????-body-")); err != nil {
+			return err
+		}
 		if _, err := w.WriteAt([]byte("HEAD"), 0); err != nil {
 			return err
 		}
-		w.Write(make([]byte, 2<<20)) // past the buffer: on disk before the next patch
+		if _, err := w.WriteAt([]byte("TAIL"), 8); err == nil {
+			return errors.New("a patch past the bytes written was taken")
+		}
+		if _, err := w.Write(make([]byte, 2<<20)); err != nil { // past the buffer: on disk before the next patch
+			return err
+		}
 		if _, err := w.WriteAt([]byte("BODY"), 5); err != nil {
 			return err
 		}

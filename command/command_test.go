@@ -417,6 +417,10 @@ func TestErrors(t *testing.T) {
 		// whatever the machine: the allocator's refusal, named the same way.
 		{name: "network larger than memory, unchecked", args: append(ten, "--hidden", "30000000000000,2", "--no-memory-check"), code: 2,
 			want: []string{"--hidden: the network mlp 4→30000000000000→2→2", "building it ran out of memory on cpu", "use a smaller --hidden"}},
+		{name: "network larger than memory, compare", args: []string{"compare", "--quiet", "--data", "ten.csv", "--label-col", "label", "--methods", "em", "--seeds", "1", "--hidden", "3000000000,3000000000"}, code: 2,
+			want: []string{"--hidden: the network mlp 4→3000000000→3000000000→2", "add --no-memory-check"}},
+		{name: "network larger than memory, compare unchecked", args: []string{"compare", "--quiet", "--data", "ten.csv", "--label-col", "label", "--methods", "em", "--seeds", "1", "--hidden", "30000000000000,2", "--no-memory-check"}, code: 2,
+			want: []string{"--hidden: the network mlp 4→30000000000000→2→2", "building it ran out of memory on cpu"}},
 		{name: "nproc -1", args: append(ten, "--nproc", "-1"), code: 2, want: []string{"--nproc -1", "1 to 1024"}},
 		{name: "nproc 0", args: append(ten, "--nproc", "0"), code: 2, want: []string{"--nproc 0", "1 to 1024"}},
 		{name: "suite with data", args: []string{"compare", "--suite", "--data", "ten.csv"}, code: 2, want: []string{"--data with --suite"}},

@@ -38,7 +38,7 @@ func trainCommand() *cli.Command {
 		&cli.IntFlag{Name: "eval-every", Usage: "epochs between full evaluations; the one that agrees best with those before it, of those leaving the fewest clusters empty, is kept as chosen.safetensors (0: only at the end; restarts evaluate only their last epoch, trials every epoch)", DefaultText: fmt.Sprint(train.VectorDefaults().EvalEvery)},
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
-		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it, --data or --data-dir name where its data lies now, and --device, --threads, --precision, --channels-last, --deterministic, --nproc and the --dist-* flags may change how it computes; the run's other settings are kept)", DefaultText: "off"},
+		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it, --data or --data-dir name where its data lies now, and --device, --threads, --precision, --channels-last, --deterministic, --no-memory-check, --nproc and the --dist-* flags may change how it computes; the run's other settings are kept)", DefaultText: "off"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary line"},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
 	)

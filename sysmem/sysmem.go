@@ -41,12 +41,27 @@ func Available() (free uint64, ok bool) {
 	return free, ok
 }
 
-// memAvailable reads MemAvailable (in kB) from the text of /proc/meminfo.
-func memAvailable(meminfo []byte) (uint64, bool) {
+// AvailableWithSwap is Available and the swap free besides: the most a process can
+// be given at all, if it accepts to be swapped. ok is false where Available does not
+// know.
+func AvailableWithSwap() (free uint64, ok bool) {
+	free, ok = Available()
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil && ok {
+		swap, _ := meminfoValue(b, "SwapFree")
+		free += swap
+	}
+	return free, ok
+}
+
+// memAvailable reads MemAvailable from the text of /proc/meminfo.
+func memAvailable(meminfo []byte) (uint64, bool) { return meminfoValue(meminfo, "MemAvailable") }
+
+// meminfoValue reads the entry key (in kB) from the text of /proc/meminfo, in bytes.
+func meminfoValue(meminfo []byte, key string) (uint64, bool) {
 	sc := bufio.NewScanner(bytes.NewReader(meminfo))
 	for sc.Scan() {
 		name, rest, found := strings.Cut(sc.Text(), ":")
-		if !found || name != "MemAvailable" {
+		if !found || name != key {
 			continue
 		}
 		kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)

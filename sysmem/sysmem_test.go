@@ -22,6 +22,19 @@ func TestMemAvailable(t *testing.T) {
 			t.Errorf("memAvailable(%q) = %d, %v; want %d, %v", tc.meminfo, got, ok, tc.want, tc.ok)
 		}
 	}
+	swap := "MemAvailable:   23000000 kB\nSwapTotal:       2000000 kB\nSwapFree:        1500000 kB\n"
+	if got, ok := meminfoValue([]byte(swap), "SwapFree"); got != 1500000*1024 || !ok {
+		t.Errorf("SwapFree: %d, %v", got, ok)
+	}
+}
+
+// The swap free adds to the memory free, never takes from it.
+func TestAvailableWithSwap(t *testing.T) {
+	free, ok := Available()
+	all, allOK := AvailableWithSwap()
+	if ok != allOK || all < free {
+		t.Errorf("Available %d (%v), with swap %d (%v)", free, ok, all, allOK)
+	}
 }
 
 func TestV2Path(t *testing.T) {

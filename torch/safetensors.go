@@ -247,10 +247,22 @@ func ReadSafetensorsWith(path string, o ReadOptions) (*SafeFile, error) {
 	if size < 8 {
 		return fail("%d bytes, too short for a safetensors file", size)
 	}
+	// short says what a read that ended early means: the file's size was read when
+	// it was opened.
+	short := func(err error) error {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			now := "gone"
+			if st, serr := os.Stat(path); serr == nil {
+				now = fmt.Sprintf("%d bytes now", st.Size())
+			}
+			return fmt.Errorf("the file ended before its %d bytes (%s): cut short while read", size, now)
+		}
+		return err
+	}
 	r := bufio.NewReaderSize(file, 1<<20)
 	var n [8]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return fail("%w", err) // its size was checked: the file changed
+		return fail("%w", short(err))
 	}
 	hl := binary.LittleEndian.Uint64(n[:])
 	if hl > uint64(size-8) || hl > maxHeaderBytes {
@@ -258,7 +270,7 @@ func ReadSafetensorsWith(path string, o ReadOptions) (*SafeFile, error) {
 	}
 	raw := make([]byte, hl)
 	if _, err := io.ReadFull(r, raw); err != nil {
-		return fail("header: %w", err)
+		return fail("header: %w", short(err))
 	}
 	var header map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &header); err != nil {
@@ -322,26 +334,16 @@ func ReadSafetensorsWith(path string, o ReadOptions) (*SafeFile, error) {
 			kept += f.entries[name].Offsets[1] - f.entries[name].Offsets[0]
 		}
 	}
-	// Go's allocator ends the process, past recover, where memory runs out.
-	if free, ok := sysmem.Available(); ok && uint64(kept) > free {
-		return fail("its tensors need %d MB in memory, more than the %d MB free", kept>>20, free>>20)
+	// Go's allocator ends the process, past recover, where memory runs out. Swap
+	// counts: the memory checks of training, which --no-memory-check turns off,
+	// are for what fits; this is for what cannot be held at all.
+	if free, ok := sysmem.AvailableWithSwap(); ok && uint64(kept) > free {
+		return fail("its tensors need %.3g GB in memory, more than the %.3g GB of memory and swap free", float64(kept)/1e9, float64(free)/1e9)
 	}
 	// The data, in file order: kept tensors into buffers of their own, the rest
 	// and any gaps only through the checksum.
 	sum := sha256.New()
 	pos := 0
-	// short says what a read that ended early means: the file's size was read
-	// when it was opened.
-	short := func(err error) error {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			now := "gone"
-			if st, serr := os.Stat(path); serr == nil {
-				now = fmt.Sprintf("%d bytes now", st.Size())
-			}
-			return fmt.Errorf("the file ended before its %d bytes (%s): cut short while read", size, now)
-		}
-		return err
-	}
 	skip := func(to int) error {
 		_, err := io.CopyN(sum, r, int64(to-pos))
 		pos = to

@@ -205,9 +205,10 @@ func CheckpointEpochs(f *torch.SafeFile) (int, error) {
 }
 
 // Restore loads a checkpoint's network, optimiser states, prior and history into r,
-// which must have been built with the same config. It releases f's tensor data: a
-// resumed run would otherwise hold its whole checkpoint a second time while it
-// trains (413 MB more at the peak of a run of 36 M weights).
+// which must have been built with the same config. It releases f's tensor data,
+// whether or not it succeeds: a resumed run would otherwise hold its whole
+// checkpoint a second time while it trains (413 MB more at the peak of a run of
+// 36 M weights).
 func (r *Run) Restore(f *torch.SafeFile) error {
 	defer func() {
 		f.Release()
@@ -255,7 +256,7 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 		}
 	}
 	if r.prior != nil {
-		if err := checkPrior(f, r.Cfg.K); err != nil {
+		if err := checkPrior(f, "prior", r.Cfg.K); err != nil {
 			return err
 		}
 		s.CopyInto(r.prior, s.LoadTensor(f, "prior", r.Dev))
@@ -305,8 +306,18 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 	}
 	for _, nt := range r.chosenSource() {
 		name := "chosen." + nt.Name
-		if _, ok := f.Shape(name); !ok {
+		shape, ok := f.Shape(name)
+		if !ok {
 			return fmt.Errorf("%s: no tensor %q for the chosen epoch %d", f.Path, name, r.chosen.Epoch)
+		}
+		if dt, _ := f.DType(name); dt != nt.Tensor.DType() || !slices.Equal(shape, nt.Tensor.Shape()) {
+			return fmt.Errorf("%s: tensor %q is %v of shape %v, where the run's %s is %v of %v (the file is damaged, or not emclust's)",
+				f.Path, name, dt, shape, nt.Name, nt.Tensor.DType(), nt.Tensor.Shape())
+		}
+		if nt.Name == "prior" {
+			if err := checkPrior(f, name, r.Cfg.K); err != nil {
+				return err
+			}
 		}
 		r.chosenState = append(r.chosenState, torch.Named{Name: nt.Name, Tensor: s.Keep(s.LoadTensor(f, name, r.Dev))})
 	}
@@ -401,21 +412,21 @@ func (r *Run) ExportChosen() (string, error) {
 	return path, nil
 }
 
-// checkPrior refuses a saved prior that is not a distribution over k clusters, 1×k
-// float32: libtorch would broadcast another shape or cast another type, and a file
-// written by another tool would cluster by it silently.
-func checkPrior(f *torch.SafeFile, k int) error {
-	dt, _ := f.DType("prior")
-	shape, ok := f.Shape("prior")
+// checkPrior refuses a saved prior (tensor name of f) that is not a distribution
+// over k clusters, 1×k float32: libtorch would broadcast another shape or cast
+// another type, and a file written by another tool would cluster by it silently.
+func checkPrior(f *torch.SafeFile, name string, k int) error {
+	dt, _ := f.DType(name)
+	shape, ok := f.Shape(name)
 	if !ok {
-		return fmt.Errorf("%s: no tensor \"prior\"; a run with a learned prior saves one", f.Path)
+		return fmt.Errorf("%s: no tensor %q; a run with a learned prior saves one", f.Path, name)
 	}
 	if dt != torch.Float32 || !slices.Equal(shape, []int{1, k}) {
 		return fmt.Errorf("%s: the prior is %v of shape %v; a run of %d clusters saves float32 of [1 %d] (the file is damaged, or not emclust's)", f.Path, dt, shape, k, k)
 	}
 	s := torch.NoGrad()
 	defer s.Close()
-	p := s.Float32s(s.LoadTensor(f, "prior", torch.CPU))
+	p := s.Float32s(s.LoadTensor(f, name, torch.CPU))
 	if err := s.Err(); err != nil {
 		return err
 	}
@@ -426,6 +437,7 @@ func checkPrior(f *torch.SafeFile, k int) error {
 		}
 		sum += float64(v)
 	}
+	// A running mean of posteriors sums to 1 but for float32's rounding, far below.
 	if math.Abs(sum-1) > 1e-3 {
 		return fmt.Errorf("%s: the prior sums to %g, not 1 (the file is damaged, or not emclust's)", f.Path, sum)
 	}

@@ -6,7 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
+
+	"emclust/torch"
 )
 
 // chosenRun trains evaluated epochs of the digits in dir, with better as the ranking
@@ -120,6 +123,59 @@ func TestChosenEpoch(t *testing.T) {
 	}
 	if err := again.Restore(cf); err == nil {
 		t.Errorf("resumed from %s, which has no optimiser states", ChosenName)
+	}
+
+	// The chosen epoch's tensors are taken only in the shape of the network's: one
+	// flattened (by another tool, checksums redone) is refused, naming it.
+	other := t.TempDir()
+	ckpt := filepath.Join(other, checkpointName)
+	os.WriteFile(ckpt, b, 0o644)
+	flat := ""
+	resave(t, ckpt, func(s *torch.Scope, name string, x *torch.Tensor) *torch.Tensor {
+		if flat == "" && strings.HasPrefix(name, "chosen.model.") && len(x.Shape()) == 2 {
+			flat = name
+			return s.Reshape(x, x.Numel())
+		}
+		return x
+	})
+	if f, _, _, err = ReadCheckpoint(other); err != nil {
+		t.Fatal(err)
+	}
+	third, err := New(r.Cfg, r.Src, testDevice, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer third.Close()
+	if err := third.Restore(f); err == nil || !strings.Contains(err.Error(), flat) || !strings.Contains(err.Error(), "shape") {
+		t.Errorf("resumed with %s flattened: %v", flat, err)
+	}
+}
+
+// resave writes the safetensors file at path again with each tensor as edit returns
+// it, its checksums made anew: a file another tool changed.
+func resave(t *testing.T, path string, edit func(s *torch.Scope, name string, x *torch.Tensor) *torch.Tensor) {
+	t.Helper()
+	f, err := torch.ReadSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := torch.NoGrad()
+	defer s.Close()
+	var ts []torch.Named
+	for _, name := range f.Names() {
+		ts = append(ts, torch.Named{Name: name, Tensor: edit(s, name, s.LoadTensor(f, name, torch.CPU))})
+	}
+	meta := map[string]string{}
+	for k, v := range f.Meta {
+		if k != torch.ChecksumKey && k != torch.HeaderChecksumKey {
+			meta[k] = v
+		}
+	}
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := torch.SaveSafetensors(path, ts, meta); err != nil {
+		t.Fatal(err)
 	}
 }
 

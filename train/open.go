@@ -336,7 +336,7 @@ func LoadModel(path string, dev torch.Device) (*Model, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if _, ok := f.Shape("prior"); ok {
-		if err := checkPrior(f, cfg.K); err != nil {
+		if err := checkPrior(f, "prior", cfg.K); err != nil {
 			m.Close()
 			return nil, err
 		}

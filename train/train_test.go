@@ -895,7 +895,7 @@ func TestCheckPrior(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = checkPrior(f, 3)
+			err = checkPrior(f, "prior", 3)
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path)) {
 				t.Errorf("checkPrior: %v, want %q", err, tc.want)
 			}
