@@ -175,7 +175,7 @@ func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool)
 	if local > 1 {
 		why = fmt.Sprintf("more than the %s of memory free for each of the %d processes on this machine", humanBytes(float64(free)), local)
 	}
-	return SettingsError{fmt.Errorf("%w%s", tooLarge(spec, cfg, rows, acts, batchHelps, why), overrideHint)}
+	return tooLarge(spec, cfg, rows, acts, batchHelps, why, overrideHint)
 }
 
 // overrideHint ends the memory check's refusals: what it cannot count.
@@ -184,7 +184,7 @@ const overrideHint = " (or, where memory the check cannot see will hold it, such
 // buildOOM says which setting to lower when building the network ran out of memory
 // (on a GPU, where checkNetworkFits does not look first); err is the allocator's.
 func buildOOM(spec model.Spec, cfg *Config, dev torch.Device, err error) error {
-	return tooLarge(spec, cfg, "", 0, false, fmt.Sprintf("and building it ran out of memory on %s (%v)", dev, err))
+	return tooLarge(spec, cfg, "", 0, false, fmt.Sprintf("and building it ran out of memory on %s (%v)", dev, err), "")
 }
 
 // tooLarge is the error of a network too large to train: what training it takes (its
@@ -193,8 +193,8 @@ func buildOOM(spec model.Spec, cfg *Config, dev torch.Device, err error) error {
 // where a training batch's activations are the most of it and a smaller batch would
 // fit (batchHelps), else --hidden, or a folder's --image-size for a CNN: an
 // evaluation's rows are not the user's to set, nor a built-in image set's size. why
-// ends the sentence.
-func tooLarge(spec model.Spec, cfg *Config, rows string, acts float64, batchHelps bool, why string) error {
+// ends the sentence, hint the advice.
+func tooLarge(spec model.Spec, cfg *Config, rows string, acts float64, batchHelps bool, why, hint string) error {
 	weights := spec.NumParams()
 	state := stateBytes(spec, cfg)
 	// A linear map's one layer is its output layer: K, or the features, make it large.
@@ -229,8 +229,8 @@ func tooLarge(spec model.Spec, cfg *Config, rows string, acts float64, batchHelp
 	case acts > 0:
 		what += ", and the activations"
 	}
-	return SettingsError{fmt.Errorf("%s: the network %s has %s weights%s; training it needs %s (%s), %s: %s",
-		flag, spec.Layers(), humanCount(weights), rows, humanBytes(state+acts), what, why, advice)}
+	return SettingsError{fmt.Errorf("%s: the network %s has %s weights%s; training it needs %s (%s), %s: %s%s",
+		flag, spec.Layers(), humanCount(weights), rows, humanBytes(state+acts), what, why, advice, hint)}
 }
 
 // outputLayerWeights counts the weights of spec's last layer, K·Heads units wide:

@@ -543,7 +543,8 @@ func openRestart(job restartJob, src Source, dev torch.Device) (*Run, error) {
 		return New(job.cfg, src, dev, "")
 	}
 	var ckpt *torch.SafeFile
-	if _, err := os.Stat(filepath.Join(job.dir, checkpointName)); err == nil {
+	// Lstat: a link to nothing is read, and its error named, not trained over.
+	if _, err := os.Lstat(filepath.Join(job.dir, checkpointName)); err == nil {
 		if ckpt, _, _, err = ReadCheckpoint(job.dir); err != nil {
 			return nil, fmt.Errorf("%w (remove %s to train that restart again)", err, job.dir)
 		}

@@ -219,7 +219,8 @@ func goOn(r *Run, cfg Config, records []Restart) {
 func trainTrial(ctx context.Context, cfg Config, src Source, dev torch.Device, steps *stepCounter, i int, dir string) (*Run, error) {
 	var ckpt *torch.SafeFile
 	if dir != "" {
-		if _, err := os.Stat(filepath.Join(dir, checkpointName)); err == nil {
+		// Lstat: a link to nothing is read, and its error named, not trained over.
+		if _, err := os.Lstat(filepath.Join(dir, checkpointName)); err == nil {
 			if ckpt, _, _, err = ReadCheckpoint(dir); err != nil {
 				// A trial's folder missing is trained again: say so, rather than leave
 				// the whole run unable to resume over one damaged file.

@@ -243,8 +243,9 @@ func TestTrainTrialsResumed(t *testing.T) {
 	sameBits(t, s, "buffer", "resumed", straight.Net.Buffers(), resumed.Net.Buffers())
 }
 
-// damagedSeed2 cuts dir's seed-2 trial or restart (what) checkpoint in half, checks
-// that call names it and the way on, and puts it back.
+// damagedSeed2 cuts dir's seed-2 trial or restart (what) checkpoint in half, then
+// makes it a link to nothing, checks each time that call names it and the way on, and
+// puts it back.
 func damagedSeed2(t *testing.T, dir, what string, call func() (*Run, []Restart, error)) {
 	t.Helper()
 	seed2 := filepath.Join(dir, TrialsDir, "seed-2")
@@ -255,11 +256,20 @@ func damagedSeed2(t *testing.T, dir, what string, call func() (*Run, []Restart, 
 	if err := os.WriteFile(filepath.Join(seed2, checkpointName), ckpt2[:len(ckpt2)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r, _, err := call(); err == nil || !strings.Contains(err.Error(), what+" 2 (seed 2)") ||
-		!strings.Contains(err.Error(), "(remove "+seed2+" to train that "+what+" again)") {
-		r.closeIfAny()
-		t.Fatalf("a damaged %s: %v", what, err)
+	check := func(damage string) {
+		if r, _, err := call(); err == nil || !strings.Contains(err.Error(), what+" 2 (seed 2)") ||
+			!strings.Contains(err.Error(), "(remove "+seed2+" to train that "+what+" again)") {
+			r.closeIfAny()
+			t.Fatalf("a %s %s: %v", damage, what, err)
+		}
 	}
+	check("damaged")
+	os.Remove(filepath.Join(seed2, checkpointName))
+	if err := os.Symlink(filepath.Join(dir, "gone"), filepath.Join(seed2, checkpointName)); err != nil {
+		t.Fatal(err)
+	}
+	check("linked to nothing")
+	os.Remove(filepath.Join(seed2, checkpointName))
 	if err := os.WriteFile(filepath.Join(seed2, checkpointName), ckpt2, 0o644); err != nil {
 		t.Fatal(err)
 	}
