@@ -32,9 +32,13 @@ func Total() int {
 // Available is the memory this process may still take: /proc/meminfo's MemAvailable,
 // or what its cgroups leave where that is less. ok is false where neither is known.
 func Available() (free uint64, ok bool) {
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		free, ok = memAvailable(b)
-	}
+	meminfo, _ := os.ReadFile("/proc/meminfo")
+	return available(meminfo)
+}
+
+// available is Available from the text of /proc/meminfo, nil where unread.
+func available(meminfo []byte) (free uint64, ok bool) {
+	free, ok = memAvailable(meminfo)
 	if _, left, cok := cgroup(); cok && (!ok || left < free) {
 		free, ok = left, true
 	}
@@ -45,9 +49,10 @@ func Available() (free uint64, ok bool) {
 // be given at all, if it accepts to be swapped. ok is false where Available does not
 // know.
 func AvailableWithSwap() (free uint64, ok bool) {
-	free, ok = Available()
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil && ok {
-		swap, _ := meminfoValue(b, "SwapFree")
+	meminfo, _ := os.ReadFile("/proc/meminfo")
+	free, ok = available(meminfo)
+	if ok {
+		swap, _ := meminfoValue(meminfo, "SwapFree")
 		free += swap
 	}
 	return free, ok

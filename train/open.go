@@ -291,10 +291,7 @@ func LoadModel(path string, dev torch.Device) (*Model, error) {
 	weights := func(name string) bool { return strings.HasPrefix(name, "model.") || name == "prior" }
 	f, cfg, spec, err := readCheckpoint(path, weights)
 	if f != nil {
-		defer func() {
-			f.Release()
-			debug.FreeOSMemory() // for the activations of inference to use
-		}()
+		defer release(f) // for the activations of inference to use
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		ckpt := path
