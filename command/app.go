@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"emclust/launch"
+	"emclust/sysmem"
 	"emclust/torch"
 	"emclust/train"
 )
@@ -76,7 +77,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			}
 			// One intra-op thread per CPU on this OS thread, where every verb runs its
 			// libtorch work, unless a verb's --threads says otherwise.
-			return torch.SetNumThreads(runtime.NumCPU())
+			if err := torch.SetNumThreads(runtime.NumCPU()); err != nil {
+				return err
+			}
+			// Under `ulimit -v`, OpenBLAS hangs where its buffers come late.
+			if _, _, limited := sysmem.AddressSpace(); limited {
+				return torch.WarmBLAS()
+			}
+			return nil
 		},
 		// Errors are printed once, as one line, by main.
 		ExitErrHandler: func(*cli.Context, error) {},

@@ -7,6 +7,7 @@ package sysmem
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,13 +31,16 @@ func Total() int {
 }
 
 // Available is the memory this process may still take: /proc/meminfo's MemAvailable,
-// or what its cgroups leave where that is less. ok is false where neither is known.
+// or what its cgroups or its address-space limit (AddressSpace) leave where that is
+// less. ok is false where none is known.
 func Available() (free uint64, ok bool) {
 	meminfo, _ := os.ReadFile("/proc/meminfo")
-	return available(meminfo)
+	free, ok = available(meminfo)
+	return withinAddressSpace(free, ok)
 }
 
-// available is Available from the text of /proc/meminfo, nil where unread.
+// available is Available from the text of /proc/meminfo, nil where unread, before the
+// address-space limit.
 func available(meminfo []byte) (free uint64, ok bool) {
 	free, ok = memAvailable(meminfo)
 	if _, left, cok := cgroup(); cok && (!ok || left < free) {
@@ -47,7 +51,7 @@ func available(meminfo []byte) (free uint64, ok bool) {
 
 // AvailableWithSwap is Available and the swap free besides: the most a process can
 // be given at all, if it accepts to be swapped. ok is false where Available does not
-// know.
+// know. Swap does not raise an address-space limit.
 func AvailableWithSwap() (free uint64, ok bool) {
 	meminfo, _ := os.ReadFile("/proc/meminfo")
 	free, ok = available(meminfo)
@@ -55,7 +59,69 @@ func AvailableWithSwap() (free uint64, ok bool) {
 		swap, _ := meminfoValue(meminfo, "SwapFree")
 		free += swap
 	}
+	return withinAddressSpace(free, ok)
+}
+
+// withinAddressSpace lowers free to the address space left, where a limit leaves less.
+func withinAddressSpace(free uint64, ok bool) (uint64, bool) {
+	if _, left, aok := AddressSpace(); aok && (!ok || left < free) {
+		return left, true
+	}
 	return free, ok
+}
+
+// AddressSpace is this process's limit on its virtual memory (RLIMIT_AS: what
+// `ulimit -v` and Grid Engine's h_vmem set) and what of it is left, the limit less
+// /proc/self/status's VmSize; ok is false where there is no limit. Where malloc
+// meets it, it fails rather than the kernel's OOM killer ending the process, but Go's
+// allocator then ends the process anyway, and OpenBLAS retries forever. The limit
+// binds long before the memory in use reaches it: libtorch, glibc's per-thread
+// arenas, OpenBLAS and Go reserve gigabytes of address space they never touch.
+func AddressSpace() (limit, left uint64, ok bool) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &rl); err != nil || rl.Cur == rlimInfinity {
+		return 0, 0, false
+	}
+	status, _ := os.ReadFile("/proc/self/status")
+	return rl.Cur, addressLeft(rl.Cur, status), true
+}
+
+// rlimInfinity is RLIM_INFINITY, "no limit", on Linux.
+const rlimInfinity = ^uint64(0)
+
+// addressLeft is what limit leaves of the address space after the VmSize (kB) that the
+// text of /proc/self/status gives; all of limit where it gives none.
+func addressLeft(limit uint64, status []byte) uint64 {
+	size, _ := meminfoValue(status, "VmSize")
+	return limit - min(size, limit)
+}
+
+// AddressSpaceBinds reports whether the address-space limit (AddressSpace), rather
+// than the memory, is what sets the figure of Available (withSwap false) or
+// AvailableWithSwap (true), and that limit.
+func AddressSpaceBinds(withSwap bool) (limit uint64, binds bool) {
+	meminfo, _ := os.ReadFile("/proc/meminfo")
+	free, ok := available(meminfo)
+	if withSwap {
+		swap, _ := meminfoValue(meminfo, "SwapFree")
+		free += swap
+	}
+	limit, left, limited := AddressSpace()
+	return limit, limited && (!ok || left < free)
+}
+
+// What names, for a message, the free memory that Available (withSwap false) or
+// AvailableWithSwap (true) returns: where the address-space limit binds, the address
+// space left, so that a user whom `free` shows gigabytes free is told which limit
+// to raise.
+func What(withSwap bool) string {
+	if limit, binds := AddressSpaceBinds(withSwap); binds {
+		return fmt.Sprintf("address space left under its limit of %.3g GB (ulimit -v)", float64(limit)/1e9)
+	}
+	if withSwap {
+		return "memory and swap free"
+	}
+	return "memory free"
 }
 
 // memAvailable reads MemAvailable from the text of /proc/meminfo.

@@ -3,6 +3,8 @@ package sysmem
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -167,6 +169,79 @@ func cgroupWriter(t *testing.T, root string) func(dir, name, value string) {
 		}
 		if err := os.WriteFile(filepath.Join(root, dir, name), []byte(value+"\n"), 0o644); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+func TestAddressLeft(t *testing.T) {
+	for _, tc := range []struct {
+		status string
+		limit  uint64
+		want   uint64
+	}{
+		{"Name:\temclust\nVmPeak:\t 3009380 kB\nVmSize:\t  603416 kB\n", 4 << 30, 4<<30 - 603416*1024},
+		{"VmSize:\t 5000000 kB\n", 4 << 30, 0}, // past the limit already (it was lowered)
+		{"Name:\temclust\n", 4 << 30, 4 << 30}, // no VmSize: a kernel thread's, or unread
+		{"", 1 << 20, 1 << 20},
+	} {
+		if got := addressLeft(tc.limit, []byte(tc.status)); got != tc.want {
+			t.Errorf("addressLeft(%d, %q) = %d, want %d", tc.limit, tc.status, got, tc.want)
+		}
+	}
+}
+
+// Under a limit on its address space that leaves less than the memory free, this
+// process's free memory is what the limit leaves, and messages name the limit.
+func TestAddressSpaceLimit(t *testing.T) {
+	if _, _, limited := AddressSpace(); limited {
+		t.Fatalf("this test lowers the address-space limit and needs none set to start with")
+	}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &old); err != nil {
+		t.Fatal(err)
+	}
+	free, ok := Available()
+	if !ok {
+		t.Fatalf("no memory figure on this machine")
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, ok := meminfoValue(status, "VmSize")
+	if !ok {
+		t.Fatalf("no VmSize in /proc/self/status")
+	}
+	// Room for the test itself, and less than the memory free.
+	room := min(free/2, 1<<30)
+	lim := old
+	lim.Cur = size + room
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &old); err != nil {
+			t.Fatal(err)
+		}
+	}()
+
+	limit, left, limited := AddressSpace()
+	if !limited || limit != lim.Cur || left > room {
+		t.Errorf("AddressSpace() = %d, %d, %v; want %d, at most %d, true", limit, left, limited, lim.Cur, room)
+	}
+	for _, withSwap := range []bool{false, true} {
+		got, ok := Available()
+		if withSwap {
+			got, ok = AvailableWithSwap()
+		}
+		if !ok || got > room {
+			t.Errorf("withSwap %v: free %d (%v) under a limit that leaves at most %d", withSwap, got, ok, room)
+		}
+		if _, binds := AddressSpaceBinds(withSwap); !binds {
+			t.Errorf("withSwap %v: the limit does not bind, leaving %d of %d free", withSwap, room, free)
+		}
+		if w := What(withSwap); !strings.Contains(w, "ulimit -v") {
+			t.Errorf("withSwap %v: What = %q", withSwap, w)
 		}
 	}
 }

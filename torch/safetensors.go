@@ -338,7 +338,7 @@ func ReadSafetensorsWith(path string, o ReadOptions) (*SafeFile, error) {
 	// counts: the memory checks of training, which --no-memory-check turns off,
 	// are for what fits; this is for what cannot be held at all.
 	if free, ok := sysmem.AvailableWithSwap(); ok && uint64(kept) > free {
-		return fail("its tensors need %.3g GB in memory, more than the %.3g GB of memory and swap free", float64(kept)/1e9, float64(free)/1e9)
+		return fail("its tensors need %.3g GB in memory, more than the %.3g GB of %s", float64(kept)/1e9, float64(free)/1e9, sysmem.What(true))
 	}
 	// The data, in file order: kept tensors into buffers of their own, the rest
 	// and any gaps only through the checksum.

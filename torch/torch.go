@@ -442,3 +442,14 @@ func hostPtr[T any](s []T) unsafe.Pointer {
 	}
 	return unsafe.Pointer(&s[0])
 }
+
+// WarmBLAS runs one matrix product on the CPU, so that the BLAS's threads take their
+// work buffers now (OpenBLAS's: 128 MB of address space each, kept for the life of
+// the process). Under an address-space limit OpenBLAS retries forever where a buffer
+// no longer fits; taken early, they fit, and running out later is libtorch's error.
+func WarmBLAS() error {
+	s := NewScope()
+	a := s.Rand([]int{512, 512}, Float32, CPU)
+	s.MatMul(a, a)
+	return s.Close()
+}

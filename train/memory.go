@@ -69,8 +69,8 @@ func checkRestartsFit(cfg Config, src Source, free uint64, ok bool) error {
 	if widest.Arch != "mlp" {
 		flag = "--k"
 	}
-	return SettingsError{fmt.Errorf("--restarts %d: the %d networks (%s, %s weights) stay in memory until one is kept, %s with their gradients and Adam's moments, more than the %s of memory free: use fewer --restarts or a smaller %s%s",
-		cfg.Restarts, runs, widest.Layers(), humanCount(widest.NumParams()), humanBytes(total), humanBytes(float64(free)), flag, overrideHint)}
+	return SettingsError{fmt.Errorf("--restarts %d: the %d networks (%s, %s weights) stay in memory until one is kept, %s with their gradients and Adam's moments, more than the %s of %s: use fewer --restarts or a smaller %s%s",
+		cfg.Restarts, runs, widest.Layers(), humanCount(widest.NumParams()), humanBytes(total), humanBytes(float64(free)), sysmem.What(false), flag, overrideHint())}
 }
 
 // largestLayer counts the weights of spec's largest layer: among an MLP's, or a
@@ -171,15 +171,21 @@ func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool)
 		}
 		rows = fmt.Sprintf(" and computes %s of activations for the rows it takes at once (%s to train, %d to evaluate)", humanBytes(acts), share, chunk)
 	}
-	why := fmt.Sprintf("more than the %s of memory free", humanBytes(float64(free)))
+	why := fmt.Sprintf("more than the %s of %s", humanBytes(float64(free)), sysmem.What(false))
 	if local > 1 {
-		why = fmt.Sprintf("more than the %s of memory free for each of the %d processes on this machine", humanBytes(float64(free)), local)
+		why += fmt.Sprintf(" for each of the %d processes on this machine", local)
 	}
-	return tooLarge(spec, cfg, rows, acts, batchHelps, why, overrideHint)
+	return tooLarge(spec, cfg, rows, acts, batchHelps, why, overrideHint())
 }
 
-// overrideHint ends the memory check's refusals: what it cannot count.
-const overrideHint = " (or, where memory the check cannot see will hold it, such as swap, add --no-memory-check)"
+// overrideHint ends the memory check's refusals: what it cannot count, or where the
+// address-space limit binds, which no unseen memory lifts, that limit.
+func overrideHint() string {
+	if limit, binds := sysmem.AddressSpaceBinds(false); binds {
+		return fmt.Sprintf(" (or raise the address-space limit of %s: ulimit -v)", humanBytes(float64(limit)))
+	}
+	return " (or, where memory the check cannot see will hold it, such as swap, add --no-memory-check)"
+}
 
 // buildOOM says which setting to lower when building the network ran out of memory
 // (on a GPU, where checkNetworkFits does not look first); err is the allocator's.

@@ -1,0 +1,44 @@
+package command
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+
+	"emclust/sysmem"
+)
+
+// Under an address-space limit (ulimit -v, Grid Engine's h_vmem) emclust trains what
+// fits, and refuses in one line what does not, naming the limit where it is the one
+// that binds. Without the BLAS's buffers taken at start, a product past the limit
+// left OpenBLAS retrying forever, and Go's allocator ended the process with a trace.
+func TestAddressSpaceLimit(t *testing.T) {
+	dir := t.TempDir()
+	// libtorch, OpenBLAS (a 128 MB buffer a thread), glibc's arenas and Go reserve
+	// about 2.5 GB of address space on two CPUs before any work.
+	limit := uint64(4<<30) + uint64(runtime.NumCPU())*(256<<20)
+	under := func(args ...string) result {
+		sh := fmt.Sprintf(`ulimit -v %d && exec "$0" "$@"`, limit>>10)
+		return runProgram("/bin/sh", dir, nil, slowWait, append([]string{"-c", sh, bin}, args...)...)
+	}
+
+	r := under("train", "--quiet", "--epochs", "2", "--restarts", "2", "--out", "small")
+	wantScoreLine(t, r)
+
+	// 3.2 G weights: 51 GB to train, past any such limit.
+	r = under("train", "--quiet", "--hidden", "40000,40000,40000", "--restarts", "1", "--out", "wide")
+	if free, ok := sysmem.Available(); ok && free > limit {
+		wantError(t, r, 2, "--hidden: the network mlp 64→40000→40000→40000→10", "address space left under its limit of", "(ulimit -v)", "raise the address-space limit")
+	} else {
+		// This machine has less memory free than the limit: the memory binds.
+		wantError(t, r, 2, "--hidden: the network mlp 64→40000→40000→40000→10", "of memory free")
+	}
+	if _, err := os.Stat(dir + "/wide"); !os.IsNotExist(err) {
+		t.Errorf("a refused run left its folder: %v", err)
+	}
+	if strings.Contains(r.stderr, "no-memory-check") && strings.Contains(r.stderr, "ulimit") {
+		t.Errorf("under the limit, --no-memory-check cannot help: %s", r.stderr)
+	}
+}
