@@ -448,16 +448,11 @@ func (n *Net) Load(f *torch.SafeFile, prefix string) error {
 	all := append(n.Params(), n.Buffers()...)
 	for _, nt := range all {
 		name := prefix + nt.Name
-		shape, ok := f.Shape(name)
-		if !ok {
+		if _, ok := f.Shape(name); !ok {
 			return fmt.Errorf("checkpoint %s: no tensor %q: it was saved from another model (this one is %s, K=%d)", f.Path, name, n.Spec.Arch, n.Spec.K)
 		}
-		if want := nt.Tensor.Shape(); !sameShape(shape, want) {
-			return fmt.Errorf("checkpoint %s: tensor %q has shape %v, this %s model (K=%d) needs %v", f.Path, name, shape, n.Spec.Arch, n.Spec.K, want)
-		}
-		// Copied into the parameter, the values would be converted without a word.
-		if dt, _ := f.DType(name); dt != nt.Tensor.DType() {
-			return fmt.Errorf("checkpoint %s: tensor %q is %v, this model's is %v", f.Path, name, dt, nt.Tensor.DType())
+		if err := f.CheckLike(name, nt.Tensor, fmt.Sprintf("this %s model's (K=%d)", n.Spec.Arch, n.Spec.K)); err != nil {
+			return fmt.Errorf("checkpoint %w", err)
 		}
 		s.CopyInto(nt.Tensor, s.LoadTensor(f, name, n.Device))
 	}
@@ -473,18 +468,6 @@ func (n *Net) Load(f *torch.SafeFile, prefix string) error {
 	}
 	n.head = int(h[0])
 	return nil
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // linear is a fully connected layer with PyTorch's default init:

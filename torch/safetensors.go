@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -438,6 +439,22 @@ func (f *SafeFile) DType(name string) (DType, bool) {
 func (f *SafeFile) Shape(name string) ([]int, bool) {
 	e, ok := f.entries[name]
 	return e.Shape, ok
+}
+
+// CheckLike refuses tensor name of f where it is not of like's dtype and shape:
+// copied into like, libtorch would convert another type and broadcast another
+// shape without a word. what names like in the message ("the run's prior").
+func (f *SafeFile) CheckLike(name string, like *Tensor, what string) error {
+	e, ok := f.entries[name]
+	if !ok {
+		return fmt.Errorf("%s: no tensor %q", f.Path, name)
+	}
+	dt, _ := stDType(e.DType)
+	if dt != like.DType() || !slices.Equal(e.Shape, like.Shape()) {
+		return fmt.Errorf("%s: tensor %q is %v of shape %v, where %s is %v of %v (the file is damaged, or not emclust's)",
+			f.Path, name, dt, e.Shape, what, like.DType(), like.Shape())
+	}
+	return nil
 }
 
 // Release drops the tensors' data, for the garbage collector to take; the header

@@ -328,3 +328,38 @@ func TestSafetensorsLargerThanMemory(t *testing.T) {
 		t.Errorf("a tensor larger than the free memory: %v", err)
 	}
 }
+
+// CheckLike refuses what CopyInto would convert or broadcast without a word.
+func TestSafetensorsCheckLike(t *testing.T) {
+	header := `{"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},"row":{"dtype":"F32","shape":[1,3],"data_offsets":[24,36]},"d":{"dtype":"F64","shape":[2,3],"data_offsets":[40,88]}}`
+	path := filepath.Join(t.TempDir(), "like.safetensors")
+	if err := os.WriteFile(path, rawSafetensors(header, make([]byte, 88)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewScope()
+	defer s.Close()
+	like := s.Zeros([]int{2, 3}, Float32, CPU)
+	for _, tc := range []struct {
+		name, want string
+	}{
+		{"w", ""},
+		{"row", `tensor "row" is float32 of shape [1 3], where the run's w is float32 of [2 3]`},
+		{"d", `tensor "d" is float64 of shape [2 3], where the run's w is float32 of [2 3]`},
+		{"gone", `no tensor "gone"`},
+	} {
+		err := f.CheckLike(tc.name, like, "the run's w")
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), path) {
+			t.Errorf("%s: got %v, want an error naming %s and saying %q", tc.name, err, path, tc.want)
+		}
+	}
+}

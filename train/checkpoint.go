@@ -303,13 +303,11 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 	}
 	for _, nt := range r.chosenSource() {
 		name := "chosen." + nt.Name
-		shape, ok := f.Shape(name)
-		if !ok {
+		if _, ok := f.Shape(name); !ok {
 			return fmt.Errorf("%s: no tensor %q for the chosen epoch %d", f.Path, name, r.chosen.Epoch)
 		}
-		if dt, _ := f.DType(name); dt != nt.Tensor.DType() || !slices.Equal(shape, nt.Tensor.Shape()) {
-			return fmt.Errorf("%s: tensor %q is %v of shape %v, where the run's %s is %v of %v (the file is damaged, or not emclust's)",
-				f.Path, name, dt, shape, nt.Name, nt.Tensor.DType(), nt.Tensor.Shape())
+		if err := f.CheckLike(name, nt.Tensor, "the run's "+nt.Name); err != nil {
+			return err
 		}
 		if nt.Name == "prior" {
 			if err := checkPrior(f, name, r.Cfg.K); err != nil {
