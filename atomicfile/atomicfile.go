@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,6 +136,20 @@ func resolve(path string) (string, error) {
 		return "", fmt.Errorf("%s: a symbolic link to nothing that can be written (%w)", path, err)
 	}
 	return target, nil
+}
+
+// LinkToNothing is an error naming path and where it leads, where path is a symbolic
+// link to nothing, and nil otherwise: a reader that found no file at path says that
+// the file is missing from where the link points, not from the folder.
+func LinkToNothing(path string) error {
+	to, err := os.Readlink(path)
+	if err != nil {
+		return nil
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("%s is a link to %s, which does not exist", path, to)
 }
 
 // tempPattern names the temporary files Write makes for a file named base.

@@ -202,3 +202,30 @@ func TestReadFile(t *testing.T) {
 		t.Errorf("a missing file: %v, want ErrNotExist", err)
 	}
 }
+
+func TestLinkToNothing(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []struct{ name, to string }{{"dangling", "gone"}, {"good", "file"}} {
+		if err := os.Symlink(l.to, filepath.Join(dir, l.name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		want string // "" for nil
+	}{
+		{"dangling", "dangling is a link to gone, which does not exist"},
+		{"good", ""},
+		{"file", ""},
+		{"missing", ""}, // no link: the caller says what is missing
+	} {
+		err := LinkToNothing(filepath.Join(dir, tc.name))
+		if (err == nil) != (tc.want == "") || err != nil && !strings.HasSuffix(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

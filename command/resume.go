@@ -271,8 +271,8 @@ func checkRunDir(dir string) error {
 	}
 	ckpt := filepath.Join(dir, "checkpoint.safetensors")
 	if _, err := os.Stat(ckpt); errors.Is(err, os.ErrNotExist) {
-		if to, lerr := os.Readlink(ckpt); lerr == nil {
-			return fmt.Errorf("resume: %s is a link to %s, which does not exist", ckpt, to)
+		if err := atomicfile.LinkToNothing(ckpt); err != nil {
+			return fmt.Errorf("resume: %w", err)
 		}
 		// A run killed while writing its first checkpoint left the partial file.
 		if err := train.RemoveStale(dir); err != nil {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"emclust/atomicfile"
 	"emclust/data"
 	"emclust/model"
 	"emclust/torch"
@@ -298,8 +299,8 @@ func LoadModel(path string, dev torch.Device) (*Model, error) {
 		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 			ckpt = filepath.Join(path, checkpointName)
 		}
-		if to, lerr := os.Readlink(ckpt); lerr == nil {
-			return nil, fmt.Errorf("%s is a link to %s, which does not exist", ckpt, to)
+		if err := atomicfile.LinkToNothing(ckpt); err != nil {
+			return nil, err
 		}
 		switch fi, serr := os.Stat(path); {
 		case StoppedInTrials(path):
