@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 	"unsafe"
 
@@ -213,6 +215,8 @@ type SafeFile struct {
 	Meta    map[string]string
 	entries map[string]stEntry
 	data    map[string][]byte // each 8-byte aligned, so C can read it in place
+	mapped  *mapping          // where data lies
+	cleanup runtime.Cleanup   // unmaps it where Release was not called
 }
 
 // maxSafetensorsBytes bounds a safetensors file: far past any network emclust
@@ -237,7 +241,11 @@ type ReadOptions struct {
 
 // ReadSafetensorsWith reads and validates a safetensors file as o narrows it.
 func ReadSafetensorsWith(path string, o ReadOptions) (*SafeFile, error) {
+	var f *SafeFile
 	fail := func(format string, a ...any) (*SafeFile, error) {
+		if f != nil {
+			f.Release()
+		}
 		return nil, fmt.Errorf("read checkpoint %s: "+format, append([]any{path}, a...)...)
 	}
 	file, size, err := atomicfile.Open(path, maxSafetensorsBytes)
@@ -278,7 +286,7 @@ func ReadSafetensorsWith(path string, o ReadOptions) (*SafeFile, error) {
 		return fail("bad header: %w", err)
 	}
 	dataLen := int(size - 8 - int64(hl))
-	f := &SafeFile{Path: path, entries: map[string]stEntry{}, data: map[string][]byte{}}
+	f = &SafeFile{Path: path, entries: map[string]stEntry{}, data: map[string][]byte{}}
 	for name, v := range header {
 		if name == "__metadata__" {
 			if err := json.Unmarshal(v, &f.Meta); err != nil {
@@ -341,8 +349,16 @@ func ReadSafetensorsWith(path string, o ReadOptions) (*SafeFile, error) {
 	if free, ok := sysmem.AvailableWithSwap(); ok && uint64(kept) > free {
 		return fail("its tensors need %.3g GB in memory, more than the %.3g GB of %s", float64(kept)/1e9, float64(free)/1e9, sysmem.What(true))
 	}
-	// The data, in file order: kept tensors into buffers of their own, the rest
-	// and any gaps only through the checksum.
+	// Outside Go's heap: where Go's allocator cannot have memory it ends the
+	// process, past recover (under `ulimit -v`, past the free memory measured).
+	m, err := mapBytes(kept + 8*len(names))
+	if err != nil {
+		return fail("its tensors need %.3g GB in memory, which the system refused (%v)", float64(kept)/1e9, err)
+	}
+	f.mapped, f.cleanup = m, runtime.AddCleanup(f, (*mapping).unmap, m)
+	region := m.b
+	// The data, in file order: kept tensors into their slices of the region, the
+	// rest and any gaps only through the checksum.
 	sum := sha256.New()
 	pos := 0
 	skip := func(to int) error {
@@ -361,7 +377,9 @@ func ReadSafetensorsWith(path string, o ReadOptions) (*SafeFile, error) {
 			}
 			continue
 		}
-		b := alignedBytes(e.Offsets[1] - e.Offsets[0])
+		n := e.Offsets[1] - e.Offsets[0]
+		b := region[:n:n]
+		region = region[(n+7)/8*8:]
 		if _, err := io.ReadFull(r, b); err != nil {
 			return fail("tensor %q: %w", name, short(err))
 		}
@@ -384,14 +402,28 @@ func ReadSafetensorsWith(path string, o ReadOptions) (*SafeFile, error) {
 	return f, nil
 }
 
-// alignedBytes is n zero bytes whose first is 8-byte aligned, as C needs of any
-// element type it reads.
-func alignedBytes(n int) []byte {
+// mapping is memory mapped for a file's tensors, outside Go's heap, which
+// Release returns to the system at once.
+type mapping struct{ b []byte }
+
+// mapBytes maps n bytes of zeros, page-aligned (C reads any element type in place);
+// an empty mapping where n is 0.
+func mapBytes(n int) (*mapping, error) {
 	if n == 0 {
-		return nil
+		return &mapping{}, nil
 	}
-	words := make([]uint64, (n+7)/8)
-	return unsafe.Slice((*byte)(unsafe.Pointer(&words[0])), n)
+	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return nil, err
+	}
+	return &mapping{b: b}, nil
+}
+
+func (m *mapping) unmap() {
+	if m.b != nil {
+		syscall.Munmap(m.b)
+		m.b = nil
+	}
 }
 
 // shapeBytes is the byte size of a tensor of this shape, and false when a dimension
@@ -457,9 +489,23 @@ func (f *SafeFile) CheckLike(name string, like *Tensor, what string) error {
 	return nil
 }
 
+// Held is how many bytes of tensor data f holds in memory, until Release.
+func (f *SafeFile) Held() int {
+	if f.mapped == nil {
+		return 0
+	}
+	return len(f.mapped.b)
+}
+
 // Release drops the tensors' data, for the garbage collector to take; the header
 // (Meta, Names, DType, Shape) stays, and LoadTensor of f fails from then on.
-func (f *SafeFile) Release() { f.data = nil }
+func (f *SafeFile) Release() {
+	f.data = nil
+	if f.mapped != nil {
+		f.cleanup.Stop()
+		f.mapped.unmap()
+	}
+}
 
 // LoadTensor loads tensor name onto dev, owned by s.
 func (s *Scope) LoadTensor(f *SafeFile, name string, dev Device) *Tensor {

@@ -208,8 +208,8 @@ func TestSafetensorsKeeping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := after.TotalAlloc - before.TotalAlloc; got > big {
-		t.Errorf("reading 12 bytes of weights allocated %d bytes, a quarter of the skipped tensor's or more", got)
+	if got := after.TotalAlloc - before.TotalAlloc; got > big || f.Held() > big {
+		t.Errorf("reading 12 bytes of weights allocated %d bytes and holds %d, a quarter of the skipped tensor's or more", got, f.Held())
 	}
 	if got := strings.Join(f.Names(), ","); got != "empty,moments,w" {
 		t.Errorf("names %s, want every tensor's", got)
@@ -361,5 +361,40 @@ func TestSafetensorsCheckLike(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), path) {
 			t.Errorf("%s: got %v, want an error naming %s and saying %q", tc.name, err, path, tc.want)
 		}
+	}
+}
+
+// A file's tensors lie outside Go's heap, which Release returns at once, and memory
+// the system refuses them is an error: Go's allocator would end the process.
+func TestSafetensorsMapped(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	const n = 16 << 20 // bytes
+	path := filepath.Join(t.TempDir(), "big.safetensors")
+	if err := SaveSafetensors(path, []Named{{"w", s.Ones([]int{n / 4}, Float32, CPU)}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f, err := ReadSafetensors(path)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > n/4 || f.Held() < n {
+		t.Errorf("reading %d bytes allocated %d on Go's heap and holds %d outside it", n, got, f.Held())
+	}
+	ns := NoGrad()
+	defer ns.Close()
+	if got := ns.Float32s(ns.LoadTensor(f, "w", CPU)); len(got) != n/4 || got[0] != 1 || got[len(got)-1] != 1 {
+		t.Errorf("w loaded as %d values", len(got))
+	}
+	f.Release()
+	if f.Held() != 0 {
+		t.Errorf("after Release the file holds %d bytes", f.Held())
+	}
+	if m, err := mapBytes(1 << 62); err == nil {
+		m.unmap()
+		t.Errorf("4 EiB mapped")
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"time"
@@ -210,7 +209,7 @@ func CheckpointEpochs(f *torch.SafeFile) (int, error) {
 // checkpoint a second time while it trains (413 MB more at the peak of a run of
 // 36 M weights).
 func (r *Run) Restore(f *torch.SafeFile) error {
-	defer release(f)
+	defer f.Release() // libtorch holds its own copies
 	if f.Meta["chosen"] != "" {
 		return fmt.Errorf("%s holds only the model of a chosen epoch, without optimiser states; resume from the run folder", f.Path)
 	}
@@ -437,11 +436,4 @@ func checkPrior(f *torch.SafeFile, name string, k int) error {
 		return fmt.Errorf("%s: the prior sums to %g, not 1 (the file is damaged, or not emclust's)", f.Path, sum)
 	}
 	return nil
-}
-
-// release lets go of f's tensor data once libtorch holds its own copies, and returns
-// the memory to the system: Go's freed heap is not libtorch's to use until then.
-func release(f *torch.SafeFile) {
-	f.Release()
-	debug.FreeOSMemory()
 }

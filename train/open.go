@@ -292,7 +292,7 @@ func LoadModel(path string, dev torch.Device) (*Model, error) {
 	weights := func(name string) bool { return strings.HasPrefix(name, "model.") || name == "prior" }
 	f, cfg, spec, err := readCheckpoint(path, weights)
 	if f != nil {
-		defer release(f) // for the activations of inference to use
+		defer f.Release() // for the activations of inference to use
 	}
 	if errors.Is(err, fs.ErrNotExist) {
 		ckpt := path
