@@ -55,7 +55,10 @@
 #include <memory>
 #include <mutex>
 #include <cstring>
+#include <iostream>
+#include <streambuf>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -1349,10 +1352,41 @@ at::Tensor sync_batch_norm(et_group g, const at::Tensor &x, const at::Tensor &w,
   return low ? y.to(x.scalar_type()) : y;
 }
 
+#ifdef EMTORCH_GLOO
+// Gloo from 2025 on (Ubuntu 26.04's and Debian forky's libgloo0, beside libtorch 2.9
+// and 2.14) writes a line per group on std::cerr as it connects,
+// "[./gloo/transport/tcp/context.cc:243] INFO Rank 0 is
+// connected to 1. ...", with no level to set: GLOO_INFO is a plain write of the whole
+// line. This stream buffer in front of std::cerr's drops Gloo's INFO lines and passes
+// everything else through unchanged, unbuffered.
+class drop_gloo_info : public std::streambuf {
+ public:
+  explicit drop_gloo_info(std::streambuf *out) : out_(out) {}
+
+ protected:
+  int overflow(int c) override {
+    return traits_type::eq_int_type(c, traits_type::eof()) ? traits_type::not_eof(c) : out_->sputc(traits_type::to_char_type(c));
+  }
+  std::streamsize xsputn(const char *s, std::streamsize n) override {
+    std::string_view line(s, static_cast<size_t>(n));
+    size_t info = line.find("] INFO ");
+    if (!line.empty() && line[0] == '[' && info != std::string_view::npos &&
+        line.substr(0, info).find("gloo/") != std::string_view::npos && line.find('\n') == static_cast<size_t>(n) - 1)
+      return n;
+    return out_->sputn(s, n);
+  }
+  int sync() override { return out_->pubsync(); }
+
+ private:
+  std::streambuf *out_;
+};
+#endif
+
 // c10d reports a socket failure twice: in the exception its caller turns into one
 // line, and in log lines on stderr (with backtraces, in 2.x). From the first group on,
 // keep libtorch's log to fatal messages: c10's own level, and glog's where libtorch
-// logs through glog (Debian's 1.13), which c10's level does not reach once set up.
+// logs through glog (Debian's 1.13), which c10's level does not reach once set up;
+// and Gloo's INFO lines off std::cerr.
 // Once: groups are made on several threads at a time (the tests' ranks).
 void quiet_logs() {
   static std::once_flag once;
@@ -1361,6 +1395,10 @@ void quiet_logs() {
 #if defined(__linux__)
     if (auto *level = static_cast<int *>(dlsym(RTLD_DEFAULT, "_ZN3fLI17FLAGS_minloglevelE")))
       *level = 3;
+#endif
+#ifdef EMTORCH_GLOO
+    // Never freed: std::cerr outlives this library's static objects.
+    std::cerr.rdbuf(new drop_gloo_info(std::cerr.rdbuf()));
 #endif
   });
 }
