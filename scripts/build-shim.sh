@@ -26,6 +26,10 @@ if [ -z "${CXX11_ABI:-}" ]; then
 fi
 
 defs=(-D_GLIBCXX_USE_CXX11_ABI="$CXX11_ABI")
+# The C++ standard: C++20 where libtorch's ATen.h refuses anything older (Debian
+# forky's 2.14), else C++17 (Debian 12's 1.13, trixie's 2.6).
+std=c++17
+if grep -qs '__cplusplus < 202002L' "$LIBTORCH/include/ATen/ATen.h"; then std=c++20; fi
 libs=(-ltorch -ltorch_cpu -lc10)
 # -isystem: warnings in libtorch's own headers (g++ 14 finds some in 2.x) are not ours.
 # /usr/include is one already, and naming it again breaks libstdc++'s #include_next.
@@ -77,11 +81,11 @@ fi
 
 mkdir -p "$OUT"
 build() {
-  "$CXX" -std=c++17 -O2 -fPIC -shared -fno-math-errno -ffp-contract=off -Wall -Wno-unused-parameter "${defs[@]}" "$@" "${incs[@]}" \
+  "$CXX" -std=$std -O2 -fPIC -shared -fno-math-errno -ffp-contract=off -Wall -Wno-unused-parameter "${defs[@]}" "$@" "${incs[@]}" \
     "$HERE/torch/csrc/emtorch.cpp" -o "$OUT/libemtorch.so" -Wl,--version-script="$HERE/torch/csrc/emtorch.map" \
     -L"$LIBTORCH/lib" -Wl,--no-as-needed "${libs[@]}" -Wl,--as-needed -Wl,-rpath,"$LIBTORCH/lib"
 }
-echo "build-shim: $LIBTORCH (cxx11 abi $CXX11_ABI${dist[*]:+, ${dist[*]}}) -> $OUT/libemtorch.so"
+echo "build-shim: $LIBTORCH ($std, cxx11 abi $CXX11_ABI${dist[*]:+, ${dist[*]}}) -> $OUT/libemtorch.so"
 if ! build "${dist[@]}" 2>"$OUT/build.log"; then
   if [ ${#dist[@]} = 0 ]; then cat "$OUT/build.log" >&2; exit 1; fi
   mv "$OUT/build.log" "$OUT/build-dist.log"

@@ -12,6 +12,8 @@
 # ($EMCLUST_CACHE, default ~/.cache/emclust). The Go binary and the test binaries are
 # built here, with the host's Go; in the root they find the 2.6 shim first on
 # LD_LIBRARY_PATH. Needs root (debootstrap, chroot, a private mount namespace).
+# DEBIAN_SUITE=forky (default trixie) makes and uses another suite's root instead,
+# $EMCLUST_CACHE/forky, to run the suite against that suite's libtorch.
 #
 # The CUDA flavour is unpacked, not installed, into the root's /opt/libtorch-cuda:
 # libtorch-cuda-2.6 conflicts with the CPU libtorch2.6, and its dependencies include
@@ -30,7 +32,11 @@ unshare --mount --propagation private true 2>/dev/null || {
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 CACHE=${EMCLUST_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/emclust}
-ROOT=$CACHE/trixie
+SUITE=${DEBIAN_SUITE:-trixie}
+if [ "$MODE" = cuda ] && [ "$SUITE" != trixie ]; then
+  echo "libtorch2.sh: cuda: DEBIAN_SUITE $SUITE: the CUDA flavour is trixie's libtorch-cuda 2.6 alone" >&2; exit 2
+fi
+ROOT=$CACHE/$SUITE
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 GO=${GO:-go}
 OUT=$REPO/build/libtorch2-$MODE
@@ -59,11 +65,13 @@ if [ ! -e "$ROOT/.emclust-root" ]; then
     say "installing debootstrap"
     apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=5 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 -o Acquire::Retries=5 install -y -q --no-install-recommends debootstrap debian-archive-keyring
   }
-  say "debootstrap trixie into $ROOT (about 1.5 GB; once per machine)"
+  say "debootstrap $SUITE into $ROOT (about 1.5 GB; once per machine)"
   rm -rf "$ROOT.tmp"
   mkdir -p "$CACHE"
+  # The sid script: every suite since squeeze uses it, and a host's debootstrap may
+  # predate a newer suite's name (Debian 12's has no forky).
   debootstrap --variant=minbase --components=main,contrib,non-free --include=$ROOT_PKGS \
-    trixie "$ROOT.tmp" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 ||
+    "$SUITE" "$ROOT.tmp" "$MIRROR" sid >"$CACHE/debootstrap.log" 2>&1 ||
     { tail -20 "$CACHE/debootstrap.log" >&2; echo "libtorch2.sh: debootstrap failed (log: $CACHE/debootstrap.log)" >&2; exit 1; }
   # The CPU flavour as a libtorch folder (include/, lib/), the layout build-shim.sh takes.
   mkdir -p "$ROOT.tmp/opt/libtorch-cpu"
