@@ -1,6 +1,7 @@
 # emclust: `make run` clusters the embedded digits, `make test` runs every check.
 # Both install what is missing first (Debian 12 or newer, with apt-get: libtorch-dev
-# 1.13+; Ubuntu 22.04's is 1.8 and 24.04 has none).
+# 1.13+; Ubuntu 22.04's is 1.8, 24.04 has none, 26.04's is 2.9). Go too, where apt's
+# golang-go is new enough (Ubuntu 26.04, Debian forky; Debian 12's is 1.19, 13's 1.24).
 
 GO          ?= go
 CXX         ?= g++
@@ -10,7 +11,9 @@ SHIM_SRC    := torch/csrc/emtorch.cpp torch/csrc/emtorch.h torch/csrc/emtorch.ma
 # Debian's libtorch-dev puts the C++ API headers here.
 TORCH_INC   ?= /usr/include/torch/csrc/api/include
 CXXFLAGS    ?= -O2
-SHIM_FLAGS  := -std=c++17 -fPIC -shared -fno-math-errno -ffp-contract=off -Wall -Wno-unused-parameter -DUSE_C10D_GLOO -DEMTORCH_GLOO
+# C++20 where libtorch's ATen.h refuses anything older (Debian forky's 2.14), else C++17.
+SHIM_STD    := $(if $(shell grep -s '__cplusplus < 202002L' /usr/include/ATen/ATen.h),c++20,c++17)
+SHIM_FLAGS  := -std=$(SHIM_STD) -fPIC -shared -fno-math-errno -ffp-contract=off -Wall -Wno-unused-parameter -DUSE_C10D_GLOO -DEMTORCH_GLOO
 # libopenblas0-pthread: Debian's libtorch calls libblas.so.3 for its matrix products,
 # and without OpenBLAS that is the reference BLAS, 1.7x slower per step (RESULTS §10).
 # libgloo-dev: the headers of Gloo, c10d's CPU backend for multi-process training
@@ -31,15 +34,21 @@ all: build
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${db:Status-Status}\n' $$p 2>/dev/null | grep -qx installed || missing="$$missing $$p"; done; \
+	updated=; update() { [ -n "$$updated" ] || $(SUDO) $(APT) update -q || { echo "make deps: apt-get update failed (see above)"; exit 1; }; updated=1; }; \
+	goapt() { apt-cache policy golang-go 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v '(none)'; }; \
+	if [ -n "$$missing" ]; then update; fi; \
+	if ! command -v $(GO) >/dev/null; then \
+		c=$$(goapt) || { update; c=$$(goapt); }; \
+		if [ -n "$$c" ] && dpkg --compare-versions "$$c" ge 2:$(GO_MIN)~; then missing="$$missing golang-go"; \
+		else echo "make deps: Go $(GO_MIN) or newer is needed (https://go.dev/dl); this system's golang-go$${c:+ ($$c)} is older"; exit 1; fi; \
+	fi; \
 	if [ -n "$$missing" ]; then \
 		echo "make deps: installing$$missing"; \
-		$(SUDO) $(APT) update -q || { echo "make deps: apt-get update failed (see above)"; exit 1; }; \
 		$(SUDO) $(APT) install -y -q --no-install-recommends $$missing || { \
 		echo "make deps: apt-get could not install$$missing; emclust needs Debian 12 (bookworm) or newer, whose libtorch-dev is 1.13 or later"; exit 1; }; \
 	fi
 	@v=$$(dpkg-query -W -f='$${Version}\n' libtorch-dev | head -1); dpkg --compare-versions "$$v" ge 1.13 || { \
 		echo "make deps: libtorch-dev $$v is older than 1.13, which the shim needs (Debian 12 or newer has it)"; exit 1; }
-	@command -v $(GO) >/dev/null || { echo "make deps: Go $(GO_MIN) or newer is needed (https://go.dev/dl); Debian's golang-go is too old"; exit 1; }
 	@v=$$($(GO) env GOVERSION | sed 's/^go//'); \
 	if [ "$$(printf '%s\n' $(GO_MIN) $$v | sort -V | head -1)" != "$(GO_MIN)" ]; then \
 		echo "make deps: Go $$v is older than $(GO_MIN)"; exit 1; fi
@@ -150,8 +159,10 @@ gpu-acceptance-cpu: gpu-bundle bench-deps
 # root cached in ~/.cache/emclust (scripts/libtorch2.sh; needs root).
 # The Go binaries are built on this machine and link the 1.13 shim (lib), which the
 # 2.6 one replaces on LD_LIBRARY_PATH in the root.
+# DEBIAN_SUITE=forky: the same against Debian testing's libtorch (2.14.1 on 2026-11-29).
+DEBIAN_SUITE ?= trixie
 test-libtorch2: lib
-	$(SUDO) env PATH="$$PATH" EMCLUST_CACHE="$(EMCLUST_CACHE)" scripts/libtorch2.sh cpu
+	$(SUDO) env PATH="$$PATH" EMCLUST_CACHE="$(EMCLUST_CACHE)" DEBIAN_SUITE="$(DEBIAN_SUITE)" scripts/libtorch2.sh cpu
 
 cuda-check: lib
 	$(SUDO) env PATH="$$PATH" EMCLUST_CACHE="$(EMCLUST_CACHE)" scripts/libtorch2.sh cuda
