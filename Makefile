@@ -11,9 +11,10 @@ SHIM_SRC    := torch/csrc/emtorch.cpp torch/csrc/emtorch.h torch/csrc/emtorch.ma
 # Debian's libtorch-dev puts the C++ API headers here.
 TORCH_INC   ?= /usr/include/torch/csrc/api/include
 CXXFLAGS    ?= -O2
-# C++20 where libtorch's ATen.h refuses anything older (Debian forky's 2.14), else C++17.
-SHIM_STD    := $(if $(shell grep -s '__cplusplus < 202002L' /usr/include/ATen/ATen.h),c++20,c++17)
-SHIM_FLAGS  := -std=$(SHIM_STD) -fPIC -shared -fno-math-errno -ffp-contract=off -Wall -Wno-unused-parameter -DUSE_C10D_GLOO -DEMTORCH_GLOO
+# C++20 where libtorch's ATen.h refuses anything older (Debian forky's 2.14), else C++17;
+# decided when the shim is built, after deps has installed libtorch.
+SHIM_STD     = $(if $(shell grep -s '__cplusplus < 202002L' /usr/include/ATen/ATen.h),c++20,c++17)
+SHIM_FLAGS   = -std=$(SHIM_STD) -fPIC -shared -fno-math-errno -ffp-contract=off -Wall -Wno-unused-parameter -DUSE_C10D_GLOO -DEMTORCH_GLOO
 # libopenblas0-pthread: Debian's libtorch calls libblas.so.3 for its matrix products,
 # and without OpenBLAS that is the reference BLAS, 1.7x slower per step (RESULTS §10).
 # libgloo-dev: the headers of Gloo, c10d's CPU backend for multi-process training
@@ -35,7 +36,7 @@ deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 		dpkg-query -W -f='$${db:Status-Status}\n' $$p 2>/dev/null | grep -qx installed || missing="$$missing $$p"; done; \
 	updated=; update() { [ -n "$$updated" ] || $(SUDO) $(APT) update -q || { echo "make deps: apt-get update failed (see above)"; exit 1; }; updated=1; }; \
-	goapt() { apt-cache policy golang-go 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v '(none)'; }; \
+	goapt() { LC_ALL=C apt-cache policy golang-go 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v '(none)'; }; \
 	if [ -n "$$missing" ]; then update; fi; \
 	if ! command -v $(GO) >/dev/null; then \
 		c=$$(goapt) || { update; c=$$(goapt); }; \

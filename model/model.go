@@ -452,7 +452,7 @@ func (n *Net) Load(f *torch.SafeFile, prefix string) error {
 			return fmt.Errorf("checkpoint %s: no tensor %q: it was saved from another model (this one is %s, K=%d)", f.Path, name, n.Spec.Arch, n.Spec.K)
 		}
 		if err := f.CheckLike(name, nt.Tensor, fmt.Sprintf("this %s model's (K=%d)", n.Spec.Arch, n.Spec.K)); err != nil {
-			return fmt.Errorf("checkpoint %w", err)
+			return fmt.Errorf("checkpoint %w: it was saved from another model", err)
 		}
 		s.CopyInto(nt.Tensor, s.LoadTensor(f, name, n.Device))
 	}

@@ -475,7 +475,8 @@ func (f *SafeFile) Shape(name string) ([]int, bool) {
 
 // CheckLike refuses tensor name of f where it is not of like's dtype and shape:
 // copied into like, libtorch would convert another type and broadcast another
-// shape without a word. what names like in the message ("the run's prior").
+// shape without a word. what names like in the message ("the run's prior"); the
+// caller says what the mismatch means.
 func (f *SafeFile) CheckLike(name string, like *Tensor, what string) error {
 	e, ok := f.entries[name]
 	if !ok {
@@ -483,7 +484,7 @@ func (f *SafeFile) CheckLike(name string, like *Tensor, what string) error {
 	}
 	dt, _ := stDType(e.DType)
 	if dt != like.DType() || !slices.Equal(e.Shape, like.Shape()) {
-		return fmt.Errorf("%s: tensor %q is %v of shape %v, where %s is %v of %v (the file is damaged, or not emclust's)",
+		return fmt.Errorf("%s: tensor %q is %v of shape %v, where %s is %v of %v",
 			f.Path, name, dt, e.Shape, what, like.DType(), like.Shape())
 	}
 	return nil
@@ -497,8 +498,8 @@ func (f *SafeFile) Held() int {
 	return len(f.mapped.b)
 }
 
-// Release drops the tensors' data, for the garbage collector to take; the header
-// (Meta, Names, DType, Shape) stays, and LoadTensor of f fails from then on.
+// Release returns the tensors' data to the system at once; the header (Meta, Names,
+// DType, Shape) stays, and LoadTensor of f fails from then on.
 func (f *SafeFile) Release() {
 	f.data = nil
 	if f.mapped != nil {
@@ -526,5 +527,9 @@ func (s *Scope) LoadTensor(f *SafeFile, name string, dev Device) *Tensor {
 		s.err = fmt.Errorf("checkpoint %s: tensor %q was not kept when the file was read, or was released", f.Path, name)
 		return nil
 	}
-	return fromHost(s, unsafe.Pointer(&b[0]), len(b)/dt.Size(), dt, e.Shape, dev)
+	t := fromHost(s, unsafe.Pointer(&b[0]), len(b)/dt.Size(), dt, e.Shape, dev)
+	// b lies outside Go's heap and does not keep f alive: f's cleanup would unmap it
+	// under the copy.
+	runtime.KeepAlive(f)
+	return t
 }

@@ -398,3 +398,38 @@ func TestSafetensorsMapped(t *testing.T) {
 		t.Errorf("4 EiB mapped")
 	}
 }
+
+// A file no longer used after LoadTensor must stay mapped until the copy is done: its
+// cleanup, run by a collection meanwhile, unmapped the data under the copy (SIGSEGV).
+func TestSafetensorsLoadKeepsFileAlive(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	path := filepath.Join(t.TempDir(), "w.safetensors")
+	if err := SaveSafetensors(path, []Named{{"w", s.Ones([]int{8 << 20}, Float32, CPU)}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	for range 20 {
+		ns := NoGrad()
+		f, err := ReadSafetensors(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := ns.LoadTensor(f, "w", CPU) // f is not used after this
+		if err := ns.Err(); err != nil || w.Numel() != 8<<20 {
+			t.Fatalf("loaded %v: %v", w.Shape(), err)
+		}
+		ns.Close()
+	}
+}

@@ -306,7 +306,7 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 			return fmt.Errorf("%s: no tensor %q for the chosen epoch %d", f.Path, name, r.chosen.Epoch)
 		}
 		if err := f.CheckLike(name, nt.Tensor, "the run's "+nt.Name); err != nil {
-			return err
+			return fmt.Errorf("%w (the file is damaged, or not emclust's)", err)
 		}
 		if nt.Name == "prior" {
 			if err := checkPrior(f, name, r.Cfg.K); err != nil {

@@ -1356,9 +1356,9 @@ at::Tensor sync_batch_norm(et_group g, const at::Tensor &x, const at::Tensor &w,
 // Gloo from 2025 on (Ubuntu 26.04's and Debian forky's libgloo0, beside libtorch 2.9
 // and 2.14) writes a line per group on std::cerr as it connects,
 // "[./gloo/transport/tcp/context.cc:243] INFO Rank 0 is
-// connected to 1. ...", with no level to set: GLOO_INFO is a plain write of the whole
-// line. This stream buffer in front of std::cerr's drops Gloo's INFO lines and passes
-// everything else through unchanged, unbuffered.
+// connected to 1. ...": GLOO_INFO is a plain write of the whole line, with no level to
+// set before GLOO_LOG_LEVEL (late 2025). This stream buffer in front of std::cerr's
+// drops Gloo's INFO lines and passes everything else through unchanged, unbuffered.
 class drop_gloo_info : public std::streambuf {
  public:
   explicit drop_gloo_info(std::streambuf *out) : out_(out) {}
@@ -1397,8 +1397,11 @@ void quiet_logs() {
       *level = 3;
 #endif
 #ifdef EMTORCH_GLOO
-    // Never freed: std::cerr outlives this library's static objects.
-    std::cerr.rdbuf(new drop_gloo_info(std::cerr.rdbuf()));
+    // Never freed: std::cerr outlives this library's static objects. A user's
+    // GLOO_LOG_LEVEL is Gloo's to honour. Set before any rank's group connects;
+    // nothing of emclust's writes to std::cerr meanwhile.
+    if (!std::getenv("GLOO_LOG_LEVEL"))
+      std::cerr.rdbuf(new drop_gloo_info(std::cerr.rdbuf()));
 #endif
   });
 }
