@@ -45,7 +45,7 @@ func TestAddressSpaceLimit(t *testing.T) {
 	// Where the limit leaves less than the memory free, each command warns of it
 	// first: surely where the limit itself is less. (The child's own reserve decides
 	// where it is a little more.)
-	free, ok := sysmem.Available()
+	free, ok := sysmem.Free().Bytes()
 	binds := false
 	warned := func(r result) result {
 		t.Helper()

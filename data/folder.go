@@ -215,7 +215,7 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 	// own images' bytes; the first error by file order wins, which keeps messages
 	// deterministic.
 	var budget *decodeBudget
-	if free, ok := sysmem.Available(); ok {
+	if free, ok := sysmem.Free().Bytes(); ok {
 		budget = &decodeBudget{size: free / 2}
 	}
 	errs := make([]error, len(files))

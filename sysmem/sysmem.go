@@ -30,44 +30,105 @@ func Total() int {
 	return int(min(total, 1<<50))
 }
 
-// Available is the memory this process may still take: /proc/meminfo's MemAvailable,
-// or what its cgroups or its address-space limit (AddressSpace) leave where that is
-// less. ok is false where none is known.
-func Available() (free uint64, ok bool) {
-	meminfo, _ := os.ReadFile("/proc/meminfo")
-	free, ok = available(meminfo)
-	return withinAddressSpace(free, ok)
+// Room is the memory this process may still take, and which limit sets that figure,
+// so that a message can name what to raise: where `free` shows gigabytes free, a
+// refusal must say that a cgroup, the kernel's commit limit or `ulimit -v` binds.
+type Room struct {
+	// Shared is what the processes on this machine share: the memory free
+	// (/proc/meminfo's MemAvailable, and the swap free for FreeWithSwap), or what
+	// its cgroups or strict overcommit leave where that is less. SharedKnown is
+	// false where none is read.
+	Shared      uint64
+	SharedKnown bool
+	// StrictCommit is set where the kernel's commit limit under strict overcommit
+	// (vm.overcommit_memory=2) is what sets Shared.
+	StrictCommit bool
+	// AddressLimit is this process's own limit on its address space (AddressSpace),
+	// 0 where it has none, and AddressLeft what the limit leaves of it.
+	AddressLimit, AddressLeft uint64
+	withSwap                  bool
 }
 
-// available is Available from the text of /proc/meminfo, nil where unread, before the
-// address-space limit.
-func available(meminfo []byte) (free uint64, ok bool) {
-	free, ok = memAvailable(meminfo)
-	if _, left, cok := cgroup(); cok && (!ok || left < free) {
-		free, ok = left, true
+// Free is the memory this process may still take without swapping.
+func Free() Room { return free(false) }
+
+// FreeWithSwap is Free with the swap free besides: the most a process can be given
+// at all, if it accepts to be swapped. Swap raises neither an address-space limit
+// nor the commit limit, which counts it already.
+func FreeWithSwap() Room { return free(true) }
+
+func free(withSwap bool) Room {
+	meminfo, _ := os.ReadFile("/proc/meminfo")
+	mode, _ := os.ReadFile("/proc/sys/vm/overcommit_memory")
+	_, left, limited := cgroup()
+	r := shared(meminfo, cgroupLeft{left, limited}, strings.TrimSpace(string(mode)) == "2", withSwap)
+	r.AddressLimit, r.AddressLeft, _ = AddressSpace()
+	return r
+}
+
+// cgroupLeft is what this process's cgroups leave (cgroup), where one sets a limit.
+type cgroupLeft struct {
+	left    uint64
+	limited bool
+}
+
+// shared is the Room that the text of /proc/meminfo (nil where unread) and the
+// cgroups leave the machine's processes, under strict overcommit where strict is set.
+func shared(meminfo []byte, cg cgroupLeft, strict, withSwap bool) Room {
+	r := Room{withSwap: withSwap}
+	r.Shared, r.SharedKnown = memAvailable(meminfo)
+	if cg.limited && (!r.SharedKnown || cg.left < r.Shared) {
+		r.Shared, r.SharedKnown = cg.left, true
 	}
-	return free, ok
-}
-
-// AvailableWithSwap is Available and the swap free besides: the most a process can
-// be given at all, if it accepts to be swapped. ok is false where Available does not
-// know. Swap does not raise an address-space limit.
-func AvailableWithSwap() (free uint64, ok bool) {
-	meminfo, _ := os.ReadFile("/proc/meminfo")
-	free, ok = available(meminfo)
-	if ok {
+	if r.SharedKnown && withSwap {
 		swap, _ := meminfoValue(meminfo, "SwapFree")
-		free += swap
+		r.Shared += swap
 	}
-	return withinAddressSpace(free, ok)
+	// Under strict overcommit, malloc fails, as under `ulimit -v`, once the
+	// memory committed reaches the kernel's limit (swap and a ratio of the memory).
+	if strict {
+		limit, lok := meminfoValue(meminfo, "CommitLimit")
+		committed, cok := meminfoValue(meminfo, "Committed_AS")
+		if left := limit - min(committed, limit); lok && cok && (!r.SharedKnown || left < r.Shared) {
+			r.Shared, r.SharedKnown, r.StrictCommit = left, true, true
+		}
+	}
+	return r
 }
 
-// withinAddressSpace lowers free to the address space left, where a limit leaves less.
-func withinAddressSpace(free uint64, ok bool) (uint64, bool) {
-	if _, left, aok := AddressSpace(); aok && (!ok || left < free) {
-		return left, true
+// Bytes is the figure: the least of the memory shared and the address space left.
+// ok is false where neither is known.
+func (r Room) Bytes() (free uint64, ok bool) {
+	if r.AddressBinds() {
+		return r.AddressLeft, true
 	}
-	return free, ok
+	return r.Shared, r.SharedKnown
+}
+
+// AddressBinds reports whether this process's address-space limit, rather than the
+// memory shared, sets the figure.
+func (r Room) AddressBinds() bool {
+	return r.AddressLimit > 0 && (!r.SharedKnown || r.AddressLeft < r.Shared)
+}
+
+// Divided is the room of one of n processes on this machine: they share its memory,
+// but each has an address-space limit of its own.
+func (r Room) Divided(n int) Room {
+	r.Shared /= uint64(max(n, 1))
+	return r
+}
+
+// What names the figure of Bytes for a message.
+func (r Room) What() string {
+	switch {
+	case r.AddressBinds():
+		return fmt.Sprintf("address space left under its limit of %.3g GB (ulimit -v)", float64(r.AddressLimit)/1e9)
+	case r.StrictCommit:
+		return "memory left to commit under strict overcommit (vm.overcommit_memory=2)"
+	case r.withSwap:
+		return "memory and swap free"
+	}
+	return "memory free"
 }
 
 // AddressSpace is this process's limit on its virtual memory (RLIMIT_AS: what
@@ -94,34 +155,6 @@ const rlimInfinity = ^uint64(0)
 func addressLeft(limit uint64, status []byte) uint64 {
 	size, _ := meminfoValue(status, "VmSize")
 	return limit - min(size, limit)
-}
-
-// AddressSpaceBinds reports whether the address-space limit (AddressSpace), rather
-// than the memory, is what sets the figure of Available (withSwap false) or
-// AvailableWithSwap (true), and that limit.
-func AddressSpaceBinds(withSwap bool) (limit uint64, binds bool) {
-	meminfo, _ := os.ReadFile("/proc/meminfo")
-	free, ok := available(meminfo)
-	if withSwap {
-		swap, _ := meminfoValue(meminfo, "SwapFree")
-		free += swap
-	}
-	limit, left, limited := AddressSpace()
-	return limit, limited && (!ok || left < free)
-}
-
-// What names, for a message, the free memory that Available (withSwap false) or
-// AvailableWithSwap (true) returns: where the address-space limit binds, the address
-// space left, so that a user whom `free` shows gigabytes free is told which limit
-// to raise.
-func What(withSwap bool) string {
-	if limit, binds := AddressSpaceBinds(withSwap); binds {
-		return fmt.Sprintf("address space left under its limit of %.3g GB (ulimit -v)", float64(limit)/1e9)
-	}
-	if withSwap {
-		return "memory and swap free"
-	}
-	return "memory free"
 }
 
 // memAvailable reads MemAvailable from the text of /proc/meminfo.

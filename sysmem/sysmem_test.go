@@ -31,11 +31,78 @@ func TestMemAvailable(t *testing.T) {
 }
 
 // The swap free adds to the memory free, never takes from it.
-func TestAvailableWithSwap(t *testing.T) {
-	free, ok := Available()
-	all, allOK := AvailableWithSwap()
+func TestFreeWithSwap(t *testing.T) {
+	free, ok := Free().Bytes()
+	all, allOK := FreeWithSwap().Bytes()
 	if ok != allOK || all < free {
-		t.Errorf("Available %d (%v), with swap %d (%v)", free, ok, all, allOK)
+		t.Errorf("Free %d (%v), with swap %d (%v)", free, ok, all, allOK)
+	}
+}
+
+// What the machine's processes share: the least of the memory free, a cgroup's room
+// and, under strict overcommit, the commit limit's, each named.
+func TestShared(t *testing.T) {
+	const kB = 1024
+	meminfo := "MemAvailable:   23000000 kB\nSwapFree:        1500000 kB\nCommitLimit:    12000000 kB\nCommitted_AS:    2000000 kB\n"
+	overcommitted := "MemAvailable:   23000000 kB\nCommitLimit:    12000000 kB\nCommitted_AS:   13000000 kB\n"
+	for _, tc := range []struct {
+		name     string
+		meminfo  string
+		cg       cgroupLeft
+		strict   bool
+		withSwap bool
+		want     uint64
+		ok       bool
+		what     string
+	}{
+		{"memory", meminfo, cgroupLeft{}, false, false, 23000000 * kB, true, "memory free"},
+		{"memory and swap", meminfo, cgroupLeft{}, false, true, 24500000 * kB, true, "memory and swap free"},
+		{"a cgroup", meminfo, cgroupLeft{4 << 30, true}, false, false, 4 << 30, true, "memory free"},
+		{"a cgroup and swap", meminfo, cgroupLeft{4 << 30, true}, false, true, 4<<30 + 1500000*kB, true, "memory and swap free"},
+		{"a cgroup of more", meminfo, cgroupLeft{64 << 30, true}, false, false, 23000000 * kB, true, "memory free"},
+		{"strict overcommit", meminfo, cgroupLeft{}, true, false, 10000000 * kB, true, "vm.overcommit_memory=2"},
+		// The commit limit counts swap already.
+		{"strict overcommit and swap", meminfo, cgroupLeft{}, true, true, 10000000 * kB, true, "vm.overcommit_memory=2"},
+		{"strict overcommit past its limit", overcommitted, cgroupLeft{}, true, false, 0, true, "vm.overcommit_memory=2"},
+		{"strict overcommit under a smaller cgroup", meminfo, cgroupLeft{4 << 30, true}, true, false, 4 << 30, true, "memory free"},
+		{"strict overcommit unread", "MemAvailable:   23000000 kB\n", cgroupLeft{}, true, false, 23000000 * kB, true, "memory free"},
+		{"only a cgroup", "", cgroupLeft{4 << 30, true}, false, false, 4 << 30, true, "memory free"},
+		{"nothing", "", cgroupLeft{}, true, false, 0, false, "memory free"},
+	} {
+		r := shared([]byte(tc.meminfo), tc.cg, tc.strict, tc.withSwap)
+		got, ok := r.Bytes()
+		if got != tc.want || ok != tc.ok || !strings.Contains(r.What(), tc.what) {
+			t.Errorf("%s: %d, %v, %q; want %d, %v, %q", tc.name, got, ok, r.What(), tc.want, tc.ok, tc.what)
+		}
+	}
+}
+
+// An address-space limit is each process's own: it binds where it leaves less than
+// the memory shared, and processes that share the memory do not share it.
+func TestRoom(t *testing.T) {
+	const gb = 1_000_000_000
+	limited := Room{Shared: 8 * gb, SharedKnown: true, AddressLimit: 6 * gb, AddressLeft: 3 * gb}
+	for _, tc := range []struct {
+		name  string
+		room  Room
+		want  uint64
+		ok    bool
+		binds bool
+		what  string
+	}{
+		{"memory", Room{Shared: 8 * gb, SharedKnown: true}, 8 * gb, true, false, "memory free"},
+		{"unknown", Room{}, 0, false, false, "memory free"},
+		{"a limit", limited, 3 * gb, true, true, "address space left under its limit of 6 GB (ulimit -v)"},
+		{"a limit of more", Room{Shared: 2 * gb, SharedKnown: true, AddressLimit: 6 * gb, AddressLeft: 3 * gb}, 2 * gb, true, false, "memory free"},
+		{"a limit, memory unknown", Room{AddressLimit: 6 * gb, AddressLeft: 3 * gb}, 3 * gb, true, true, "ulimit -v"},
+		{"two processes", limited.Divided(2), 3 * gb, true, true, "ulimit -v"},
+		{"four processes", limited.Divided(4), 2 * gb, true, false, "memory free"},
+		{"a limit, four processes", Room{Shared: 16 * gb, SharedKnown: true, AddressLimit: 6 * gb, AddressLeft: 3 * gb}.Divided(4), 3 * gb, true, true, "ulimit -v"},
+	} {
+		got, ok := tc.room.Bytes()
+		if got != tc.want || ok != tc.ok || tc.room.AddressBinds() != tc.binds || !strings.Contains(tc.room.What(), tc.what) {
+			t.Errorf("%s: %d, %v, binds %v, %q; want %d, %v, %v, %q", tc.name, got, ok, tc.room.AddressBinds(), tc.room.What(), tc.want, tc.ok, tc.binds, tc.what)
+		}
 	}
 }
 
@@ -61,12 +128,12 @@ func TestV2Path(t *testing.T) {
 // what there is.
 func TestThisMachine(t *testing.T) {
 	total := Total()
-	free, ok := Available()
+	free, ok := Free().Bytes()
 	if !ok || free == 0 || total <= 0 {
-		t.Fatalf("Total() = %d, Available() = %d, %v", total, free, ok)
+		t.Fatalf("Total() = %d, Free() = %d, %v", total, free, ok)
 	}
 	if free > uint64(total) {
-		t.Errorf("Available() = %d is more than Total() = %d", free, total)
+		t.Errorf("Free() = %d is more than Total() = %d", free, total)
 	}
 }
 
@@ -197,7 +264,7 @@ func TestAddressSpaceLimit(t *testing.T) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &old); err != nil {
 		t.Fatal(err)
 	}
-	free, ok := Available()
+	free, ok := Free().Bytes()
 	if !ok {
 		t.Fatalf("no memory figure on this machine")
 	}
@@ -230,19 +297,16 @@ func TestAddressSpaceLimit(t *testing.T) {
 	if !limited || limit != lim.Cur || left > room {
 		t.Errorf("AddressSpace() = %d, %d, %v; want %d, at most %d, true", limit, left, limited, lim.Cur, room)
 	}
-	for _, withSwap := range []bool{false, true} {
-		got, ok := Available()
-		if withSwap {
-			got, ok = AvailableWithSwap()
-		}
+	for _, r := range []Room{Free(), FreeWithSwap()} {
+		got, ok := r.Bytes()
 		if !ok || got > room {
-			t.Errorf("withSwap %v: free %d (%v) under a limit that leaves at most %d", withSwap, got, ok, room)
+			t.Errorf("%s: %d (%v) under a limit that leaves at most %d", r.What(), got, ok, room)
 		}
-		if _, binds := AddressSpaceBinds(withSwap); !binds {
-			t.Errorf("withSwap %v: the limit does not bind, leaving %d of %d free", withSwap, room, free)
+		if !r.AddressBinds() || r.AddressLimit != lim.Cur {
+			t.Errorf("%+v: the limit of %d does not bind, leaving %d of %d free", r, lim.Cur, room, free)
 		}
-		if w := What(withSwap); !strings.Contains(w, "ulimit -v") {
-			t.Errorf("withSwap %v: What = %q", withSwap, w)
+		if !strings.Contains(r.What(), "ulimit -v") {
+			t.Errorf("What = %q", r.What())
 		}
 	}
 }

@@ -346,8 +346,9 @@ func ReadSafetensorsWith(path string, o ReadOptions) (*SafeFile, error) {
 	// Go's allocator ends the process, past recover, where memory runs out. Swap
 	// counts: the memory checks of training, which --no-memory-check turns off,
 	// are for what fits; this is for what cannot be held at all.
-	if free, ok := sysmem.AvailableWithSwap(); ok && uint64(kept) > free {
-		return fail("its tensors need %.3g GB in memory, more than the %.3g GB of %s", float64(kept)/1e9, float64(free)/1e9, sysmem.What(true))
+	room := sysmem.FreeWithSwap()
+	if free, ok := room.Bytes(); ok && uint64(kept) > free {
+		return fail("its tensors need %.3g GB in memory, more than the %.3g GB of %s", float64(kept)/1e9, float64(free)/1e9, room.What())
 	}
 	// Outside Go's heap: where Go's allocator cannot have memory it ends the
 	// process, past recover (under `ulimit -v`, past the free memory measured).

@@ -310,7 +310,7 @@ func TestSafetensorsHeaderFirst(t *testing.T) {
 // A file whose kept tensors need more than the memory and swap free is refused
 // before any is allocated: Go's allocator would end the process.
 func TestSafetensorsLargerThanMemory(t *testing.T) {
-	free, ok := sysmem.AvailableWithSwap()
+	free, ok := sysmem.FreeWithSwap().Bytes()
 	if !ok || free+1<<30 > maxSafetensorsBytes {
 		t.Skipf("free memory unknown or past the reader's %d-byte bound: nothing larger can be made", int64(maxSafetensorsBytes))
 	}

@@ -32,21 +32,22 @@ func weightBytes(cfg *Config) float64 {
 	return 4 * float64(2+2*adams)
 }
 
-// memoryToCheck is the memory free that the checks below hold training to, and false
-// where they do not run: on a GPU (CUDA's allocator fails with an error of its own),
-// under --no-memory-check, or where the free memory is not known.
-func memoryToCheck(cfg *Config, dev torch.Device) (free uint64, ok bool) {
+// memoryToCheck is the memory free that the checks below hold training to, and no
+// figure where they do not run: on a GPU (CUDA's allocator fails with an error of its
+// own), or under --no-memory-check.
+func memoryToCheck(cfg *Config, dev torch.Device) sysmem.Room {
 	if dev.CUDA || cfg.NoMemoryCheck {
-		return 0, false
+		return sysmem.Room{}
 	}
-	return sysmem.Available()
+	return sysmem.Free()
 }
 
 // checkRestartsFit refuses, before any trains, restarts whose networks together are
 // larger than the memory free on the CPU: each restart stays open until all have
 // trained (trainJobs), and a run the OOM killer ended at its tenth restart had
 // trained nine for nothing. What one network computes New checks as each starts.
-func checkRestartsFit(cfg Config, src Source, free uint64, ok bool) error {
+func checkRestartsFit(cfg Config, src Source, room sysmem.Room) error {
+	free, ok := room.Bytes()
 	runs := cfg.RestartRuns()
 	if !ok || runs < 2 {
 		return nil
@@ -70,7 +71,7 @@ func checkRestartsFit(cfg Config, src Source, free uint64, ok bool) error {
 		flag = "--k"
 	}
 	return SettingsError{fmt.Errorf("--restarts %d: the %d networks (%s, %s weights) stay in memory until one is kept, %s with their gradients and Adam's moments, more than the %s of %s: use fewer --restarts or a smaller %s%s",
-		cfg.Restarts, runs, widest.Layers(), humanCount(widest.NumParams()), humanBytes(total), humanBytes(float64(free)), sysmem.What(false), flag, overrideHint())}
+		cfg.Restarts, runs, widest.Layers(), humanCount(widest.NumParams()), humanBytes(total), humanBytes(float64(free)), room.What(), flag, overrideHint(room))}
 }
 
 // largestLayer counts the weights of spec's largest layer: among an MLP's, or a
@@ -146,14 +147,15 @@ func evalRows(spec model.Spec) int {
 // CUDA's allocator fails with an error instead, so the check is the CPU's only. free is
 // the memory free, ok false where it is not known (and nothing is refused). Swap is
 // not counted as free: a run that fits only there crawls.
-func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool) error {
-	if !ok {
-		return nil
-	}
+func checkNetworkFits(spec model.Spec, cfg *Config, n int, room sysmem.Room) error {
 	// Each of several ranks trains its share of the global batch, and those on this
 	// machine share its memory.
 	world, local := max(cfg.WorldSize, 1), max(cfg.LocalRanks, 1)
-	free /= uint64(local)
+	room = room.Divided(local)
+	free, ok := room.Bytes()
+	if !ok {
+		return nil
+	}
 	batch, chunk := max(1, min(cfg.BatchSize, n)/world), min(evalRows(spec), n)
 	train, eval := activationBytes(spec, cfg, batch, chunk)
 	acts, state := max(train, eval), stateBytes(spec, cfg)
@@ -171,18 +173,21 @@ func checkNetworkFits(spec model.Spec, cfg *Config, n int, free uint64, ok bool)
 		}
 		rows = fmt.Sprintf(" and computes %s of activations for the rows it takes at once (%s to train, %d to evaluate)", humanBytes(acts), share, chunk)
 	}
-	why := fmt.Sprintf("more than the %s of %s", humanBytes(float64(free)), sysmem.What(false))
-	if local > 1 {
+	why := fmt.Sprintf("more than the %s of %s", humanBytes(float64(free)), room.What())
+	if local > 1 && !room.AddressBinds() {
 		why += fmt.Sprintf(" for each of the %d processes on this machine", local)
 	}
-	return tooLarge(spec, cfg, rows, acts, batchHelps, why, overrideHint())
+	return tooLarge(spec, cfg, rows, acts, batchHelps, why, overrideHint(room))
 }
 
-// overrideHint ends the memory check's refusals: what it cannot count, or where the
-// address-space limit binds, which no unseen memory lifts, that limit.
-func overrideHint() string {
-	if limit, binds := sysmem.AddressSpaceBinds(false); binds {
-		return fmt.Sprintf(" (or raise the address-space limit of %s: ulimit -v)", humanBytes(float64(limit)))
+// overrideHint ends the memory check's refusals: what it cannot count, or where a
+// limit binds that no unseen memory lifts, that limit.
+func overrideHint(room sysmem.Room) string {
+	switch {
+	case room.AddressBinds():
+		return fmt.Sprintf(" (or raise the address-space limit of %s: ulimit -v)", humanBytes(float64(room.AddressLimit)))
+	case room.StrictCommit:
+		return " (or raise the commit limit: vm.overcommit_ratio, or swap)"
 	}
 	return " (or, where memory the check cannot see will hold it, such as swap, add --no-memory-check)"
 }

@@ -74,7 +74,7 @@ func TestCheckNetworkFits(t *testing.T) {
 		{"a rank's share too large", stl10, &Config{Objective: "twofold", BatchSize: 2048, WorldSize: 4}, 5000, 8 * gb, true, []string{"(a rank's 512 rows of the batch to train, 113 to evaluate)", "use a smaller --batch-size"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkNetworkFits(tc.spec, tc.cfg, tc.n, tc.free, tc.ok)
+			err := checkNetworkFits(tc.spec, tc.cfg, tc.n, sysmem.Room{Shared: tc.free, SharedKnown: tc.ok})
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -90,6 +90,56 @@ func TestCheckNetworkFits(t *testing.T) {
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// Where a limit other than the memory binds, the refusal names it and how to raise
+// it; an address-space limit is each rank's own, not a share of the machine's.
+func TestCheckNetworkFitsLimits(t *testing.T) {
+	const gb = 1_000_000_000
+	stl10 := model.Spec{Arch: "stl10", InC: 2, H: 96, W: 96, K: 10, Norm: true}
+	ranks := &Config{Objective: "twofold", BatchSize: 512, WorldSize: 4, LocalRanks: 4}
+	for _, tc := range []struct {
+		name string
+		cfg  *Config
+		room sysmem.Room
+		want []string // nil: fits
+		not  []string
+	}{
+		// 6.6 GB a rank, in 8 GB of each one's own address space.
+		{"ranks under ulimit -v", ranks, sysmem.Room{Shared: 32 * gb, SharedKnown: true, AddressLimit: 10 * gb, AddressLeft: 8 * gb}, nil, nil},
+		{"ranks under a smaller ulimit -v", ranks, sysmem.Room{Shared: 32 * gb, SharedKnown: true, AddressLimit: 5 * gb, AddressLeft: 4 * gb},
+			[]string{"more than the 4 GB of address space left under its limit of 5 GB (ulimit -v): use a smaller --batch-size (or raise the address-space limit of 5 GB: ulimit -v)"},
+			[]string{"for each of", "--no-memory-check"}},
+		{"ranks sharing less memory than their limit", ranks, sysmem.Room{Shared: 8 * gb, SharedKnown: true, AddressLimit: 10 * gb, AddressLeft: 8 * gb},
+			[]string{"more than the 2 GB of memory free for each of the 4 processes on this machine", "add --no-memory-check"}, []string{"ulimit"}},
+		// Twofold's batch of 512 images and their copies: 26.3 GB.
+		{"strict overcommit", &Config{Objective: "twofold", BatchSize: 512}, sysmem.Room{Shared: 16 * gb, SharedKnown: true, StrictCommit: true},
+			[]string{"more than the 16 GB of memory left to commit under strict overcommit (vm.overcommit_memory=2): use a smaller --batch-size (or raise the commit limit: vm.overcommit_ratio, or swap)"},
+			[]string{"--no-memory-check"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := checkNetworkFits(stl10, tc.cfg, 5000, tc.room)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("%+v: accepted", tc.room)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("%q lacks %q", err, w)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("%q has %q", err, w)
 				}
 			}
 		})
@@ -184,7 +234,7 @@ func TestCheckRestartsFit(t *testing.T) {
 		{"linear maps beside, a byte short", auto, uint64(10*one+10*16*650) - 1, []string{"--restarts 10: the 20 networks (mlp 64→4000→4000→10"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := checkRestartsFit(tc.cfg, src, tc.free, true)
+			err := checkRestartsFit(tc.cfg, src, sysmem.Room{Shared: tc.free, SharedKnown: true})
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -201,14 +251,18 @@ func TestCheckRestartsFit(t *testing.T) {
 			}
 		})
 	}
-	if err := checkRestartsFit(cfg(10, 4000, 4000), src, 1, false); err != nil {
+	if err := checkRestartsFit(cfg(10, 4000, 4000), src, sysmem.Room{}); err != nil {
 		t.Errorf("memory unknown: %v", err)
+	}
+	limited := sysmem.Room{Shared: 64 * gb, SharedKnown: true, AddressLimit: 3 * gb, AddressLeft: uint64(10*one) - 1}
+	if err := checkRestartsFit(cfg(10, 4000, 4000), src, limited); err == nil || !strings.Contains(err.Error(), "(ulimit -v): use fewer --restarts or a smaller --hidden (or raise the address-space limit of 3 GB: ulimit -v)") {
+		t.Errorf("under ulimit -v: %v", err)
 	}
 }
 
 // The checks run on the CPU alone, and not under --no-memory-check.
 func TestMemoryToCheck(t *testing.T) {
-	_, known := sysmem.Available()
+	_, known := sysmem.Free().Bytes()
 	for _, tc := range []struct {
 		name string
 		off  bool
@@ -219,7 +273,7 @@ func TestMemoryToCheck(t *testing.T) {
 		{"cpu, --no-memory-check", true, torch.CPU, false},
 		{"cuda", false, torch.Device{CUDA: true}, false},
 	} {
-		if _, ok := memoryToCheck(&Config{NoMemoryCheck: tc.off}, tc.dev); ok != tc.want {
+		if _, ok := memoryToCheck(&Config{NoMemoryCheck: tc.off}, tc.dev).Bytes(); ok != tc.want {
 			t.Errorf("%s: checked %v, want %v", tc.name, ok, tc.want)
 		}
 	}

@@ -297,8 +297,7 @@ func RestartsInFolders(cfg Config, src Source, dev torch.Device) bool {
 // trainRestarts is TrainRestartsIn with workers side by side (0: one after another on
 // the caller's threads), and each network's restarts in that many stacks (trainJobs).
 func trainRestarts(ctx context.Context, cfg Config, src Source, dev torch.Device, hooks RestartHooks, workers, stacks int, dir string) (*Run, []Restart, error) {
-	free, ok := memoryToCheck(&cfg, dev)
-	if err := checkRestartsFit(cfg, src, free, ok); err != nil {
+	if err := checkRestartsFit(cfg, src, memoryToCheck(&cfg, dev)); err != nil {
 		return nil, nil, err
 	}
 	cands := NetworkCandidates(cfg)

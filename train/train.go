@@ -201,10 +201,8 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		return nil, err
 	}
 	cfg.Arch = spec.Arch
-	if free, ok := memoryToCheck(&cfg, dev); ok {
-		if err := checkNetworkFits(spec, &cfg, src.Len(), free, ok); err != nil {
-			return nil, err
-		}
+	if err := checkNetworkFits(spec, &cfg, src.Len(), memoryToCheck(&cfg, dev)); err != nil {
+		return nil, err
 	}
 	if cfg.Threads > 0 {
 		if err := torch.SetNumThreads(cfg.Threads); err != nil {
