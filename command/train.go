@@ -188,6 +188,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		if ckpt, cfg, err = openResumed(opts.Resume, opts.Resumed); err != nil {
 			return err
 		}
+		defer ckpt.Release() // where the run refuses it before Restore
 		runDir = opts.Resume
 	} else if speaks {
 		folder, err := takeNewRunFolder(opts.Out, train.DataName(cfg))

@@ -515,6 +515,7 @@ func resumeRun(ctx context.Context, planned train.Config, src train.Source, dev 
 	if err != nil {
 		return nil, err
 	}
+	defer f.Release() // where the run refuses it before Restore
 	if field := otherRun(planned, src.Len(), *cfg); field != "" {
 		return nil, fmt.Errorf("%s: its checkpoint was trained with another %s than this comparison's (by train --resume since?); remove the folder, or start over with --force", dir, field)
 	}

@@ -500,8 +500,12 @@ func (f *SafeFile) Held() int {
 }
 
 // Release returns the tensors' data to the system at once; the header (Meta, Names,
-// DType, Shape) stays, and LoadTensor of f fails from then on.
+// DType, Shape) stays, and LoadTensor of f fails from then on. A second Release, or
+// one of nil, does nothing.
 func (f *SafeFile) Release() {
+	if f == nil {
+		return
+	}
 	f.data = nil
 	if f.mapped != nil {
 		f.cleanup.Stop()

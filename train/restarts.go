@@ -547,6 +547,7 @@ func openRestart(job restartJob, src Source, dev torch.Device) (*Run, error) {
 		if ckpt, _, _, err = ReadCheckpoint(job.dir); err != nil {
 			return nil, fmt.Errorf("%w (remove %s to train that restart again)", err, job.dir)
 		}
+		defer ckpt.Release() // where New fails before Restore
 	}
 	r, err := New(job.cfg, src, dev, job.dir)
 	if err != nil {

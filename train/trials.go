@@ -226,6 +226,7 @@ func trainTrial(ctx context.Context, cfg Config, src Source, dev torch.Device, s
 				// the whole run unable to resume over one damaged file.
 				return nil, fmt.Errorf("trial %d (seed %d): %w (remove %s to train that trial again)", i+1, cfg.Seed, err, dir)
 			}
+			defer ckpt.Release() // where New fails before Restore
 		}
 	}
 	r, err := New(cfg, src, dev, dir)
