@@ -61,7 +61,7 @@ func (o resumeOverrides) apply(cfg *train.Config) {
 // openResumed reads the checkpoint of the run to resume and its config with the
 // overrides applied. It refuses, before anything is written, a resume that would
 // train nothing: a refused resume must leave the run's config.json as it was.
-func openResumed(dir string, o resumeOverrides) (*torch.SafeFile, train.Config, error) {
+func openResumed(dir string, o resumeOverrides) (_ *torch.SafeFile, _ train.Config, err error) {
 	if err := checkRunDir(dir); err != nil {
 		return nil, train.Config{}, err
 	}
@@ -69,6 +69,11 @@ func openResumed(dir string, o resumeOverrides) (*torch.SafeFile, train.Config, 
 	if err != nil {
 		return nil, train.Config{}, fmt.Errorf("resume: %w", err)
 	}
+	defer func() {
+		if err != nil {
+			f.Release()
+		}
+	}()
 	done, err := train.CheckpointEpochs(f)
 	if err != nil {
 		return nil, train.Config{}, fmt.Errorf("resume: %w", err)

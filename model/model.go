@@ -454,7 +454,11 @@ func (n *Net) Load(f *torch.SafeFile, prefix string) error {
 		if err := f.CheckLike(name, nt.Tensor, fmt.Sprintf("this %s model's (K=%d)", n.Spec.Arch, n.Spec.K)); err != nil {
 			return fmt.Errorf("checkpoint %w: it was saved from another model", err)
 		}
-		s.CopyInto(nt.Tensor, s.LoadTensor(f, name, n.Device))
+		// One tensor at a time: its loaded copy and the file's go before the next.
+		t := s.LoadTensor(f, name, n.Device)
+		s.CopyInto(nt.Tensor, t)
+		t.Free()
+		f.Drop(name)
 	}
 	if n.selected == nil {
 		return s.Err()

@@ -216,6 +216,7 @@ type SafeFile struct {
 	entries map[string]stEntry
 	data    map[string][]byte // each 8-byte aligned, so C can read it in place
 	mapped  *mapping          // where data lies
+	dropped int               // bytes of it returned to the system (Drop)
 	cleanup runtime.Cleanup   // unmaps it where Release was not called
 }
 
@@ -496,7 +497,29 @@ func (f *SafeFile) Held() int {
 	if f.mapped == nil {
 		return 0
 	}
-	return len(f.mapped.b)
+	return len(f.mapped.b) - f.dropped
+}
+
+// Drop returns tensor name's data to the system, for a caller that has loaded it and
+// goes on to the next: a resumed run would otherwise hold the whole file beside its
+// own copies until Release (docs/RESULTS.md section 69). LoadTensor of name fails from
+// then on. Only the whole pages within the tensor's bytes go; a neighbour's stay.
+func (f *SafeFile) Drop(name string) {
+	b, ok := f.data[name]
+	if !ok {
+		return
+	}
+	delete(f.data, name)
+	if f.mapped == nil || len(b) == 0 {
+		return
+	}
+	page := uintptr(os.Getpagesize())
+	base := uintptr(unsafe.Pointer(&f.mapped.b[0]))
+	start := uintptr(unsafe.Pointer(&b[0])) - base
+	lo, hi := (start+page-1)&^(page-1), (start+uintptr(len(b)))&^(page-1)
+	if hi > lo && syscall.Madvise(f.mapped.b[lo:hi], syscall.MADV_DONTNEED) == nil {
+		f.dropped += int(hi - lo)
+	}
 }
 
 // Release returns the tensors' data to the system at once; the header (Meta, Names,
@@ -510,6 +533,7 @@ func (f *SafeFile) Release() {
 	if f.mapped != nil {
 		f.cleanup.Stop()
 		f.mapped.unmap()
+		f.dropped = 0
 	}
 }
 

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"unsafe"
 
 	"emclust/sysmem"
 )
@@ -361,6 +363,73 @@ func TestSafetensorsCheckLike(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), path) {
 			t.Errorf("%s: got %v, want an error naming %s and saying %q", tc.name, err, path, tc.want)
 		}
+	}
+}
+
+// A tensor dropped once loaded gives its pages back to the system at once, and only
+// its own: its neighbours in the file load as they were saved.
+func TestSafetensorsDrop(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	const n = 1<<20 + 3 // floats: no tensor starts or ends on a page boundary
+	tensors := []Named{
+		{"a", s.Full([]int{n}, 1, Float32, CPU)},
+		{"b", s.Full([]int{n}, 2, Float32, CPU)},
+		{"c", s.Full([]int{3}, 3, Float32, CPU)},
+	}
+	path := filepath.Join(t.TempDir(), "three.safetensors")
+	if err := SaveSafetensors(path, tensors, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Release()
+	values := func(name string) []float32 {
+		ns := NoGrad()
+		defer ns.Close()
+		v := ns.Float32s(ns.LoadTensor(f, name, CPU))
+		if err := ns.Err(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return v
+	}
+	a := f.data["a"]
+	held := f.Held()
+	values("a")
+	f.Drop("a")
+	page := os.Getpagesize()
+	if freed := held - f.Held(); freed < len(a)-2*page || freed > len(a) {
+		t.Errorf("dropping %d bytes freed %d", len(a), freed)
+	}
+	// The kernel's count: none of a's whole pages is resident.
+	m := f.mapped.b // page-aligned, as mmap returns it
+	off := int(uintptr(unsafe.Pointer(&a[0])) - uintptr(unsafe.Pointer(&m[0])))
+	whole := m[(off+page-1)&^(page-1) : (off+len(a))&^(page-1)]
+	resident := make([]byte, (len(whole)+page-1)/page)
+	if _, _, errno := syscall.Syscall(syscall.SYS_MINCORE, uintptr(unsafe.Pointer(&whole[0])), uintptr(len(whole)), uintptr(unsafe.Pointer(&resident[0]))); errno != 0 {
+		t.Fatal(errno)
+	}
+	if k := bytes.Count(resident, []byte{1}); k != 0 {
+		t.Errorf("%d of a's %d whole pages still resident after Drop", k, len(resident))
+	}
+	for name, want := range map[string]float32{"b": 2, "c": 3} {
+		for i, v := range values(name) {
+			if v != want {
+				t.Fatalf("%s[%d] = %g after a was dropped, want %g", name, i, v, want)
+			}
+		}
+	}
+	ns := NoGrad()
+	defer ns.Close()
+	if ns.LoadTensor(f, "a", CPU); ns.Err() == nil || !strings.Contains(ns.Err().Error(), "released") {
+		t.Errorf("a loaded after Drop: %v", ns.Err())
+	}
+	f.Drop("a") // again: nothing more
+	f.Release()
+	if f.Held() != 0 {
+		t.Errorf("after Release the file holds %d bytes", f.Held())
 	}
 }
 

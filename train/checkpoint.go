@@ -241,14 +241,20 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 			return fmt.Errorf("%s: %s has %d parameter states, this run needs %d", f.Path, o.name, len(o.steps), o.opt.Len())
 		}
 		for i := 0; i < o.opt.Len(); i++ {
-			m := s.LoadTensor(f, fmt.Sprintf("%s.%d.exp_avg", o.name, i), r.Dev)
-			v := s.LoadTensor(f, fmt.Sprintf("%s.%d.exp_avg_sq", o.name, i), r.Dev)
+			mName, vName := fmt.Sprintf("%s.%d.exp_avg", o.name, i), fmt.Sprintf("%s.%d.exp_avg_sq", o.name, i)
+			m, v := s.LoadTensor(f, mName, r.Dev), s.LoadTensor(f, vName, r.Dev)
 			if err := s.Err(); err != nil {
 				return err
 			}
 			if err := o.opt.SetState(i, m, v, o.steps[i]); err != nil {
 				return fmt.Errorf("%s: %s state %d: %w", f.Path, o.name, i, err)
 			}
+			// SetState copied them: the loaded moments and the file's go before the
+			// next, where a resume held them all at once (docs/RESULTS.md section 69).
+			m.Free()
+			v.Free()
+			f.Drop(mName)
+			f.Drop(vName)
 		}
 	}
 	if r.prior != nil {
@@ -314,6 +320,7 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 			}
 		}
 		r.chosenState = append(r.chosenState, torch.Named{Name: nt.Name, Tensor: s.Keep(s.LoadTensor(f, name, r.Dev))})
+		f.Drop(name)
 	}
 	return s.Err()
 }
