@@ -81,12 +81,13 @@ func Main(args []string, stdout, stderr io.Writer) int {
 				return err
 			}
 			// Under `ulimit -v`, OpenBLAS hangs where its buffers come late, and
-			// in some paths however early they come (docs/RESULTS.md section 68).
+			// in some paths however early they come (docs/RESULTS.md section 68);
+			// under strict overcommit its mmap fails the same way.
 			room := sysmem.Free()
 			if room.AddressBinds() {
 				fmt.Fprintf(c.App.ErrWriter, "emclust: warning: the address space is limited to %.3g GB (ulimit -v), which leaves less than the memory free; libtorch and OpenBLAS reserve gigabytes of it, and OpenBLAS can hang where it runs out: raise the limit, or limit memory with a cgroup, which emclust's memory checks read\n", float64(room.AddressLimit)/1e9)
 			}
-			if room.AddressLimit > 0 {
+			if room.AddressLimit > 0 || room.Strict {
 				return torch.WarmBLAS()
 			}
 			return nil

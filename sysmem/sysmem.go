@@ -40,14 +40,25 @@ type Room struct {
 	// false where none is read.
 	Shared      uint64
 	SharedKnown bool
-	// StrictCommit is set where the kernel's commit limit under strict overcommit
-	// (vm.overcommit_memory=2) is what sets Shared.
-	StrictCommit bool
+	// SharedBy names what sets Shared.
+	SharedBy Bound
+	// Strict is set under strict overcommit (vm.overcommit_memory=2), where malloc
+	// fails, as under `ulimit -v`, rather than the OOM killer ending the process.
+	Strict bool
 	// AddressLimit is this process's own limit on its address space (AddressSpace),
 	// 0 where it has none, and AddressLeft what the limit leaves of it.
 	AddressLimit, AddressLeft uint64
 	withSwap                  bool
 }
+
+// Bound names the limit that sets a Room's Shared.
+type Bound int
+
+const (
+	ByMemory Bound = iota // the memory (and swap) free
+	ByCgroup              // what a cgroup's limit leaves
+	ByCommit              // what the kernel's commit limit leaves, under strict overcommit
+)
 
 // Free is the memory this process may still take without swapping.
 func Free() Room { return free(false) }
@@ -75,10 +86,10 @@ type cgroupLeft struct {
 // shared is the Room that the text of /proc/meminfo (nil where unread) and the
 // cgroups leave the machine's processes, under strict overcommit where strict is set.
 func shared(meminfo []byte, cg cgroupLeft, strict, withSwap bool) Room {
-	r := Room{withSwap: withSwap}
+	r := Room{withSwap: withSwap, Strict: strict}
 	r.Shared, r.SharedKnown = memAvailable(meminfo)
 	if cg.limited && (!r.SharedKnown || cg.left < r.Shared) {
-		r.Shared, r.SharedKnown = cg.left, true
+		r.Shared, r.SharedKnown, r.SharedBy = cg.left, true, ByCgroup
 	}
 	if r.SharedKnown && withSwap {
 		swap, _ := meminfoValue(meminfo, "SwapFree")
@@ -90,7 +101,7 @@ func shared(meminfo []byte, cg cgroupLeft, strict, withSwap bool) Room {
 		limit, lok := meminfoValue(meminfo, "CommitLimit")
 		committed, cok := meminfoValue(meminfo, "Committed_AS")
 		if left := limit - min(committed, limit); lok && cok && (!r.SharedKnown || left < r.Shared) {
-			r.Shared, r.SharedKnown, r.StrictCommit = left, true, true
+			r.Shared, r.SharedKnown, r.SharedBy = left, true, ByCommit
 		}
 	}
 	return r
@@ -123,8 +134,12 @@ func (r Room) What() string {
 	switch {
 	case r.AddressBinds():
 		return fmt.Sprintf("address space left under its limit of %.3g GB (ulimit -v)", float64(r.AddressLimit)/1e9)
-	case r.StrictCommit:
+	case r.SharedBy == ByCommit:
 		return "memory left to commit under strict overcommit (vm.overcommit_memory=2)"
+	case r.SharedBy == ByCgroup && r.withSwap:
+		return "memory left under its cgroup's limit and swap free"
+	case r.SharedBy == ByCgroup:
+		return "memory left under its cgroup's limit"
 	case r.withSwap:
 		return "memory and swap free"
 	}

@@ -57,21 +57,21 @@ func TestShared(t *testing.T) {
 	}{
 		{"memory", meminfo, cgroupLeft{}, false, false, 23000000 * kB, true, "memory free"},
 		{"memory and swap", meminfo, cgroupLeft{}, false, true, 24500000 * kB, true, "memory and swap free"},
-		{"a cgroup", meminfo, cgroupLeft{4 << 30, true}, false, false, 4 << 30, true, "memory free"},
-		{"a cgroup and swap", meminfo, cgroupLeft{4 << 30, true}, false, true, 4<<30 + 1500000*kB, true, "memory and swap free"},
+		{"a cgroup", meminfo, cgroupLeft{4 << 30, true}, false, false, 4 << 30, true, "memory left under its cgroup's limit"},
+		{"a cgroup and swap", meminfo, cgroupLeft{4 << 30, true}, false, true, 4<<30 + 1500000*kB, true, "memory left under its cgroup's limit and swap free"},
 		{"a cgroup of more", meminfo, cgroupLeft{64 << 30, true}, false, false, 23000000 * kB, true, "memory free"},
 		{"strict overcommit", meminfo, cgroupLeft{}, true, false, 10000000 * kB, true, "vm.overcommit_memory=2"},
 		// The commit limit counts swap already.
 		{"strict overcommit and swap", meminfo, cgroupLeft{}, true, true, 10000000 * kB, true, "vm.overcommit_memory=2"},
 		{"strict overcommit past its limit", overcommitted, cgroupLeft{}, true, false, 0, true, "vm.overcommit_memory=2"},
-		{"strict overcommit under a smaller cgroup", meminfo, cgroupLeft{4 << 30, true}, true, false, 4 << 30, true, "memory free"},
+		{"strict overcommit under a smaller cgroup", meminfo, cgroupLeft{4 << 30, true}, true, false, 4 << 30, true, "cgroup"},
 		{"strict overcommit unread", "MemAvailable:   23000000 kB\n", cgroupLeft{}, true, false, 23000000 * kB, true, "memory free"},
-		{"only a cgroup", "", cgroupLeft{4 << 30, true}, false, false, 4 << 30, true, "memory free"},
+		{"only a cgroup", "", cgroupLeft{4 << 30, true}, false, false, 4 << 30, true, "cgroup"},
 		{"nothing", "", cgroupLeft{}, true, false, 0, false, "memory free"},
 	} {
 		r := shared([]byte(tc.meminfo), tc.cg, tc.strict, tc.withSwap)
 		got, ok := r.Bytes()
-		if got != tc.want || ok != tc.ok || !strings.Contains(r.What(), tc.what) {
+		if got != tc.want || ok != tc.ok || !strings.Contains(r.What(), tc.what) || r.Strict != tc.strict {
 			t.Errorf("%s: %d, %v, %q; want %d, %v, %q", tc.name, got, ok, r.What(), tc.want, tc.ok, tc.what)
 		}
 	}

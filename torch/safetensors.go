@@ -504,6 +504,9 @@ func (f *SafeFile) Held() int {
 // goes on to the next: a resumed run would otherwise hold the whole file beside its
 // own copies until Release (docs/RESULTS.md section 69). LoadTensor of name fails from
 // then on. Only the whole pages within the tensor's bytes go; a neighbour's stay.
+// They are mapped afresh, inaccessible: that returns their memory and, under strict
+// overcommit, their commit charge (MADV_DONTNEED would keep it), and keeps the
+// range reserved, so that Release's unmap of the whole takes nothing else.
 func (f *SafeFile) Drop(name string) {
 	b, ok := f.data[name]
 	if !ok {
@@ -517,7 +520,12 @@ func (f *SafeFile) Drop(name string) {
 	base := uintptr(unsafe.Pointer(&f.mapped.b[0]))
 	start := uintptr(unsafe.Pointer(&b[0])) - base
 	lo, hi := (start+page-1)&^(page-1), (start+uintptr(len(b)))&^(page-1)
-	if hi > lo && syscall.Madvise(f.mapped.b[lo:hi], syscall.MADV_DONTNEED) == nil {
+	if hi <= lo {
+		return
+	}
+	_, _, errno := syscall.Syscall6(syscall.SYS_MMAP, uintptr(unsafe.Pointer(&f.mapped.b[lo])), hi-lo,
+		syscall.PROT_NONE, syscall.MAP_PRIVATE|syscall.MAP_ANON|syscall.MAP_FIXED, ^uintptr(0), 0)
+	if errno == 0 {
 		f.dropped += int(hi - lo)
 	}
 }

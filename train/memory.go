@@ -144,9 +144,9 @@ func evalRows(spec model.Spec) int {
 // moments, and the activations of a training batch or an evaluation chunk of the
 // data's n rows, whichever is larger. Linux hands
 // out such memory lazily and its OOM killer then ends the process with no message;
-// CUDA's allocator fails with an error instead, so the check is the CPU's only. free is
-// the memory free, ok false where it is not known (and nothing is refused). Swap is
-// not counted as free: a run that fits only there crawls.
+// CUDA's allocator fails with an error instead, so the check is the CPU's only. room is
+// the memory free (nothing is refused where it is not known). Swap is not counted as
+// free: a run that fits only there crawls.
 func checkNetworkFits(spec model.Spec, cfg *Config, n int, room sysmem.Room) error {
 	// Each of several ranks trains its share of the global batch, and those on this
 	// machine share its memory.
@@ -186,8 +186,8 @@ func overrideHint(room sysmem.Room) string {
 	switch {
 	case room.AddressBinds():
 		return fmt.Sprintf(" (or raise the address-space limit of %s: ulimit -v)", humanBytes(float64(room.AddressLimit)))
-	case room.StrictCommit:
-		return " (or raise the commit limit: vm.overcommit_ratio, or swap)"
+	case room.SharedBy == sysmem.ByCommit:
+		return " (or raise the commit limit: vm.overcommit_ratio or vm.overcommit_kbytes, or swap)"
 	}
 	return " (or, where memory the check cannot see will hold it, such as swap, add --no-memory-check)"
 }

@@ -109,16 +109,16 @@ func TestCheckNetworkFitsLimits(t *testing.T) {
 		want []string // nil: fits
 		not  []string
 	}{
-		// 6.6 GB a rank, in 8 GB of each one's own address space.
-		{"ranks under ulimit -v", ranks, sysmem.Room{Shared: 32 * gb, SharedKnown: true, AddressLimit: 10 * gb, AddressLeft: 8 * gb}, nil, nil},
+		// 6.6 GB a rank, in 7 GB of each one's own address space.
+		{"ranks under ulimit -v", ranks, sysmem.Room{Shared: 32 * gb, SharedKnown: true, AddressLimit: 9 * gb, AddressLeft: 7 * gb}, nil, nil},
 		{"ranks under a smaller ulimit -v", ranks, sysmem.Room{Shared: 32 * gb, SharedKnown: true, AddressLimit: 5 * gb, AddressLeft: 4 * gb},
 			[]string{"more than the 4 GB of address space left under its limit of 5 GB (ulimit -v): use a smaller --batch-size (or raise the address-space limit of 5 GB: ulimit -v)"},
 			[]string{"for each of", "--no-memory-check"}},
 		{"ranks sharing less memory than their limit", ranks, sysmem.Room{Shared: 8 * gb, SharedKnown: true, AddressLimit: 10 * gb, AddressLeft: 8 * gb},
 			[]string{"more than the 2 GB of memory free for each of the 4 processes on this machine", "add --no-memory-check"}, []string{"ulimit"}},
 		// Twofold's batch of 512 images and their copies: 26.3 GB.
-		{"strict overcommit", &Config{Objective: "twofold", BatchSize: 512}, sysmem.Room{Shared: 16 * gb, SharedKnown: true, StrictCommit: true},
-			[]string{"more than the 16 GB of memory left to commit under strict overcommit (vm.overcommit_memory=2): use a smaller --batch-size (or raise the commit limit: vm.overcommit_ratio, or swap)"},
+		{"strict overcommit", &Config{Objective: "twofold", BatchSize: 512}, sysmem.Room{Shared: 16 * gb, SharedKnown: true, SharedBy: sysmem.ByCommit},
+			[]string{"more than the 16 GB of memory left to commit under strict overcommit (vm.overcommit_memory=2): use a smaller --batch-size (or raise the commit limit: vm.overcommit_ratio or vm.overcommit_kbytes, or swap)"},
 			[]string{"--no-memory-check"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
