@@ -454,10 +454,8 @@ func (n *Net) Load(f *torch.SafeFile, prefix string) error {
 		if err := f.CheckLike(name, nt.Tensor, fmt.Sprintf("this %s model's (K=%d)", n.Spec.Arch, n.Spec.K)); err != nil {
 			return fmt.Errorf("checkpoint %w: it was saved from another model", err)
 		}
-		// One tensor at a time: its loaded copy and the file's go before the next.
-		t := s.LoadTensor(f, name, n.Device)
-		s.CopyInto(nt.Tensor, t)
-		t.Free()
+		// Straight into the network, and the file's copy goes before the next.
+		s.LoadInto(nt.Tensor, f, name)
 		f.Drop(name)
 	}
 	if n.selected == nil {

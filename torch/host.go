@@ -55,6 +55,11 @@ func fromHost(s *Scope, p unsafe.Pointer, n int, dt DType, shape []int, dev Devi
 	return s.done("from_host", e, h)
 }
 
+// copyFromHost copies n bytes at p, laid out as dst's dtype and shape, into dst.
+func copyFromHost(dst *Tensor, p unsafe.Pointer, n int) error {
+	return check("copy_from_host", C.et_copy_from_host(dst.h, p, C.int64_t(n)))
+}
+
 // HostFloats is float32 memory outside Go's heap that a CPU tensor can take over
 // without a copy (Scope.AdoptFloat32): a large table parsed into it is held once,
 // not twice, on its way to a tensor. Go code reads and writes it through Slice.

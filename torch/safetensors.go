@@ -545,6 +545,29 @@ func (f *SafeFile) Release() {
 	}
 }
 
+// LoadInto copies tensor name of f into dst, which must be of its dtype and shape
+// (CheckLike), on dst's device: without the tensor LoadTensor makes, which a caller
+// copying into its own would hold beside it.
+func (s *Scope) LoadInto(dst *Tensor, f *SafeFile, name string) {
+	if !s.ok("load", dst) {
+		return
+	}
+	if err := f.CheckLike(name, dst, "the tensor it is loaded into"); err != nil {
+		s.Fail(fmt.Errorf("checkpoint %w", err))
+		return
+	}
+	if e := f.entries[name]; e.Offsets[1] == e.Offsets[0] {
+		return // no elements
+	}
+	b, ok := f.data[name]
+	if !ok {
+		s.Fail(fmt.Errorf("checkpoint %s: tensor %q was not kept when the file was read, or was released", f.Path, name))
+		return
+	}
+	s.Fail(copyFromHost(dst, unsafe.Pointer(&b[0]), len(b)))
+	runtime.KeepAlive(f) // as in LoadTensor
+}
+
 // LoadTensor loads tensor name onto dev, owned by s.
 func (s *Scope) LoadTensor(f *SafeFile, name string, dev Device) *Tensor {
 	if s.err != nil {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -363,6 +364,60 @@ func TestSafetensorsCheckLike(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), path) {
 			t.Errorf("%s: got %v, want an error naming %s and saying %q", tc.name, err, path, tc.want)
 		}
+	}
+}
+
+// LoadInto fills a tensor of the saved dtype and shape in place, and refuses any
+// other: copy_ would convert or broadcast it without a word.
+func TestLoadInto(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	path := filepath.Join(t.TempDir(), "into.safetensors")
+	saved := []Named{
+		{"w", s.FromFloat32([]float32{1, 2, 3, 4, 5, 6}, []int{2, 3}, CPU)},
+		{"none", s.Zeros([]int{0, 3}, Float32, CPU)},
+	}
+	if err := SaveSafetensors(path, saved, nil); err != nil {
+		t.Fatal(err)
+	}
+	f, err := ReadSafetensors(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Release()
+	live := LiveTensors()
+	ns := NoGrad()
+	defer ns.Close()
+	dst := ns.Zeros([]int{2, 3}, Float32, CPU)
+	ns.LoadInto(dst, f, "w")
+	ns.LoadInto(ns.Zeros([]int{0, 3}, Float32, CPU), f, "none")
+	if got := ns.Float32s(dst); ns.Err() != nil || !slices.Equal(got, []float32{1, 2, 3, 4, 5, 6}) {
+		t.Errorf("loaded %v: %v", got, ns.Err())
+	}
+	if n := LiveTensors() - live; n != 2 {
+		t.Errorf("%d tensors live after loading into the 2 made, want no more", n)
+	}
+	for _, tc := range []struct {
+		name string
+		dst  func(*Scope) *Tensor
+		want string
+	}{
+		{"w", func(s *Scope) *Tensor { return s.Zeros([]int{3, 2}, Float32, CPU) }, "of shape [2 3], where the tensor it is loaded into is float32 of [3 2]"},
+		{"w", func(s *Scope) *Tensor { return s.Zeros([]int{1, 3}, Float32, CPU) }, "of shape [2 3]"},
+		{"w", func(s *Scope) *Tensor { return s.Zeros([]int{2, 3}, Float64, CPU) }, "is float32 of shape [2 3], where the tensor it is loaded into is float64"},
+		{"v", func(s *Scope) *Tensor { return s.Zeros([]int{2, 3}, Float32, CPU) }, `no tensor "v"`},
+	} {
+		es := NoGrad()
+		es.LoadInto(tc.dst(es), f, tc.name)
+		if err := es.Close(); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s into another: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	f.Drop("w")
+	es := NoGrad()
+	defer es.Close()
+	if es.LoadInto(es.Zeros([]int{2, 3}, Float32, CPU), f, "w"); es.Err() == nil || !strings.Contains(es.Err().Error(), "released") {
+		t.Errorf("loaded after Drop: %v", es.Err())
 	}
 }
 

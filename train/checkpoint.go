@@ -241,18 +241,20 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 			return fmt.Errorf("%s: %s has %d parameter states, this run needs %d", f.Path, o.name, len(o.steps), o.opt.Len())
 		}
 		for i := 0; i < o.opt.Len(); i++ {
+			// Straight into the optimiser's moments, and the file's copy goes before
+			// the next, where a resume held them all at once (docs/RESULTS.md
+			// section 69). SetState then sets the step: its copy of each moment
+			// onto itself is none.
 			mName, vName := fmt.Sprintf("%s.%d.exp_avg", o.name, i), fmt.Sprintf("%s.%d.exp_avg_sq", o.name, i)
-			m, v := s.LoadTensor(f, mName, r.Dev), s.LoadTensor(f, vName, r.Dev)
+			m, v, _ := o.opt.State(s, i)
+			s.LoadInto(m, f, mName)
+			s.LoadInto(v, f, vName)
 			if err := s.Err(); err != nil {
 				return err
 			}
 			if err := o.opt.SetState(i, m, v, o.steps[i]); err != nil {
 				return fmt.Errorf("%s: %s state %d: %w", f.Path, o.name, i, err)
 			}
-			// SetState copied them: the loaded moments and the file's go before the
-			// next, where a resume held them all at once (docs/RESULTS.md section 69).
-			m.Free()
-			v.Free()
 			f.Drop(mName)
 			f.Drop(vName)
 		}

@@ -332,6 +332,15 @@ et_error et_from_host(const void *data, int dtype, const int64_t *shape, int ndi
   ET_CATCH
 }
 
+et_error et_copy_from_host(et_tensor dst, const void *data, int64_t nbytes) {
+  ET_TRY
+  auto &t = need(dst, "copy_from_host");
+  TORCH_CHECK(nbytes == static_cast<int64_t>(t.nbytes()), "copy_from_host: ", nbytes, " bytes for a tensor of ", t.nbytes());
+  c10::NoGradGuard g;
+  t.copy_(at::from_blob(const_cast<void *>(data), t.sizes(), at::TensorOptions().dtype(t.scalar_type())));
+  ET_CATCH
+}
+
 et_error et_host_alloc(int64_t nbytes, void **out) {
   ET_TRY
   TORCH_CHECK(nbytes >= 0, "host_alloc: ", nbytes, " bytes");

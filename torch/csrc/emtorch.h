@@ -30,8 +30,9 @@ extern "C" {
  * 7: ET_RELU_INPLACE; et_set_blas_threads.
  * 8: et_sq_dist.
  * 9: et_host_alloc, et_host_free and et_adopt_host; et_from_host copies once to a GPU.
- * 10: et_store_serve and et_store_free. */
-#define ET_ABI_VERSION 10
+ * 10: et_store_serve and et_store_free.
+ * 11: et_copy_from_host. */
+#define ET_ABI_VERSION 11
 
 typedef struct et_tensor_s *et_tensor;
 typedef struct et_adam_s *et_adam;
@@ -130,6 +131,9 @@ et_error et_host_alloc(int64_t nbytes, void **out);
 void et_host_free(void *p);
 et_error et_adopt_host(void *data, int dtype, const int64_t *shape, int ndim, et_tensor *out);
 et_error et_to_host(et_tensor t, int dtype, void *dst, int64_t numel);
+/* et_copy_from_host copies nbytes from data, laid out as dst's dtype and shape, into
+ * dst, on its device: a load without a tensor in between. */
+et_error et_copy_from_host(et_tensor dst, const void *data, int64_t nbytes);
 
 /* Creation. */
 et_error et_create(int flags, int op, const int64_t *shape, int ndim, double value,
