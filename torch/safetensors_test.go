@@ -156,12 +156,18 @@ func TestSafetensorsHeaderChecksum(t *testing.T) {
 
 // FuzzReadSafetensors feeds arbitrary bytes to the reader and loads every tensor of
 // what it accepts: neither may panic. A read keeping some tensors accepts the same
-// files, and keeps their bytes as the whole read does.
+// files, and keeps their bytes as the whole read does; dropping one keeps the rest.
 func FuzzReadSafetensors(f *testing.F) {
 	f.Add(rawSafetensors(`{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}`, make([]byte, 8)))
 	f.Add(rawSafetensors(`{"__metadata__":{"format":"emclust-checkpoint-1"},"b":{"dtype":"I64","shape":[1],"data_offsets":[0,8]}}`, make([]byte, 8)))
 	f.Add(rawSafetensors(`{"w":{"dtype":"F32","shape":[4611686018427387902],"data_offsets":[8,0]}}`, make([]byte, 8)))
 	f.Add([]byte("not a checkpoint"))
+	// Tensors across pages, none starting on one: what Drop hands back.
+	pages := make([]byte, 14016)
+	for i := range pages {
+		pages[i] = byte(i%251 + 1)
+	}
+	f.Add(rawSafetensors(`{"a":{"dtype":"U8","shape":[5003],"data_offsets":[0,5003]},"b":{"dtype":"U8","shape":[9001],"data_offsets":[5003,14004]},"c":{"dtype":"U8","shape":[12],"data_offsets":[14004,14016]}}`, pages))
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		path := filepath.Join(dir, "fuzz.safetensors")
@@ -187,6 +193,26 @@ func FuzzReadSafetensors(f *testing.F) {
 		}
 		if err := s.Err(); err != nil {
 			t.Fatalf("accepted file fails to load: %v", err)
+		}
+		// Each tensor loaded in place and dropped in turn leaves the others' bytes
+		// as read, whatever the layout (Drop's page arithmetic).
+		want := map[string][]byte{}
+		for name, b := range sf.data {
+			want[name] = bytes.Clone(b)
+		}
+		for _, name := range sf.Names() {
+			e := sf.entries[name]
+			dt, _ := stDType(e.DType)
+			s.LoadInto(s.Zeros(e.Shape, dt, CPU), sf, name)
+			sf.Drop(name)
+			for other, b := range sf.data {
+				if !bytes.Equal(b, want[other]) {
+					t.Fatalf("tensor %q changed when %q was dropped", other, name)
+				}
+			}
+		}
+		if err := s.Err(); err != nil {
+			t.Fatalf("accepted file fails to load in place: %v", err)
 		}
 	})
 }
