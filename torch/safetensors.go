@@ -556,16 +556,30 @@ func (s *Scope) LoadInto(dst *Tensor, f *SafeFile, name string) {
 		s.Fail(fmt.Errorf("checkpoint %w", err))
 		return
 	}
-	if e := f.entries[name]; e.Offsets[1] == e.Offsets[0] {
-		return // no elements
-	}
-	b, ok := f.data[name]
-	if !ok {
-		s.Fail(fmt.Errorf("checkpoint %s: tensor %q was not kept when the file was read, or was released", f.Path, name))
+	b, err := f.bytesOf(name)
+	if err != nil || b == nil {
+		s.Fail(err)
 		return
 	}
 	s.Fail(copyFromHost(dst, unsafe.Pointer(&b[0]), len(b)))
 	runtime.KeepAlive(f) // as in LoadTensor
+}
+
+// bytesOf is tensor name's data in memory, nil for a tensor of no elements; an error
+// where f has no such tensor, or did not keep its data or has released it.
+func (f *SafeFile) bytesOf(name string) ([]byte, error) {
+	e, ok := f.entries[name]
+	if !ok {
+		return nil, fmt.Errorf("checkpoint %s: no tensor %q", f.Path, name)
+	}
+	if e.Offsets[1] == e.Offsets[0] {
+		return nil, nil
+	}
+	b, ok := f.data[name]
+	if !ok {
+		return nil, fmt.Errorf("checkpoint %s: tensor %q was not kept when the file was read, or was released", f.Path, name)
+	}
+	return b, nil
 }
 
 // LoadTensor loads tensor name onto dev, owned by s.
@@ -573,19 +587,15 @@ func (s *Scope) LoadTensor(f *SafeFile, name string, dev Device) *Tensor {
 	if s.err != nil {
 		return nil
 	}
-	e, ok := f.entries[name]
-	if !ok {
-		s.err = fmt.Errorf("checkpoint %s: no tensor %q", f.Path, name)
+	b, err := f.bytesOf(name)
+	if err != nil {
+		s.err = err
 		return nil
 	}
+	e := f.entries[name]
 	dt, _ := stDType(e.DType)
-	if e.Offsets[1] == e.Offsets[0] {
+	if b == nil {
 		return s.Zeros(e.Shape, dt, dev)
-	}
-	b, ok := f.data[name]
-	if !ok {
-		s.err = fmt.Errorf("checkpoint %s: tensor %q was not kept when the file was read, or was released", f.Path, name)
-		return nil
 	}
 	t := fromHost(s, unsafe.Pointer(&b[0]), len(b)/dt.Size(), dt, e.Shape, dev)
 	// b lies outside Go's heap and does not keep f alive: f's cleanup would unmap it

@@ -393,24 +393,32 @@ func TestSafetensorsCheckLike(t *testing.T) {
 	}
 }
 
-// LoadInto fills a tensor of the saved dtype and shape in place, and refuses any
-// other: copy_ would convert or broadcast it without a word.
-func TestLoadInto(t *testing.T) {
-	s := NewScope()
-	defer s.Close()
-	path := filepath.Join(t.TempDir(), "into.safetensors")
-	saved := []Named{
-		{"w", s.FromFloat32([]float32{1, 2, 3, 4, 5, 6}, []int{2, 3}, CPU)},
-		{"none", s.Zeros([]int{0, 3}, Float32, CPU)},
-	}
-	if err := SaveSafetensors(path, saved, nil); err != nil {
+// savedAndRead saves tensors to a file of the test's and reads it whole, released
+// when the test ends.
+func savedAndRead(t *testing.T, tensors []Named) *SafeFile {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "saved.safetensors")
+	if err := SaveSafetensors(path, tensors, nil); err != nil {
 		t.Fatal(err)
 	}
 	f, err := ReadSafetensors(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Release()
+	t.Cleanup(f.Release)
+	return f
+}
+
+// LoadInto fills a tensor of the saved dtype and shape in place, and refuses any
+// other: copy_ would convert or broadcast it without a word.
+func TestLoadInto(t *testing.T) {
+	s := NewScope()
+	defer s.Close()
+	f := savedAndRead(t, []Named{
+		{"w", s.FromFloat32([]float32{1, 2, 3, 4, 5, 6}, []int{2, 3}, CPU)},
+		{"none", s.Zeros([]int{0, 3}, Float32, CPU)},
+	})
+	path := f.Path
 	live := LiveTensors()
 	ns := NoGrad()
 	defer ns.Close()
@@ -453,20 +461,11 @@ func TestSafetensorsDrop(t *testing.T) {
 	s := NewScope()
 	defer s.Close()
 	const n = 1<<20 + 3 // floats: no tensor starts or ends on a page boundary
-	tensors := []Named{
+	f := savedAndRead(t, []Named{
 		{"a", s.Full([]int{n}, 1, Float32, CPU)},
 		{"b", s.Full([]int{n}, 2, Float32, CPU)},
 		{"c", s.Full([]int{3}, 3, Float32, CPU)},
-	}
-	path := filepath.Join(t.TempDir(), "three.safetensors")
-	if err := SaveSafetensors(path, tensors, nil); err != nil {
-		t.Fatal(err)
-	}
-	f, err := ReadSafetensors(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Release()
+	})
 	values := func(name string) []float32 {
 		ns := NoGrad()
 		defer ns.Close()
