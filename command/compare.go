@@ -106,8 +106,8 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 		}
 	}
 	if opts.Suite {
-		for _, f := range []string{"data", "dataset", "data-dir", "label-col", "header", "out"} {
-			if c.IsSet(f) && !((f == "label-col" || f == "header") && opts.Tables != nil) {
+		for _, f := range []string{"data", "dataset", "data-dir", "label-col", "drop-cols", "header", "out"} {
+			if c.IsSet(f) && !((f == "label-col" || f == "drop-cols" || f == "header") && opts.Tables != nil) {
 				return opts, usageError{fmt.Errorf("--%s with --suite: the suite runs on the embedded tables (or --tables) and keeps no run folders", f)}
 			}
 		}
@@ -481,6 +481,7 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 		features = map[bool]string{true: " (standardized)", false: " (raw)"}[cfg.Standardize]
 	}
 	fmt.Fprintf(log, "emclust: %s%s on %s; %s × %s\n", src.Describe(), features, deviceName, strings.Join(methods, ","), plural(len(seeds), "seed"))
+	warnRowCounters(log, src)
 	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: opts.Out, Replace: opts.Force, Resume: opts.Resume, Plan: plan,
 		Done: func(r compare.Result, done, total int) {
 			when := ""
@@ -1061,6 +1062,7 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 	deviceName := deviceLabel(dev)
 	fmt.Fprintf(log, "emclust: %s on %s; %s at K = %s × %s\n", src.Describe(), deviceName, opts.Methods[0],
 		strings.Trim(strings.ReplaceAll(fmt.Sprint(opts.Ks), " ", ","), "[]"), plural(len(opts.Seeds), "seed"))
+	warnRowCounters(log, src)
 	opt := compare.SweepOptions{Method: opts.Methods[0], Ks: opts.Ks, Seeds: opts.Seeds, Train: cfg, Device: dev,
 		Done: func(r compare.KRun, done, total int) {
 			nmi := ""

@@ -32,6 +32,10 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	cfg.DataFile = absPath(c.String("data"))
 	cfg.LabelCol = c.String("label-col")
 	cfg.Header = c.String("header")
+	var err error
+	if cfg.DropCols, err = dropCols(c); err != nil {
+		return cfg, err
+	}
 	cfg.Standardize = c.Bool("standardize")
 	if err := checkDataFlags(c); err != nil {
 		return cfg, err
@@ -46,7 +50,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	if err := train.CheckData(&cfg); err != nil {
 		return cfg, usageError{err}
 	}
-	if err := checkArrayFlags(cfg.DataFile, cfg.LabelCol, cfg.Header); err != nil {
+	if err := checkArrayFlags(cfg.DataFile, cfg.LabelCol, cfg.DropCols, cfg.Header); err != nil {
 		return cfg, err
 	}
 	if cfg.DataFile == "" && (cfg.Dataset == "" || cfg.Dataset == "digits") {
@@ -261,16 +265,19 @@ func parseInts(flag, s string, least int) ([]int, error) {
 	return out, nil
 }
 
-// checkArrayFlags refuses --label-col and --header yes|no for a .npy array, which
+// checkArrayFlags refuses --label-col, --drop-cols and --header yes|no for a .npy array, which
 // has neither a label column nor a header line: they were ignored, and the column
 // named clustered as a feature. (Checked on the command line only: runs saved before
 // keep them in their config.)
-func checkArrayFlags(file, labelCol, header string) error {
+func checkArrayFlags(file, labelCol string, dropCols []string, header string) error {
 	if !strings.EqualFold(filepath.Ext(file), ".npy") {
 		return nil
 	}
 	if labelCol != "" {
 		return usageError{fmt.Errorf("--label-col %s: %s is a NumPy array, which has no label column; give the labels as a CSV column, or leave --label-col out", labelCol, file)}
+	}
+	if len(dropCols) > 0 {
+		return usageError{fmt.Errorf("--drop-cols %s: %s is a NumPy array, whose columns --drop-cols does not select; save only the features, or leave --drop-cols out", strings.Join(dropCols, ","), file)}
 	}
 	if header == "yes" || header == "no" {
 		return usageError{fmt.Errorf("--header %s: %s is a NumPy array, which has no header line; leave --header out", header, file)}

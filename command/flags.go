@@ -119,6 +119,7 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 		&cli.StringFlag{Name: "data-dir", Usage: "folder with the data set's official files", DefaultText: "none; for fashion-mnist, Debian's " + data.DefaultImageDir("fashion-mnist")},
 		&cli.StringFlag{Name: "data", Usage: "vectors to cluster: a .csv/.tsv/.txt (optionally .gz), .npy or .parquet file, or a pipe such as <(zcat t.csv.gz)", DefaultText: dflt},
 		&cli.StringFlag{Name: "label-col", Usage: "CSV or Parquet column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring", DefaultText: "none"},
+		&cli.StringSliceFlag{Name: "drop-cols", Usage: "CSV or Parquet columns that are neither features nor labels (an ID, a date, a note), by name or 0-based index, comma-separated; their cells are not read", DefaultText: "none"},
 		&cli.StringFlag{Name: "header", Value: "auto", Usage: headerHelp},
 		&cli.BoolFlag{Name: "standardize", Usage: "z-score each feature column; --standardize=false keeps them raw", DefaultText: standardize},
 		&cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match)"},
@@ -138,6 +139,8 @@ func inferenceDataFlags(dflt string) []cli.Flag {
 			flags[i] = &cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match the model's input)", DefaultText: "as in training"}
 		case "standardize":
 			flags[i] = &cli.BoolFlag{Name: "standardize", Usage: "new rows are z-scored by the training data's statistics where the model trained on z-scores, else read raw; another setting than the model's is refused", DefaultText: "as in training"}
+		case "drop-cols":
+			flags[i] = &cli.StringSliceFlag{Name: "drop-cols", Usage: "CSV or Parquet columns that are neither features nor labels, by name or 0-based index, comma-separated; --drop-cols '' drops none", DefaultText: "as in training"}
 		case "header":
 			// A header of numbers (wavelengths, years) read as training read it: auto
 			// would take it for a row.
@@ -150,7 +153,7 @@ func inferenceDataFlags(dflt string) []cli.Flag {
 // imageDataFlags are inferenceDataFlags without the vectors' flags, for embed, whose
 // mnist2d model sees images only.
 func imageDataFlags(dflt string) []cli.Flag {
-	out := without(inferenceDataFlags(dflt), "data", "label-col", "header", "standardize")
+	out := without(inferenceDataFlags(dflt), "data", "label-col", "drop-cols", "header", "standardize")
 	for i, f := range out {
 		if f.Names()[0] == "dataset" {
 			out[i] = &cli.StringFlag{Name: "dataset", Usage: "mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt}
@@ -194,12 +197,14 @@ func checkDataFlags(c *cli.Context) error {
 		return usageError{errors.New("--data-dir with --data: --data names the file itself; --data-dir holds an image set's files")}
 	case c.IsSet("data-dir") && dataset != "" && !train.IsImageSet(dataset):
 		return usageError{fmt.Errorf("--data-dir with --dataset %s: the table is built in; --data-dir holds an image set's files", dataset)}
-	case dataset != "" && (c.IsSet("label-col") || c.IsSet("header")):
+	case dataset != "" && (c.IsSet("label-col") || c.IsSet("drop-cols") || c.IsSet("header")):
 		flag := "--label-col"
-		if !c.IsSet("label-col") {
+		if c.IsSet("drop-cols") {
+			flag = "--drop-cols"
+		} else if !c.IsSet("label-col") {
 			flag = "--header"
 		}
-		return usageError{fmt.Errorf("%s with --dataset %s: it reads a CSV given with --data; the embedded tables and image sets bring their labels", flag, dataset)}
+		return usageError{fmt.Errorf("%s with --dataset %s: it reads a CSV or Parquet file given with --data; the embedded tables and image sets bring their own labels", flag, dataset)}
 	case dataset != "folder" && (c.IsSet("image-size") || c.IsSet("gray")):
 		flag := "--image-size"
 		if !c.IsSet("image-size") {
@@ -208,6 +213,23 @@ func checkDataFlags(c *cli.Context) error {
 		return usageError{fmt.Errorf("%s is for --dataset folder (images of any size in class folders); other data sets have sizes of their own", flag)}
 	}
 	return nil
+}
+
+// dropCols reads --drop-cols: the columns, trimmed, with empty ones left out, so that
+// an empty --drop-cols says none.
+func dropCols(c *cli.Context) ([]string, error) {
+	var cols []string
+	for _, s := range c.StringSlice("drop-cols") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if slices.Contains(cols, s) {
+			return nil, usageError{fmt.Errorf("--drop-cols: %s given twice", s)}
+		}
+		cols = append(cols, s)
+	}
+	return cols, nil
 }
 
 // checkDataDir refuses a file as --data-dir: a folder walk from a PNG read it as an

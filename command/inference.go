@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -21,6 +22,7 @@ import (
 type dataOptions struct {
 	Given                                        bool // --data or --dataset was given
 	Dataset, DataDir, DataFile, LabelCol, Header string
+	DropCols                                     []string // nil: the model's
 	Standardize                                  *bool
 	ImageSize                                    *int
 }
@@ -34,10 +36,17 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 	if err := checkDataFlags(c); err != nil {
 		return d, err
 	}
+	if c.IsSet("drop-cols") {
+		cols, err := dropCols(c)
+		if err != nil {
+			return d, err
+		}
+		d.DropCols = append([]string{}, cols...) // not nil: none given is none dropped
+	}
 	if !d.Given {
 		// The model's own data are read as it trained on them; only their folder may
 		// have moved (dataOptions.config).
-		for _, name := range []string{"label-col", "header", "standardize", "image-size"} {
+		for _, name := range []string{"label-col", "drop-cols", "header", "standardize", "image-size"} {
 			if c.IsSet(name) {
 				return d, usageError{fmt.Errorf("--%s without --data or --dataset: the model's own data are read as it trained on them; name the data to read them otherwise", name)}
 			}
@@ -48,7 +57,7 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 		if err := train.CheckData(&named); err != nil {
 			return d, usageError{err}
 		}
-		if err := checkArrayFlags(d.DataFile, d.LabelCol, d.Header); err != nil {
+		if err := checkArrayFlags(d.DataFile, d.LabelCol, d.DropCols, d.Header); err != nil {
 			return d, err
 		}
 	}
@@ -61,6 +70,17 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 		d.ImageSize = &v
 	}
 	return d, nil
+}
+
+// explainDropped adds to err, where a column the model's data dropped is missing from
+// the new data, that they were read as the model's were.
+func (d dataOptions) explainDropped(err error, cfg *train.Config) error {
+	var missing *data.MissingColumnError
+	if d.DropCols != nil || !errors.As(err, &missing) {
+		return err
+	}
+	return fmt.Errorf("%w (new data are read as the model's were, which left out --drop-cols %s; for data without those columns pass --drop-cols '')",
+		err, data.ShellQuote(strings.Join(cfg.DropCols, ",")))
 }
 
 // configFor is config for the model saved at model, refusing --data-dir alone for a
@@ -123,6 +143,12 @@ func (d dataOptions) config(trained *train.Config) *train.Config {
 	}
 	cfg.DataFile, cfg.Dataset, cfg.DataDir = d.DataFile, d.Dataset, d.DataDir
 	cfg.LabelCol = d.LabelCol
+	switch {
+	case d.DropCols != nil:
+		cfg.DropCols = d.DropCols
+	case cfg.DataFile == "" || strings.EqualFold(filepath.Ext(cfg.DataFile), ".npy"):
+		cfg.DropCols = nil // an array or a data set has no columns to drop
+	} // else the columns the model's data dropped
 	if d.Header != "" || cfg.Header == "" {
 		cfg.Header = d.Header
 	} // else as the model's data were read
@@ -190,6 +216,7 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 	in := &inference{Model: m, path: opts.Model, dev: dev, log: log, bar: !opts.Quiet}
 	trainedOn := m.Cfg.DataDigest
 	in.src, err = m.OpenSource(opts.Model, cfg, dev)
+	err = opts.Data.explainDropped(err, cfg)
 	if err == nil {
 		err = m.CheckInput(opts.Model, in.src, cfg)
 	}

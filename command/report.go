@@ -145,7 +145,7 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 		return usageError{fmt.Errorf("--out %s is inside the data's folder %s; name a folder outside the data", out, dataDir)}
 	}
 	src, err := m.OpenSource(runDir, cfg, dev)
-	if err != nil {
+	if err = opts.Data.explainDropped(err, cfg); err != nil {
 		return err
 	}
 	defer src.Close()

@@ -326,6 +326,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		}
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s, %v)\n", src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), run.Net.Compute())
+	warnRowCounters(log, src)
 	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %s → %s\n",
 		run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.Objective, run.Cfg.GammaVal, run.Cfg.BatchSize, plural(run.Cfg.Epochs, "epoch"), runDir)
 	if ckpt != nil {
@@ -466,6 +467,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %s, then the one whose clustering agreed most with its own earlier evaluations goes on to %s\n",
 		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), how, plural(cfg.EpochsFor(src.Len()), "epoch"))
+	warnRowCounters(log, src)
 	var trialsDone int
 	hooks := newRestartsProgress(log, log == io.Discard, n, "trials").hooks(func(i int, r train.Restart) {
 		trialsDone = i + 1
@@ -541,6 +543,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %s%s kept by %s%s\n",
 		src.Describe(), dev, torch.Version(), plural(torch.NumThreads(), "thread"), how, atOnce, by, networks)
+	warnRowCounters(log, src)
 	done := 0
 	hooks := newRestartsProgress(log, log == io.Discard, total, "restarts").hooks(func(_ int, r train.Restart) {
 		done++
@@ -881,4 +884,16 @@ func toFloat32(xs []float64) []float32 {
 		out[i] = float32(x)
 	}
 	return out
+}
+
+// warnRowCounters warns of the feature columns that count the rows: an ID, or the
+// index pandas' to_csv writes, clustered as a feature, splits the rows into bands.
+func warnRowCounters(log io.Writer, src train.Source) {
+	vs, ok := src.(*train.VectorSource)
+	if !ok {
+		return
+	}
+	for _, c := range vs.RowCounters() {
+		fmt.Fprintf(log, "emclust: warning: %s counts the rows, one up each row, as an ID or the index pandas' to_csv writes does; it is clustered as a feature unless --drop-cols %s leaves it out\n", c.What, c.Flag)
+	}
 }

@@ -39,6 +39,11 @@ type CSVOptions struct {
 	// negative indices count from the end, so "-1" is the last column.
 	LabelCol string
 
+	// DropCols are columns that are neither features nor labels (an ID, a date, a
+	// note), each a name from the header or an index, as LabelCol. Their cells are
+	// not read.
+	DropCols []string
+
 	// Comma is the field delimiter. Zero detects it from the first data line:
 	// the most frequent of ',', '\t' and ';' outside quotes, or runs of blanks
 	// when the line has none of them but does have spaces (np.savetxt's
@@ -224,6 +229,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		return nil, p.wrap(err)
 	}
 	p.ncol = len(rec)
+	p.skip = make([]bool, p.ncol)
 
 	labelName := ""
 	if s := strings.TrimSpace(opt.LabelCol); s != "" {
@@ -236,17 +242,43 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 				return nil, fmt.Errorf("%s: label column %d out of range: line %d has %d columns", name, i, line, p.ncol)
 			}
 			p.labelCol = j
+			p.skip[j] = true
 		} else {
 			labelName = s
 		}
+	}
+	// Dropped columns by number now, so that the header's guess passes them over;
+	// by name once the header is read.
+	var dropNames []string
+	for _, s := range opt.DropCols {
+		s = strings.TrimSpace(s)
+		i, err := strconv.Atoi(s)
+		if err != nil {
+			dropNames = append(dropNames, s)
+			continue
+		}
+		j := i
+		if j < 0 {
+			j += p.ncol
+		}
+		if j < 0 || j >= p.ncol {
+			return nil, &MissingColumnError{fmt.Sprintf("%s: dropped column %d out of range: line %d has %d columns", name, i, line, p.ncol)}
+		}
+		if err := p.drop(j); err != nil {
+			return nil, err
+		}
+	}
+	byName, byWhat := labelName, "label column"
+	if byName == "" && len(dropNames) > 0 {
+		byName, byWhat = dropNames[0], "dropped column"
 	}
 
 	header := hdr == "yes"
 	guessedData, first := false, line // line 1 taken for data, for want of names
 	if hdr == "auto" {
-		if labelName != "" {
+		if byName != "" {
 			if !p.looksLikeHeader(rec) {
-				return nil, fmt.Errorf("%s: label column %q is given by name, but line %d is data, not a header", name, labelName, line)
+				return nil, fmt.Errorf("%s: %s %q is given by name, but line %d is data, not a header", name, byWhat, byName, line)
 			}
 			header = true
 		} else {
@@ -257,8 +289,8 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 			guessedData = !header && p.labelCol >= 0
 		}
 	}
-	if labelName != "" && !header {
-		return nil, fmt.Errorf("%s: label column %q is given by name, but the file has no header (header option %q)", name, labelName, hdr)
+	if byName != "" && !header {
+		return nil, fmt.Errorf("%s: %s %q is given by name, but the file has no header (header option %q)", name, byWhat, byName, hdr)
 	}
 
 	if header {
@@ -269,21 +301,36 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 			p.names[j] = strings.Clone(validUTF8(strings.TrimSpace(s)))
 		}
 		if labelName != "" {
-			p.labelCol = slices.Index(p.names, labelName)
-			if p.labelCol < 0 {
-				return nil, fmt.Errorf("%s: no column %q; columns are: %s", name, labelName, strings.Join(p.names, ", "))
+			j, err := p.named(labelName, "label column")
+			if err != nil {
+				return nil, err
 			}
-			if slices.Index(p.names[p.labelCol+1:], labelName) >= 0 {
-				return nil, fmt.Errorf("%s: label column %q is ambiguous: the header has it more than once", name, labelName)
+			if p.skip[j] {
+				return nil, fmt.Errorf("%s: %s is the label column, and dropped too (--drop-cols)", name, p.col(j))
+			}
+			p.labelCol = j
+			p.skip[j] = true
+		}
+		for _, s := range dropNames {
+			j, err := p.named(s, "dropped column")
+			if err != nil {
+				return nil, err
+			}
+			if err := p.drop(j); err != nil {
+				return nil, err
 			}
 		}
 	}
-	p.d = p.ncol
-	if p.labelCol >= 0 {
-		p.d--
+	for _, skip := range p.skip {
+		if !skip {
+			p.d++
+		}
 	}
 	if p.d == 0 {
-		return nil, fmt.Errorf("%s: no feature columns: the only column, %s, is the label", name, p.col(p.labelCol))
+		if p.ncol == 1 && p.labelCol == 0 {
+			return nil, fmt.Errorf("%s: no feature columns: the only column, %s, is the label", name, p.col(p.labelCol))
+		}
+		return nil, fmt.Errorf("%s: no feature columns: each of the %d is the label or dropped (--drop-cols)", name, p.ncol)
 	}
 	if !header {
 		if err := p.row(rec, line); err != nil {
@@ -344,9 +391,25 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 	if p.names != nil {
 		v.Features = make([]string, 0, p.d)
 		for j, s := range p.names {
-			if j != p.labelCol {
+			if !p.skip[j] {
 				v.Features = append(v.Features, s)
 			}
+		}
+	}
+	feature := 0
+	for j, skip := range p.skip {
+		switch {
+		case skip && j != p.labelCol:
+			v.Dropped = append(v.Dropped, p.colName(j))
+		case !skip:
+			if countsRows(v.X, v.N, v.D, feature) {
+				arg := strconv.Itoa(j)
+				if p.names != nil {
+					arg = colArg(j, p.names[j])
+				}
+				v.RowCounters = append(v.RowCounters, Column{p.col(j), arg})
+			}
+			feature++
 		}
 	}
 	if p.labelCol >= 0 {
@@ -378,6 +441,7 @@ type csvParser struct {
 	ncol     int      // fields per record
 	d        int      // feature columns
 	labelCol int      // -1 when there are no labels
+	skip     []bool   // a column that is no feature: the label's, or dropped
 	names    []string // header cells, or nil
 	n        int
 	x        []float32
@@ -533,14 +597,47 @@ func (p *csvParser) labelHint(j int) string {
 		// A comma file named .tsv read as one column: "--label-col a,b,c" misled.
 		return " (the file reads as one column: is it separated by another character than its name says? .tsv is read by tabs)"
 	}
-	if p.labelCol >= 0 {
-		return ""
-	}
 	arg := strconv.Itoa(j)
-	if p.names != nil && p.names[j] != "" && !strings.ContainsAny(p.names[j], " \t\"'") {
-		arg = p.names[j]
+	if p.names != nil {
+		arg = colArg(j, p.names[j])
 	}
-	return fmt.Sprintf(" (if %s holds class labels, pass --label-col %s)", p.col(j), arg)
+	if p.labelCol >= 0 {
+		return fmt.Sprintf(" (if it is not a feature, such as an ID or a date, pass --drop-cols %s)", arg)
+	}
+	return fmt.Sprintf(" (if %s holds class labels, pass --label-col %s; if it is not a feature, such as an ID, --drop-cols %s)", p.col(j), arg, arg)
+}
+
+// named is the column that a --label-col or --drop-cols name (what says which)
+// selects in the header.
+func (p *csvParser) named(s, what string) (int, error) {
+	j := slices.Index(p.names, s)
+	if j < 0 {
+		if what == "dropped column" {
+			return -1, &MissingColumnError{fmt.Sprintf("%s: no column %q to drop; columns are: %s", p.name, s, strings.Join(p.names, ", "))}
+		}
+		return -1, fmt.Errorf("%s: no column %q; columns are: %s", p.name, s, strings.Join(p.names, ", "))
+	}
+	if slices.Index(p.names[j+1:], s) >= 0 {
+		return -1, fmt.Errorf("%s: %s %q is ambiguous: the header has it more than once", p.name, what, s)
+	}
+	return j, nil
+}
+
+// drop takes column j out of the features; the label's cannot be dropped as well.
+func (p *csvParser) drop(j int) error {
+	if j == p.labelCol {
+		return fmt.Errorf("%s: %s is the label column, and dropped too (--drop-cols)", p.name, p.col(j))
+	}
+	p.skip[j] = true
+	return nil
+}
+
+// colName is column j's name in the header, or else "column j".
+func (p *csvParser) colName(j int) string {
+	if p.names != nil && p.names[j] != "" {
+		return p.names[j]
+	}
+	return fmt.Sprintf("column %d", j)
 }
 
 // col describes column j for error messages.
@@ -569,7 +666,7 @@ func (p *csvParser) wrap(err error) error {
 }
 
 // headerOrData decides whether line 1 is a header when the user did not say: cells
-// (other than the label's) that are all numbers are data, and names or empty cells
+// (other than the label's and dropped ones) that are all numbers are data, and names or empty cells
 // without a number a header. Numbers beside names or empty cells may be a data row
 // with a missing value or a header with numeric names (pandas writes ",0,1,2" for
 // a frame's default columns); guessing either way would silently drop a row or read
@@ -577,7 +674,7 @@ func (p *csvParser) wrap(err error) error {
 func (p *csvParser) headerOrData(rec []string, line int) (bool, error) {
 	number, other, named := -1, -1, false
 	for j, s := range rec {
-		if j == p.labelCol {
+		if p.skip[j] {
 			continue
 		}
 		s = strings.TrimSpace(s)
@@ -605,8 +702,17 @@ func (p *csvParser) headerOrData(rec []string, line int) (bool, error) {
 	if number < 0 && !named && len(rec) > 1 {
 		// Neither names nor numbers: it would fail as data on its first empty cell.
 		cells := "every cell"
-		if p.labelCol >= 0 && p.labelCol < len(rec) {
+		skipped := 0
+		for _, skip := range p.skip {
+			if skip {
+				skipped++
+			}
+		}
+		switch {
+		case p.labelCol >= 0 && skipped == 1:
 			cells = "every cell but the label column's"
+		case skipped > 0:
+			cells = "every cell of a feature column"
 		}
 		return false, fmt.Errorf("%s:%d: %s of line %d is empty: a header without names? say --header yes to skip it", p.name, line, cells, line)
 	}
@@ -615,7 +721,7 @@ func (p *csvParser) headerOrData(rec []string, line int) (bool, error) {
 
 func (p *csvParser) looksLikeHeader(rec []string) bool {
 	for j, s := range rec {
-		if j == p.labelCol {
+		if p.skip[j] {
 			continue
 		}
 		if _, err := parseNumber(strings.TrimSpace(s)); err != nil && !errors.Is(err, strconv.ErrRange) {
@@ -649,6 +755,9 @@ func (p *csvParser) row(rec []string, line int) error {
 				return fmt.Errorf("%s:%d: %s: empty label", p.name, line, p.col(j))
 			}
 			p.label(s)
+			continue
+		}
+		if p.skip[j] {
 			continue
 		}
 		v, ok := valueOf(s)

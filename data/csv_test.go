@@ -194,6 +194,33 @@ func TestReadCSV(t *testing.T) {
 			x: []float32{1, 2},
 		},
 		{
+			name:    "columns dropped by name and by index",
+			content: "id,a,note,b,label\n7,1,hi there,2,x\n8,3,,4,y\n",
+			opt:     CSVOptions{LabelCol: "label", DropCols: []string{"id", " 2"}},
+			n:       2, d: 2,
+			x:        []float32{1, 2, 3, 4},
+			labels:   []int{0, 1},
+			classes:  []string{"x", "y"},
+			features: []string{"a", "b"},
+		},
+		{
+			// The dropped text is not taken for a header's names.
+			name:    "a text ID dropped by index, no header",
+			content: "A1,1,2\nA2,3,4\n",
+			opt:     CSVOptions{DropCols: []string{"0"}},
+			n:       2, d: 2,
+			x: []float32{1, 2, 3, 4},
+		},
+		{
+			// pandas' to_csv writes its index first, under an empty name.
+			name:    "pandas' index dropped",
+			content: ",a,b\n0,1,2\n1,3,4\n",
+			opt:     CSVOptions{DropCols: []string{"-3"}},
+			n:       2, d: 2,
+			x:        []float32{1, 2, 3, 4},
+			features: []string{"a", "b"},
+		},
+		{
 			name:    "CRLF line endings",
 			content: "a,b\r\n1,2\r\n",
 			n:       1, d: 2,
@@ -469,6 +496,54 @@ func TestReadCSVErrors(t *testing.T) {
 			opt:     CSVOptions{LabelCol: "2"},
 			want:    []string{"x.csv:1: every cell but the label column's of line 1 is empty"},
 		},
+		{
+			name:    "dropped column name not found",
+			content: "a,b,c\n1,2,3\n",
+			opt:     CSVOptions{DropCols: []string{"a", "foo"}},
+			want:    []string{`x.csv: no column "foo" to drop; columns are: a, b, c`},
+		},
+		{
+			name:    "dropped column name but no header",
+			content: "1,2,3\n1,2,3\n",
+			opt:     CSVOptions{DropCols: []string{"a"}},
+			want:    []string{`x.csv: dropped column "a" is given by name, but line 1 is data`},
+		},
+		{
+			name:    "dropped index out of range",
+			content: "1,2,3\n",
+			opt:     CSVOptions{DropCols: []string{"-4"}},
+			want:    []string{"x.csv: dropped column -4 out of range: line 1 has 3 columns"},
+		},
+		{
+			name:    "the label dropped by index",
+			content: "a,b,c\n1,2,x\n",
+			opt:     CSVOptions{LabelCol: "c", DropCols: []string{"2"}},
+			want:    []string{`x.csv: column 2 ("c") is the label column, and dropped too (--drop-cols)`},
+		},
+		{
+			name:    "the label dropped by name",
+			content: "a,b,c\n1,2,x\n",
+			opt:     CSVOptions{LabelCol: "-1", DropCols: []string{"c"}},
+			want:    []string{`x.csv: column 2 ("c") is the label column, and dropped too (--drop-cols)`},
+		},
+		{
+			name:    "every feature dropped",
+			content: "a,b,c\n1,2,x\n",
+			opt:     CSVOptions{LabelCol: "c", DropCols: []string{"a", "b"}},
+			want:    []string{"x.csv: no feature columns: each of the 3 is the label or dropped (--drop-cols)"},
+		},
+		{
+			name:    "an ID's text beside a label column",
+			content: "a,id,label\n1,x7,c\n",
+			opt:     CSVOptions{LabelCol: "label"},
+			want:    []string{`x.csv:2: column 1 ("id"): "x7" is not a number (if it is not a feature, such as an ID or a date, pass --drop-cols id)`},
+		},
+		{
+			name:    "first line of empty cells but the dropped ones",
+			content: ",,id\n1,2,a\n4,5,b\n",
+			opt:     CSVOptions{DropCols: []string{"2"}},
+			want:    []string{"x.csv:1: every cell of a feature column of line 1 is empty"},
+		},
 		// Was x.csv:6:8, the end of the file, where the reader gave up.
 		{
 			name:    "quote never closed",
@@ -517,13 +592,13 @@ func TestReadCSVErrors(t *testing.T) {
 		{
 			name:    "string labels without a label column, after numbers",
 			content: "1,2,3\n1,2,cat\n",
-			want:    []string{`x.csv:2: column 2: "cat" is not a number (if column 2 holds class labels, pass --label-col 2)`},
+			want:    []string{`x.csv:2: column 2: "cat" is not a number (if column 2 holds class labels, pass --label-col 2; if it is not a feature, such as an ID, --drop-cols 2)`},
 		},
 		{
 			// iris with a header and no --label-col: the likeliest cause is named.
 			name:    "class names under a header",
 			content: "sepal,petal,label\n5.1,1.4,setosa\n",
-			want:    []string{`x.csv:2: column 2 ("label"): "setosa" is not a number (if column 2 ("label") holds class labels, pass --label-col label)`},
+			want:    []string{`x.csv:2: column 2 ("label"): "setosa" is not a number (if column 2 ("label") holds class labels, pass --label-col label; if it is not a feature, such as an ID, --drop-cols label)`},
 		},
 		{
 			name:    "class names in line 1",
@@ -901,5 +976,46 @@ func TestHeaderNamesSurviveJSON(t *testing.T) {
 		if !reflect.DeepEqual(back, v.Features) {
 			t.Errorf("header %q: names %q come back from JSON as %q", head, v.Features, back)
 		}
+	}
+}
+
+// A feature column that goes up by one a row is named as a row counter, by the
+// column --drop-cols would take; one that does not, or in fewer than
+// MinCountedRows rows, is not.
+func TestRowCounters(t *testing.T) {
+	table := func(header string, n int, row func(i int) string) string {
+		var b strings.Builder
+		b.WriteString(header)
+		for i := range n {
+			b.WriteString(row(i) + "\n")
+		}
+		return b.String()
+	}
+	for _, tc := range []struct {
+		name, content string
+		opt           CSVOptions
+		want          []Column
+	}{
+		{"pandas' index", table(",a,b\n", 10, func(i int) string { return fmt.Sprintf("%d,%d.5,%d", i, i%3, -i*i) }), CSVOptions{},
+			[]Column{{`column 0 ("")`, "0"}}},
+		{"an ID after the label, no header", table("", 12, func(i int) string { return fmt.Sprintf("c%d,0.5,%d", i%2, 1001+i) }), CSVOptions{LabelCol: "0"},
+			[]Column{{"column 2", "2"}}},
+		{"two, one named by index", table("n,4,x\n", 9, func(i int) string { return fmt.Sprintf("%d,%d,%d", i+1, i-3, i%2) }), CSVOptions{Header: "yes"},
+			[]Column{{`column 0 ("n")`, "n"}, {`column 1 ("4")`, "1"}}},
+		{"too few rows", table("", MinCountedRows-1, func(i int) string { return fmt.Sprintf("%d,1", i) }), CSVOptions{}, nil},
+		{"a gap", table("", 10, func(i int) string { return fmt.Sprintf("%d,1", i+i/9) }), CSVOptions{}, nil},
+		{"counting down", table("", 10, func(i int) string { return fmt.Sprintf("%d,1", 10-i) }), CSVOptions{}, nil},
+		{"halves", table("", 10, func(i int) string { return fmt.Sprintf("%g,1", float64(i)+0.5) }), CSVOptions{}, nil},
+		{"dropped", table("id,a\n", 10, func(i int) string { return fmt.Sprintf("%d,%d", i, i%4) }), CSVOptions{DropCols: []string{"id"}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := ParseCSV(strings.NewReader(tc.content), "x.csv", tc.opt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(v.RowCounters, tc.want) {
+				t.Errorf("RowCounters %q, want %q", v.RowCounters, tc.want)
+			}
+		})
 	}
 }

@@ -53,6 +53,7 @@ type rowPipeline struct {
 	p         *csvParser
 	ncol, d   int // p's, copied for the workers
 	labelCol  int
+	skip      []bool // read only
 	batchRows int
 
 	work    chan *rowBatch // nil when rows are parsed here, one by one
@@ -66,7 +67,7 @@ type rowPipeline struct {
 // newRowPipeline starts workers for p, whose columns must be known. batchRows bounds
 // the rows of a batch (tests make it small, so that few rows span batches).
 func newRowPipeline(p *csvParser, workers, batchRows int) *rowPipeline {
-	r := &rowPipeline{p: p, ncol: p.ncol, d: p.d, labelCol: p.labelCol, batchRows: batchRows}
+	r := &rowPipeline{p: p, ncol: p.ncol, d: p.d, labelCol: p.labelCol, skip: p.skip, batchRows: batchRows}
 	if workers <= 1 {
 		return r
 	}
@@ -228,7 +229,7 @@ func (r *rowPipeline) parse(b *rowBatch) {
 	for i := range rows {
 		for j := range r.ncol {
 			end := b.ends[i*r.ncol+j]
-			if j != r.labelCol {
+			if !r.skip[j] {
 				s := strings.TrimSpace(unsafe.String(unsafe.SliceData(b.text[start:end]), end-start))
 				v, ok := valueOf(s)
 				if !ok {

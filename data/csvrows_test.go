@@ -58,6 +58,13 @@ func TestRowPipelineMatchesSerial(t *testing.T) {
 		if header {
 			opt.LabelCol = "label"
 		}
+		switch i % 3 {
+		case 1:
+			// Its cells, bad or not, are not read.
+			opt.LabelCol, opt.DropCols = "", []string{"2"}
+		case 2:
+			opt.DropCols = []string{"0"}
+		}
 		if i%5 == 0 {
 			opt.maxBytes = 200 + rng.IntN(400)
 		}

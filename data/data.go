@@ -4,6 +4,8 @@
 // the trainer's job.
 package data
 
+import "math"
+
 // Vectors is a table of N rows of D float32 features, row-major.
 type Vectors struct {
 	X        []float32 // N*D values, row i is X[i*D:(i+1)*D]
@@ -12,6 +14,40 @@ type Vectors struct {
 	Classes  []string // class names by label id (the label column's original values)
 	Features []string // feature names from the header, or nil
 	Source   string   // where the rows came from, for messages and run configs
+	Dropped  []string // the columns --drop-cols left out, by name where they have one
+	// RowCounters are the feature columns whose values count the rows, one up a row
+	// (0, 1, 2, … or 1001, 1002, …): the index pandas' to_csv writes, or an ID,
+	// which would be clustered as a feature.
+	RowCounters []Column
+}
+
+// MissingColumnError is a --drop-cols column, by name or index, that a table does not have.
+type MissingColumnError struct{ msg string }
+
+func (e *MissingColumnError) Error() string { return e.msg }
+
+// Column names a column of a table: What for a message, Flag as --drop-cols takes it.
+type Column struct{ What, Flag string }
+
+// MinCountedRows is the fewest rows in which a column counting them is taken for a
+// row counter rather than a feature.
+const MinCountedRows = 8
+
+// countsRows says whether feature j of the n×d values x goes up by exactly one a row.
+func countsRows(x []float32, n, d, j int) bool {
+	if n < MinCountedRows {
+		return false
+	}
+	first := float64(x[j])
+	if first != math.Trunc(first) || math.Abs(first)+float64(n) > 1<<24 {
+		return false // not integers float32 holds exactly
+	}
+	for i := 1; i < n; i++ {
+		if float64(x[i*d+j]) != first+float64(i) {
+			return false
+		}
+	}
+	return true
 }
 
 // Images is a set of N images of C planes of H×W bytes, channel-planar (N, C, H, W).

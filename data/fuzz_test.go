@@ -23,6 +23,9 @@ func checkVectors(t *testing.T, v *Vectors) {
 	if v.N < 1 || v.D < 1 || len(v.X) != v.N*v.D {
 		t.Fatalf("accepted %d×%d with %d values", v.N, v.D, len(v.X))
 	}
+	if v.Features != nil && len(v.Features) != v.D {
+		t.Fatalf("%d feature names for %d columns", len(v.Features), v.D)
+	}
 	if v.Labels != nil {
 		if len(v.Labels) != v.N {
 			t.Fatalf("%d labels for %d rows", len(v.Labels), v.N)
@@ -54,11 +57,16 @@ func FuzzParseCSV(f *testing.F) {
 		"# comment\n1\t2\n",
 		"x,y\n1e38,-1e38\nNaN,1\n",
 	} {
-		f.Add([]byte(seed), "", "auto")
-		f.Add([]byte(seed), "-1", "yes")
+		f.Add([]byte(seed), "", "auto", "")
+		f.Add([]byte(seed), "-1", "yes", "")
+		f.Add([]byte(seed), "", "auto", "0,b")
 	}
-	f.Fuzz(func(t *testing.T, b []byte, labelCol, header string) {
-		v, err := ParseCSV(bytes.NewReader(b), "fuzz.csv", CSVOptions{LabelCol: labelCol, Header: header})
+	f.Fuzz(func(t *testing.T, b []byte, labelCol, header, drop string) {
+		opt := CSVOptions{LabelCol: labelCol, Header: header}
+		if drop != "" {
+			opt.DropCols = strings.Split(drop, ",")
+		}
+		v, err := ParseCSV(bytes.NewReader(b), "fuzz.csv", opt)
 		if err == nil {
 			checkVectors(t, v)
 		}

@@ -33,6 +33,9 @@ func LoadVectors(path string, opt CSVOptions) (*Vectors, error) {
 		if strings.HasSuffix(strings.ToLower(path), ".gz") {
 			break
 		}
+		if len(opt.DropCols) > 0 {
+			return nil, fmt.Errorf("%s: a NumPy array, whose columns --drop-cols does not select; save only the features", path)
+		}
 		return readNPY(path, opt.Alloc)
 	case ".parquet":
 		if strings.HasSuffix(strings.ToLower(path), ".gz") {
@@ -77,6 +80,9 @@ func readStream(path string, opt CSVOptions) (*Vectors, error) {
 	if head, _ := br.Peek(len(npyMagic)); string(head) == npyMagic {
 		if opt.LabelCol != "" {
 			return nil, fmt.Errorf("%s: a NumPy array, which has no label column for --label-col %s; give the labels as a CSV column, or leave --label-col out", path, opt.LabelCol)
+		}
+		if len(opt.DropCols) > 0 {
+			return nil, fmt.Errorf("%s: a NumPy array, whose columns --drop-cols does not select; save only the features", path)
 		}
 		return parseNPY(br, path, -1, nil)
 	}

@@ -50,6 +50,7 @@ type parquetColumn struct {
 	unsigned bool // integers stored signed, to be read unsigned
 	width    int  // features, 0 for the label
 	at       int  // its first feature's index in a row
+	index    int  // its place among the file's columns
 }
 
 // parseParquet reads the Parquet file of size bytes in r.
@@ -78,7 +79,7 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 	if err != nil {
 		return nil, fmt.Errorf("%s: damaged Parquet file: %w", name, err)
 	}
-	cols, err := parquetColumns(f, name, opt.LabelCol)
+	cols, dropped, err := parquetColumns(f, name, opt.LabelCol, opt.DropCols)
 	if err != nil {
 		return nil, err
 	}
@@ -106,6 +107,9 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		d += c.width
 	}
 	if d == 0 {
+		if len(opt.DropCols) > 0 {
+			return nil, fmt.Errorf("%s: no feature columns: each is the label or dropped (--drop-cols)", name)
+		}
 		return nil, fmt.Errorf("%s: no feature columns (only the label column %q)", name, opt.LabelCol)
 	}
 	if opt.Features != nil {
@@ -134,7 +138,7 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		}
 		x = x[:count]
 	}
-	v = &Vectors{N: int(n), D: d, Source: name}
+	v = &Vectors{N: int(n), D: d, Source: name, Dropped: dropped}
 	var labels labelSet
 	for _, c := range cols {
 		rd := parquetColumnReader{col: c, d: d, n: count, x: &x, labels: &labels}
@@ -152,6 +156,11 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		}
 	}
 	v.X = x
+	for _, c := range cols {
+		if !c.label && !c.list && countsRows(x, v.N, d, c.at) {
+			v.RowCounters = append(v.RowCounters, Column{fmt.Sprintf("column %q", c.name), colArg(c.index, c.name)})
+		}
+	}
 	if labels.labels != nil {
 		v.Labels, v.Classes = labels.sorted()
 	}
@@ -159,45 +168,72 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 }
 
 // parquetColumns plans the file's top-level columns, refusing those that are not
-// numbers or lists of numbers, but for the label column.
-func parquetColumns(f *parquet.File, name, labelCol string) ([]parquetColumn, error) {
+// numbers or lists of numbers, but for the label column; dropped columns are left out,
+// and named in the order of the file.
+func parquetColumns(f *parquet.File, name, labelCol string, dropCols []string) (cols []parquetColumn, dropped []string, err error) {
 	top := f.Root().Columns()
-	labelAt := -1
-	if s := strings.TrimSpace(labelCol); s != "" {
+	// at is the column that --label-col or --drop-cols s selects, by index or name.
+	at := func(s, flag string) (int, error) {
 		if i, err := strconv.Atoi(s); err == nil {
 			j := i
 			if j < 0 {
 				j += len(top)
 			}
 			if j < 0 || j >= len(top) {
-				return nil, fmt.Errorf("%s: label column %d out of range: the file has %d columns", name, i, len(top))
-			}
-			labelAt = j
-		} else {
-			for j, c := range top {
-				if c.Name() == s {
-					labelAt = j
+				msg := fmt.Sprintf("%s: %s %d: out of range, the file has %d columns", name, flag, i, len(top))
+				if flag == "--drop-cols" {
+					return -1, &MissingColumnError{msg}
 				}
+				return -1, errors.New(msg)
 			}
-			if labelAt < 0 {
-				return nil, fmt.Errorf("%s: no column %q for --label-col; its columns are %s", name, s, columnNames(top))
+			return j, nil
+		}
+		for j, c := range top {
+			if c.Name() == s {
+				return j, nil
 			}
 		}
+		msg := fmt.Sprintf("%s: no column %q for %s; its columns are %s", name, s, flag, columnNames(top))
+		if flag == "--drop-cols" {
+			return -1, &MissingColumnError{msg}
+		}
+		return -1, errors.New(msg)
 	}
-	cols := make([]parquetColumn, len(top))
+	labelAt := -1
+	if s := strings.TrimSpace(labelCol); s != "" {
+		var err error
+		if labelAt, err = at(s, "--label-col"); err != nil {
+			return nil, nil, err
+		}
+	}
+	drop := make([]bool, len(top))
+	for _, s := range dropCols {
+		j, err := at(strings.TrimSpace(s), "--drop-cols")
+		if err != nil {
+			return nil, nil, err
+		}
+		if j == labelAt {
+			return nil, nil, fmt.Errorf("%s: column %q is the label column, and dropped too (--drop-cols)", name, top[j].Name())
+		}
+		drop[j] = true
+	}
 	for j, c := range top {
-		pc := parquetColumn{name: validUTF8(c.Name()), label: j == labelAt, width: 1}
+		if drop[j] {
+			dropped = append(dropped, validUTF8(c.Name()))
+			continue
+		}
+		pc := parquetColumn{name: validUTF8(c.Name()), label: j == labelAt, width: 1, index: j}
 		leaves := leafColumns(c)
 		if len(leaves) != 1 {
-			return nil, fmt.Errorf("%s: column %q is a record of %d fields; emclust reads columns of numbers and of lists of numbers (flatten it, or drop it)", name, c.Name(), len(leaves))
+			return nil, nil, fmt.Errorf("%s: column %q is a record of %d fields; emclust reads columns of numbers and of lists of numbers (flatten it, or leave it out with --drop-cols %s)", name, c.Name(), len(leaves), colArg(j, c.Name()))
 		}
 		pc.leaf = leaves[0]
 		pc.unsigned = unsignedInt(pc.leaf.Type())
 		switch reps := pc.leaf.MaxRepetitionLevel(); {
 		case reps > 1:
-			return nil, fmt.Errorf("%s: column %q holds lists of lists; emclust reads columns of numbers and of lists of numbers", name, c.Name())
+			return nil, nil, fmt.Errorf("%s: column %q holds lists of lists; emclust reads columns of numbers and of lists of numbers (leave it out with --drop-cols %s)", name, c.Name(), colArg(j, c.Name()))
 		case reps == 1 && pc.label:
-			return nil, fmt.Errorf("%s: label column %q holds lists; want one class a row", name, c.Name())
+			return nil, nil, fmt.Errorf("%s: label column %q holds lists; want one class a row", name, c.Name())
 		case reps == 1:
 			pc.list = true
 		}
@@ -206,13 +242,22 @@ func parquetColumns(f *parquet.File, name, labelCol string) ([]parquetColumn, er
 		} else if what := notNumeric(pc.leaf.Type()); what != "" {
 			hint := ""
 			if !pc.list && labelAt < 0 {
-				hint = fmt.Sprintf(" (if it holds class labels, pass --label-col %s)", c.Name())
+				hint = fmt.Sprintf("; or, if it holds class labels, --label-col %s", colArg(j, c.Name()))
 			}
-			return nil, fmt.Errorf("%s: column %q holds %s, not numbers to cluster; drop it%s", name, c.Name(), what, hint)
+			return nil, nil, fmt.Errorf("%s: column %q holds %s, not numbers to cluster: leave it out with --drop-cols %s%s", name, c.Name(), what, colArg(j, c.Name()), hint)
 		}
-		cols[j] = pc
+		cols = append(cols, pc)
 	}
-	return cols, nil
+	return cols, dropped, nil
+}
+
+// colArg is how a hint names column j, called name, as a flag's value: by name
+// where a shell and --drop-cols' commas leave it whole, else by index.
+func colArg(j int, name string) string {
+	if _, err := strconv.Atoi(name); err == nil || name == "" || strings.ContainsAny(name, " \t\"',;$`\\*?&|<>()") {
+		return strconv.Itoa(j)
+	}
+	return name
 }
 
 // leafColumns are the columns holding values at or below c.

@@ -161,6 +161,11 @@ func TestReadParquet(t *testing.T) {
 			if c.features != nil && !reflect.DeepEqual(v.Features, c.features) {
 				t.Errorf("features %v, want %v", v.Features, c.features)
 			}
+			// list.parquet's id counts its rows from 100.
+			if counting := c.file == "list.parquet"; counting != (len(v.RowCounters) == 1) ||
+				counting && v.RowCounters[0] != (Column{`column "id"`, "id"}) {
+				t.Errorf("row counters %q", v.RowCounters)
+			}
 		})
 	}
 }
@@ -265,15 +270,15 @@ func TestReadParquetErrors(t *testing.T) {
 		{short, "", "", "short.parquet: column \"emb\": row 1: 1 values, want 2 as in row 0's list"},
 		{empty, "", "", "emptylist.parquet: column \"emb\": row 1: a missing list, or one with a missing value"},
 		{nullIn, "", "", "nullin.parquet: column \"emb\": row 1: a missing list, or one with a missing value"},
-		{text, "", "", "text.parquet: column \"name\" holds text, not numbers to cluster; drop it (if it holds class labels, pass --label-col name)"},
-		{text, "x", "", "text.parquet: column \"name\" holds text, not numbers to cluster; drop it"},
+		{text, "", "", "text.parquet: column \"name\" holds text, not numbers to cluster: leave it out with --drop-cols name; or, if it holds class labels, --label-col name"},
+		{text, "x", "", "text.parquet: column \"name\" holds text, not numbers to cluster: leave it out with --drop-cols name"},
 		{text, "nope", "", "text.parquet: no column \"nope\" for --label-col; its columns are \"x\", \"name\""},
-		{text, "2", "", "text.parquet: label column 2 out of range: the file has 2 columns"},
+		{text, "2", "", "text.parquet: --label-col 2: out of range, the file has 2 columns"},
 		{text, "name", "yes", "text.parquet: --header yes: a Parquet file names its columns itself"},
 		{nan, "", "", "nan.parquet: column \"x\": row 1: NaN"},
 		{huge, "", "", "huge.parquet: column \"x\": row 1: 1e+300 is out of float32 range"},
-		{nested, "", "", "nested.parquet: column \"p\" is a record of 2 fields"},
-		{lol, "", "", "lol.parquet: column \"m\" holds lists of lists"},
+		{nested, "", "", "nested.parquet: column \"p\" is a record of 2 fields; emclust reads columns of numbers and of lists of numbers (flatten it, or leave it out with --drop-cols p)"},
+		{lol, "", "", "lol.parquet: column \"m\" holds lists of lists; emclust reads columns of numbers and of lists of numbers (leave it out with --drop-cols m)"},
 		{labelOnly, "y", "", "label.parquet: no feature columns"},
 		{noRows, "", "", "norows.parquet: no rows"},
 		{truncated, "", "", "truncated.parquet: damaged Parquet file"},
@@ -455,5 +460,49 @@ func BenchmarkParseParquet(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// --drop-cols leaves out columns of any kind, by name or index, unread; what is
+// left, and the label, read as before.
+func TestReadParquetDropCols(t *testing.T) {
+	type row struct {
+		ID   string  `parquet:"id"`
+		X    float32 `parquet:"x"`
+		Note struct {
+			A float32 `parquet:"a"`
+			B string  `parquet:"b"`
+		} `parquet:"note"`
+		M     [][]float32 `parquet:"m,list"`
+		Y     float64     `parquet:"y"`
+		Label string      `parquet:"label"`
+	}
+	path := filepath.Join(t.TempDir(), "mixed.parquet")
+	writeParquet(t, path, []row{{ID: "a", X: 1, Y: 2, Label: "p"}, {ID: "b", X: 3, Y: 4, Label: "q"}}, 10)
+
+	v, err := LoadVectors(path, CSVOptions{LabelCol: "label", DropCols: []string{"id", "note", "3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(v.X, []float32{1, 2, 3, 4}) || !reflect.DeepEqual(v.Features, []string{"x", "y"}) ||
+		!reflect.DeepEqual(v.Labels, []int{0, 1}) || !reflect.DeepEqual(v.Classes, []string{"p", "q"}) {
+		t.Errorf("read %v, features %v, labels %v %v; want [1 2 3 4], [x y], [0 1] [p q]", v.X, v.Features, v.Labels, v.Classes)
+	}
+
+	for _, c := range []struct {
+		label string
+		drop  []string
+		want  string
+	}{
+		{"label", []string{"id", "note"}, `mixed.parquet: column "m" holds lists of lists; emclust reads columns of numbers and of lists of numbers (leave it out with --drop-cols m)`},
+		{"label", []string{"id", "note", "m", "label"}, `mixed.parquet: column "label" is the label column, and dropped too (--drop-cols)`},
+		{"label", []string{"nope"}, `mixed.parquet: no column "nope" for --drop-cols; its columns are "id", "x", "note", "m", "y", "label"`},
+		{"label", []string{"6"}, "mixed.parquet: --drop-cols 6: out of range, the file has 6 columns"},
+		{"label", []string{"0", "1", "2", "3", "4"}, "mixed.parquet: no feature columns: each is the label or dropped (--drop-cols)"},
+	} {
+		_, err := LoadVectors(path, CSVOptions{LabelCol: c.label, DropCols: c.drop})
+		if err == nil || !strings.HasPrefix(err.Error(), filepath.Dir(path)) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--drop-cols %v: %v, want an error with %q", c.drop, err, c.want)
+		}
 	}
 }

@@ -24,12 +24,14 @@ const MaxJSONBytes = 1 << 28
 // each checkpoint, and a resumed run takes it from there.
 type Config struct {
 	// Data: one of Dataset (embedded digits or an image set) or DataFile (vectors).
-	Dataset     string `json:"dataset,omitempty"`
-	DataDir     string `json:"data_dir,omitempty"`
-	DataFile    string `json:"data_file,omitempty"`
-	LabelCol    string `json:"label_col,omitempty"`
-	Header      string `json:"header,omitempty"`
-	Standardize bool   `json:"standardize"`
+	Dataset  string `json:"dataset,omitempty"`
+	DataDir  string `json:"data_dir,omitempty"`
+	DataFile string `json:"data_file,omitempty"`
+	LabelCol string `json:"label_col,omitempty"`
+	// DropCols are the table's columns that are neither features nor labels.
+	DropCols    []string `json:"drop_cols,omitempty"`
+	Header      string   `json:"header,omitempty"`
+	Standardize bool     `json:"standardize"`
 	// StandardizeAuto leaves Standardize to the data: OpenSource sets it when the
 	// FeatureSpread of the vectors exceeds data.SpreadToStandardize or their
 	// FeatureOffset data.OffsetToStandardize, and records both.

@@ -2,6 +2,7 @@ package train
 
 import (
 	"fmt"
+	"strings"
 
 	"emclust/data"
 	"emclust/model"
@@ -79,9 +80,16 @@ func (vs *VectorSource) Describe() string {
 	if vs.v.D == 1 {
 		features = "feature"
 	}
-	return fmt.Sprintf("%s: %d %s × %d %s", vs.v.Source, vs.v.N, rows, vs.v.D, features)
+	d := fmt.Sprintf("%s: %d %s × %d %s", vs.v.Source, vs.v.N, rows, vs.v.D, features)
+	if len(vs.v.Dropped) > 0 {
+		d += fmt.Sprintf(" (left out: %s)", strings.Join(vs.v.Dropped, ", "))
+	}
+	return d
 }
 func (vs *VectorSource) Close() { vs.x.Free() }
+
+// RowCounters are the feature columns that count the rows (data.Vectors.RowCounters).
+func (vs *VectorSource) RowCounters() []data.Column { return vs.v.RowCounters }
 
 func (vs *VectorSource) Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.AugmentConfig) (x, xt *torch.Tensor) {
 	x = s.IndexSelect(vs.x, 0, idx)

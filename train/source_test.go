@@ -1,8 +1,6 @@
 package train
 
 import (
-	"encoding/binary"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -13,6 +11,7 @@ import (
 	"testing"
 
 	"emclust/data"
+	"emclust/data/datatest"
 	"emclust/torch"
 )
 
@@ -83,24 +82,10 @@ func TestVectorSourceStandardizedWithoutHostRows(t *testing.T) {
 // On the CPU they never were there: the tensor took the memory they were read into.
 func TestOpenSourceLeavesNoHostRows(t *testing.T) {
 	const n, d = 1 << 16, 64 // 16 MiB of rows
-	var b strings.Builder
-	hdr := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", n, d)
-	hdr += strings.Repeat(" ", 63-(10+len(hdr))%64) + "\n"
-	b.WriteString("\x93NUMPY\x01\x00")
-	binary.Write(&b, binary.LittleEndian, uint16(len(hdr)))
-	b.WriteString(hdr)
-	row := make([]byte, 4*d)
-	for i := range n {
-		for j := range d {
-			binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(float32(i%10+j)))
-		}
-		b.Write(row)
-	}
 	path := filepath.Join(t.TempDir(), "rows.npy")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(path, datatest.NPY(n, d, func(i, j int) float32 { return float32(i%10 + j) }), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b = strings.Builder{}
 
 	cfg := VectorDefaults()
 	cfg.DataFile = path

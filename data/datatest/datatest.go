@@ -1,11 +1,13 @@
-// Package datatest writes image sets in their official file formats, for the tests of
-// the packages that read them. It does not import package data, whose own tests use it.
+// Package datatest writes image sets in their official file formats, and NumPy arrays,
+// for the tests of the packages that read them. It does not import package data, whose own tests use it.
 package datatest
 
 import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,6 +56,24 @@ func Gzip(b []byte) []byte {
 	zw.Write(b) // a bytes.Buffer does not fail
 	zw.Close()
 	return buf.Bytes()
+}
+
+// NPY is an n×d float32 array in NumPy's .npy format, of the values at(i, j).
+func NPY(n, d int, at func(i, j int) float32) []byte {
+	var b bytes.Buffer
+	hdr := fmt.Sprintf("{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }", n, d)
+	hdr += string(bytes.Repeat([]byte(" "), 63-(10+len(hdr))%64)) + "\n" // to 64 bytes
+	b.WriteString("\x93NUMPY\x01\x00")
+	binary.Write(&b, binary.LittleEndian, uint16(len(hdr)))
+	b.WriteString(hdr)
+	row := make([]byte, 4*d)
+	for i := range n {
+		for j := range d {
+			binary.LittleEndian.PutUint32(row[4*j:], math.Float32bits(at(i, j)))
+		}
+		b.Write(row)
+	}
+	return b.Bytes()
 }
 
 // WriteFile writes b to path, making its folder.
