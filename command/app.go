@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/urfave/cli/v2"
+	"github.com/xrash/smetrics"
 
 	"emclust/launch"
 	"emclust/sysmem"
@@ -240,23 +241,64 @@ func prepareCommands(cmds []*cli.Command, parent string) {
 				if len(f) == 1 {
 					dashes = "-"
 				}
-				err = fmt.Errorf("unknown flag %s%s", dashes, f)
+				err = fmt.Errorf("unknown flag %s%s%s", dashes, f, suggestFlag(cmd, f))
 			} else if v, f, ok := invalidValue(err.Error()); ok {
 				// Was "invalid value "x" for flag -seed: parse error".
 				err = fmt.Errorf("--%s %q: want %s", f, v, flagWants(cmd, f))
+				if f == "k" && strings.Contains(v, ",") {
+					err = fmt.Errorf("%w; several K are compared with emclust compare --k %s", err, v)
+				}
 			}
 			return usageError{fmt.Errorf("%s: %w (see emclust %s --help)", name, err, name)}
 		}
 		if len(cmd.Subcommands) == 0 {
 			cmd.Before = func(c *cli.Context) error {
 				if cmd.ArgsUsage == "" && c.Args().Present() {
-					return usageError{fmt.Errorf("%s takes flags only; unexpected %q", name, c.Args().First())}
+					return usageError{fmt.Errorf("%s takes flags only; unexpected %q%s", name, c.Args().First(), argHint(cmd, c.Args().First()))}
 				}
 				return refuseBlank(c, name)
 			}
 		}
 		prepareCommands(cmd.Subcommands, name)
 	}
+}
+
+// suggestFlag names the command's flag that an unknown one was likely meant as: one
+// it begins, or one a letter or two from it.
+func suggestFlag(cmd *cli.Command, typed string) string {
+	typed, _, _ = strings.Cut(typed, "=")
+	best, bestDist := "", 3
+	for _, f := range cmd.Flags {
+		for _, name := range f.Names() {
+			d := smetrics.WagnerFischer(typed, name, 1, 1, 1) // Levenshtein
+			if len(typed) >= 3 && strings.HasPrefix(name, typed) {
+				d = min(d, 1)
+			}
+			if len(name) > 1 && d < bestDist {
+				best, bestDist = name, d
+			}
+		}
+	}
+	if best == "" || bestDist > len(typed)/2 {
+		return ""
+	}
+	return fmt.Sprintf(" (--%s?)", best)
+}
+
+// argHint guesses the flag a stray argument was meant for: the model of a verb that
+// applies one, the data of one that reads them.
+func argHint(cmd *cli.Command, arg string) string {
+	if strings.HasPrefix(arg, "-") {
+		return ""
+	}
+	for _, name := range []string{"model", "data"} {
+		for _, f := range cmd.Flags {
+			if f.Names()[0] == name {
+				return fmt.Sprintf(" (--%s %s?)", name, arg)
+			}
+		}
+	}
+	return ""
 }
 
 // refuseBlank refuses an empty flag value or argument: no flag of emclust's takes

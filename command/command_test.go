@@ -175,6 +175,80 @@ func makeFixtures(dir string) error {
 
 // randomCSV makes n rows of d Gaussian features, with a header, and a label column
 // of `classes` classes (shifting the features' mean by class) when classes > 0.
+// Without labels, k-means is set beside the run by their agreement, and in
+// summary.json by each clustering's silhouette; the run's is its assignments'.
+func TestTrainKMeansUnlabelled(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("x,y\n")
+	var rows [][2]float64
+	rng := rand.New(rand.NewPCG(8, 9))
+	for i := range 90 {
+		p := [2]float64{4*float64(i%3) + rng.NormFloat64(), 2*float64(i%3) + rng.NormFloat64()}
+		rows = append(rows, p)
+		fmt.Fprintf(&b, "%.5f,%.5f\n", p[0], p[1])
+	}
+	if err := os.WriteFile(filepath.Join(dir, "blobs.csv"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	train := []string{"train", "--data", "blobs.csv", "--k", "3", "--restarts", "1", "--epochs", "20", "--standardize=false"}
+	r := run(t, dir, append(train, "--out", "u")...)
+	noCrash(t, r)
+	if r.code != 0 || !strings.Contains(r.stderr, "\nk-means  ARI ") {
+		t.Fatalf("exit %d; stderr without k-means' agreement:\n%s", r.code, r.stderr)
+	}
+	var sum struct {
+		U *struct {
+			Silhouette       float64 `json:"silhouette"`
+			KMeansSilhouette float64 `json:"kmeans_silhouette"`
+			Agreement        float64 `json:"agreement_ari"`
+		} `json:"kmeans_unlabelled"`
+	}
+	readJSON(t, filepath.Join(dir, "u", "summary.json"), &sum)
+	if sum.U == nil {
+		t.Fatal("summary.json has no kmeans_unlabelled")
+	}
+	for _, v := range []float64{sum.U.Silhouette, sum.U.KMeansSilhouette, sum.U.Agreement} {
+		if !(v >= -1 && v <= 1) {
+			t.Errorf("kmeans_unlabelled %+v: outside [-1, 1]", *sum.U)
+		}
+	}
+	// The silhouette of the assignments, by its definition.
+	cluster := make([]int, len(rows))
+	for i, line := range readLines(t, filepath.Join(dir, "u", "assignments.csv"))[1:] {
+		f := strings.Split(line, ",")
+		cluster[i], _ = strconv.Atoi(f[1])
+	}
+	var total float64
+	for i, p := range rows {
+		sums, counts := make([]float64, 3), make([]float64, 3)
+		for j, q := range rows {
+			if j != i {
+				sums[cluster[j]] += math.Hypot(p[0]-q[0], p[1]-q[1])
+				counts[cluster[j]]++
+			}
+		}
+		if counts[cluster[i]] == 0 {
+			continue // a lone row scores 0
+		}
+		a, bMin := sums[cluster[i]]/counts[cluster[i]], math.Inf(1)
+		for c := range 3 {
+			if c != cluster[i] && counts[c] > 0 {
+				bMin = min(bMin, sums[c]/counts[c])
+			}
+		}
+		total += (bMin - a) / max(a, bMin)
+	}
+	if want := total / float64(len(rows)); math.Abs(sum.U.Silhouette-want) > 1e-3 {
+		t.Errorf("the run's silhouette %.4f, its assignments' %.4f", sum.U.Silhouette, want)
+	}
+
+	r = run(t, dir, append(train, "--kmeans=false", "--out", "n")...)
+	if r.code != 0 || strings.Contains(r.stderr, "k-means") {
+		t.Errorf("--kmeans=false: exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
+
 func randomCSV(n, d, classes int, seed uint64, header bool) string {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	var b strings.Builder
@@ -562,6 +636,9 @@ func TestErrors(t *testing.T) {
 		{name: "bool not a bool", args: append(ten, "--kmeans=maybe"), code: 2, want: []string{`--kmeans "maybe"`, "true or false"}},
 		{name: "duration without unit", args: append(ten, "--dist-timeout", "5"), code: 2, want: []string{`--dist-timeout "5"`, "90s"}},
 		{name: "unknown short flag", args: []string{"train", "-x"}, code: 2, want: []string{"unknown flag -x", "train --help"}},
+		{name: "misspelt flag", args: []string{"train", "--epoch", "5"}, code: 2, want: []string{"unknown flag --epoch (--epochs?)"}},
+		{name: "several K to train", args: []string{"train", "--k", "2,3"}, code: 2, want: []string{`--k "2,3": want a whole number; several K are compared with emclust compare --k 2,3`}},
+		{name: "a model as an argument", args: []string{"predict", "r4"}, code: 2, want: []string{`predict takes flags only; unexpected "r4" (--model r4?)`}},
 		{name: "unknown command", args: []string{"trian"}, code: 2, want: []string{`"trian"`}},
 		{name: "positional argument", args: []string{"train", "ten.csv"}, code: 2, want: []string{`"ten.csv"`}},
 		{name: "resume without checkpoint", args: []string{"train", "--resume", "mnist"}, code: 1, want: []string{"mnist", "no checkpoint"}},
@@ -932,6 +1009,29 @@ func TestScore(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &js); r.code != 0 || err != nil || !near1(js["acc"]) || !near1(js["nmi"]) || !near1(js["ari"]) {
 		t.Errorf("score --json of identical labels: exit %d, %v: %q", r.code, err, r.stdout)
 	}
+
+	// predict's assignments are scored by their cluster column, and as the truth by
+	// their label column; an ID in place of the index may be quoted.
+	dir := t.TempDir()
+	files := map[string]string{
+		"a.csv":   "index,cluster,posterior,label\n0,0,0.9,x\n1,0,0.8,x\n2,1,0.7,x\n3,1,0.9,y\n4,1,1.0,y\n5,1,0.6,y\n",
+		"ids.csv": "customer,cluster,p0,p1\n\"a, 1\",0,0.5,0.5\nb,0,0.5,0.5\nc,1,0.5,0.5\nd,1,0.5,0.5\ne,1,0.5,0.5\nf,1,0.5,0.5\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{
+		{"--truth", filepath.Join(fixtures, "truth.txt"), "--pred", "a.csv"},
+		{"--truth", filepath.Join(fixtures, "truth.txt"), "--pred", "ids.csv"},
+		{"--truth", "a.csv", "--pred", filepath.Join(fixtures, "pred.txt")},
+	} {
+		if got := wantScoreLine(t, run(t, dir, append([]string{"score"}, args...)...)); got != "ACC 0.8333 NMI 0.4787 ARI 0.3243" {
+			t.Errorf("score %v: %q, want ACC 0.8333 NMI 0.4787 ARI 0.3243", args, got)
+		}
+	}
+	wantError(t, run(t, dir, "score", "--truth", "ids.csv", "--pred", "a.csv"), 1, "ids.csv: emclust's assignments without a label column (columns customer,cluster,p0,p1)")
 }
 
 func TestDevices(t *testing.T) {
@@ -1309,6 +1409,14 @@ func TestResumeRefusedByRestoreKeepsConfig(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "run", "config.json")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("a refused resume left a config.json it wrote: %v", err)
 	}
+
+	// An optimiser moment of another shape (of as many values) is refused, as the
+	// file's fault.
+	if r := run(t, dir, "train", "--data", "a.csv", "--label-col", "label", "--restarts", "1", "--epochs", "2", "--kmeans=false", "--quiet", "--device", "cpu", "--out", "moment"); r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	rewriteCheckpointHeader(t, filepath.Join(dir, "moment", "checkpoint.safetensors"), `"optA.0.exp_avg":{"dtype":"F32","shape":[32,4]`, `"optA.0.exp_avg":{"dtype":"F32","shape":[4,32]`, true)
+	wantError(t, run(t, dir, "train", "--resume", "moment", "--epochs", "5"), 1, "optA.0.exp_avg", "(the file is damaged, or not emclust's)")
 }
 
 // rewriteCheckpointHeader replaces old with new in a checkpoint's JSON header, with
@@ -3177,8 +3285,13 @@ func TestStandardizeAuto(t *testing.T) {
 		want, auto bool
 	}{{nil, true, true}, {[]string{"--standardize=false"}, false, false}} {
 		out := fmt.Sprint("run-", len(tc.flag))
-		wantScoreLine(t, run(t, dir, append([]string{"train", "--quiet", "--epochs", "1", "--kmeans=false", "--data", "units.csv",
-			"--label-col", "label", "--out", out}, tc.flag...)...))
+		r := run(t, dir, append([]string{"train", "--epochs", "1", "--kmeans=false", "--data", "units.csv",
+			"--label-col", "label", "--out", out}, tc.flag...)...)
+		wantScoreLine(t, r)
+		// A rule the user did not invoke says when it acted.
+		if said := strings.Contains(r.stderr, "3 features, standardized as their spreads differ by "); said != tc.auto {
+			t.Errorf("flags %v: the standardisation said %v, want %v:\n%s", tc.flag, said, tc.auto, r.stderr)
+		}
 		var saved struct {
 			Standardize     bool    `json:"standardize"`
 			StandardizeAuto bool    `json:"standardize_auto"`
@@ -3205,7 +3318,11 @@ func TestStandardizeAutoOffset(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "utm.csv"), []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wantScoreLine(t, run(t, dir, "train", "--quiet", "--epochs", "1", "--restarts", "1", "--kmeans=false", "--data", "utm.csv", "--label-col", "label", "--out", "utm"))
+	r := run(t, dir, "train", "--epochs", "1", "--restarts", "1", "--kmeans=false", "--data", "utm.csv", "--label-col", "label", "--out", "utm")
+	wantScoreLine(t, r)
+	if !strings.Contains(r.stderr, "2 features, standardized as a column's mean lies ") {
+		t.Errorf("the standardisation by the offset is not said:\n%s", r.stderr)
+	}
 	var saved struct {
 		Standardize   bool    `json:"standardize"`
 		FeatureSpread float64 `json:"feature_spread"`
@@ -3941,14 +4058,19 @@ func TestPredictReadsAsTrained(t *testing.T) {
 		}
 	}
 	wantOK(runProc(t, dir, append(train, "--data", "numh.csv", "--header", "yes", "--out", "numh")...))
-	for _, args := range [][]string{
-		{"predict", "--model", "numh", "--out", "a.csv"},
-		{"predict", "--model", "numh", "--data", "numh.csv", "--out", "b.csv", "--quiet"},
+	for _, tc := range []struct {
+		out  string
+		args []string
+	}{
+		{"a.csv", nil},
+		{"b.csv", []string{"--data", "numh.csv", "--quiet"}},
 	} {
+		args := append([]string{"predict", "--model", "numh", "--out", tc.out}, tc.args...)
 		r := runProc(t, dir, args...)
 		wantOK(r)
-		if !strings.Contains(r.stderr, "4 rows → ") {
-			t.Errorf("%v: %q, want the 4 rows under the header", args, r.stderr)
+		quiet := slices.Contains(args, "--quiet")
+		if rows := readLines(t, filepath.Join(dir, tc.out)); len(rows) != 5 || strings.Contains(r.stderr, "4 rows → ") == quiet {
+			t.Errorf("%v: %d lines, stderr %q; want the 4 rows under the header, said unless --quiet", args, len(rows), r.stderr)
 		}
 	}
 	wantOK(runProc(t, dir, append(train, "--data", "latin1.csv", "--label-col", "Klasse", "--out", "latin1")...))

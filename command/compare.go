@@ -106,8 +106,8 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 		}
 	}
 	if opts.Suite {
-		for _, f := range []string{"data", "dataset", "data-dir", "label-col", "drop-cols", "header", "out"} {
-			if c.IsSet(f) && !((f == "label-col" || f == "drop-cols" || f == "header") && opts.Tables != nil) {
+		for _, f := range []string{"data", "dataset", "data-dir", "label-col", "drop-cols", "id-col", "header", "out"} {
+			if c.IsSet(f) && !((f == "label-col" || f == "drop-cols" || f == "id-col" || f == "header") && opts.Tables != nil) {
 				return opts, usageError{fmt.Errorf("--%s with --suite: the suite runs on the embedded tables (or --tables) and keeps no run folders", f)}
 			}
 		}

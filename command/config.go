@@ -32,6 +32,9 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	cfg.DataFile = absPath(c.String("data"))
 	cfg.LabelCol = c.String("label-col")
 	cfg.Header = c.String("header")
+	if cfg.IDCol = strings.TrimSpace(c.String("id-col")); cfg.IDCol == "none" {
+		cfg.IDCol = ""
+	}
 	var err error
 	if cfg.DropCols, err = dropCols(c); err != nil {
 		return cfg, err
@@ -50,7 +53,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	if err := train.CheckData(&cfg); err != nil {
 		return cfg, usageError{err}
 	}
-	if err := checkArrayFlags(cfg.DataFile, cfg.LabelCol, cfg.DropCols, cfg.Header); err != nil {
+	if err := checkArrayFlags(cfg.DataFile, cfg.LabelCol, cfg.IDCol, cfg.DropCols, cfg.Header); err != nil {
 		return cfg, err
 	}
 	if cfg.DataFile == "" && (cfg.Dataset == "" || cfg.Dataset == "digits") {
@@ -265,11 +268,11 @@ func parseInts(flag, s string, least int) ([]int, error) {
 	return out, nil
 }
 
-// checkArrayFlags refuses --label-col, --drop-cols and --header yes|no for a .npy array, which
+// checkArrayFlags refuses --label-col, --drop-cols, --id-col and --header yes|no for a .npy array, which
 // has neither a label column nor a header line: they were ignored, and the column
 // named clustered as a feature. (Checked on the command line only: runs saved before
 // keep them in their config.)
-func checkArrayFlags(file, labelCol string, dropCols []string, header string) error {
+func checkArrayFlags(file, labelCol, idCol string, dropCols []string, header string) error {
 	if !strings.EqualFold(filepath.Ext(file), ".npy") {
 		return nil
 	}
@@ -278,6 +281,9 @@ func checkArrayFlags(file, labelCol string, dropCols []string, header string) er
 	}
 	if len(dropCols) > 0 {
 		return usageError{fmt.Errorf("--drop-cols %s: %s is a NumPy array, whose columns --drop-cols does not select; save only the features, or leave --drop-cols out", strings.Join(dropCols, ","), file)}
+	}
+	if idCol != "" {
+		return usageError{fmt.Errorf("--id-col %s: %s is a NumPy array, which has no ID column; save the IDs apart, in the rows' order, or leave --id-col out", idCol, file)}
 	}
 	if header == "yes" || header == "no" {
 		return usageError{fmt.Errorf("--header %s: %s is a NumPy array, which has no header line; leave --header out", header, file)}
@@ -357,7 +363,7 @@ func checkK(cfg *train.Config, src train.Source) error {
 		return err
 	}
 	if cfg.K > src.Len() {
-		return usageError{fmt.Errorf("--k %d: more clusters than the %s of %s", cfg.K, plural(src.Len(), "row"), dataPath(*cfg))}
+		return usageError{fmt.Errorf("--k %d: more clusters than the %s of %s; give a smaller --k (10 where not given and the data have no labels)", cfg.K, plural(src.Len(), "row"), dataPath(*cfg))}
 	}
 	return nil
 }

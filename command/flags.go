@@ -90,7 +90,7 @@ func checkOutputFlag(flag, out string, force bool, inputs ...string) error {
 
 // quietFlag turns off predict's and eval's progress bar, which a terminal shows.
 func quietFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar"}
+	return &cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress bar or log lines; warnings and the result remain"}
 }
 
 // deviceFlag and threadsFlag are the same on every command that computes. Each call
@@ -120,6 +120,7 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 		&cli.StringFlag{Name: "data", Usage: "vectors to cluster: a .csv/.tsv/.txt (optionally .gz), .npy or .parquet file, or a pipe such as <(zcat t.csv.gz)", DefaultText: dflt},
 		&cli.StringFlag{Name: "label-col", Usage: "CSV or Parquet column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring", DefaultText: "none"},
 		&cli.StringSliceFlag{Name: "drop-cols", Usage: "CSV or Parquet columns that are neither features nor labels (an ID, a date, a note), by name or 0-based index, comma-separated; their cells are not read", DefaultText: "none"},
+		&cli.StringFlag{Name: "id-col", Usage: "CSV or Parquet column of row IDs, by name or 0-based index: not a feature; the assignments name each row by it in place of its index", DefaultText: "none"},
 		&cli.StringFlag{Name: "header", Value: "auto", Usage: headerHelp},
 		&cli.BoolFlag{Name: "standardize", Usage: "z-score each feature column; --standardize=false keeps them raw", DefaultText: standardize},
 		&cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match)"},
@@ -139,8 +140,10 @@ func inferenceDataFlags(dflt string) []cli.Flag {
 			flags[i] = &cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match the model's input)", DefaultText: "as in training"}
 		case "standardize":
 			flags[i] = &cli.BoolFlag{Name: "standardize", Usage: "new rows are z-scored by the training data's statistics where the model trained on z-scores, else read raw; another setting than the model's is refused", DefaultText: "as in training"}
+		case "id-col":
+			flags[i] = &cli.StringFlag{Name: "id-col", Usage: "CSV or Parquet column of row IDs, by name or 0-based index, which the assignments name each row by; --id-col none reads none", DefaultText: "as in training"}
 		case "drop-cols":
-			flags[i] = &cli.StringSliceFlag{Name: "drop-cols", Usage: "CSV or Parquet columns that are neither features nor labels, by name or 0-based index, comma-separated; --drop-cols '' drops none", DefaultText: "as in training"}
+			flags[i] = &cli.StringSliceFlag{Name: "drop-cols", Usage: "CSV or Parquet columns that are neither features nor labels, by name or 0-based index, comma-separated; --drop-cols none drops none", DefaultText: "as in training"}
 		case "header":
 			// A header of numbers (wavelengths, years) read as training read it: auto
 			// would take it for a row.
@@ -153,7 +156,7 @@ func inferenceDataFlags(dflt string) []cli.Flag {
 // imageDataFlags are inferenceDataFlags without the vectors' flags, for embed, whose
 // mnist2d model sees images only.
 func imageDataFlags(dflt string) []cli.Flag {
-	out := without(inferenceDataFlags(dflt), "data", "label-col", "drop-cols", "header", "standardize")
+	out := without(inferenceDataFlags(dflt), "data", "label-col", "drop-cols", "id-col", "header", "standardize")
 	for i, f := range out {
 		if f.Names()[0] == "dataset" {
 			out[i] = &cli.StringFlag{Name: "dataset", Usage: "mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt}
@@ -197,12 +200,12 @@ func checkDataFlags(c *cli.Context) error {
 		return usageError{errors.New("--data-dir with --data: --data names the file itself; --data-dir holds an image set's files")}
 	case c.IsSet("data-dir") && dataset != "" && !train.IsImageSet(dataset):
 		return usageError{fmt.Errorf("--data-dir with --dataset %s: the table is built in; --data-dir holds an image set's files", dataset)}
-	case dataset != "" && (c.IsSet("label-col") || c.IsSet("drop-cols") || c.IsSet("header")):
-		flag := "--label-col"
-		if c.IsSet("drop-cols") {
-			flag = "--drop-cols"
-		} else if !c.IsSet("label-col") {
-			flag = "--header"
+	case dataset != "" && (c.IsSet("label-col") || c.IsSet("drop-cols") || c.IsSet("id-col") || c.IsSet("header")):
+		flag := "--header"
+		for _, f := range []string{"id-col", "drop-cols", "label-col"} {
+			if c.IsSet(f) {
+				flag = "--" + f
+			}
 		}
 		return usageError{fmt.Errorf("%s with --dataset %s: it reads a CSV or Parquet file given with --data; the embedded tables and image sets bring their own labels", flag, dataset)}
 	case dataset != "folder" && (c.IsSet("image-size") || c.IsSet("gray")):
@@ -215,14 +218,18 @@ func checkDataFlags(c *cli.Context) error {
 	return nil
 }
 
-// dropCols reads --drop-cols: the columns, trimmed, with empty ones left out, so that
-// an empty --drop-cols says none.
+// dropCols reads --drop-cols: the columns, trimmed; "none" alone says none, for a
+// model's new data.
 func dropCols(c *cli.Context) ([]string, error) {
+	given := c.StringSlice("drop-cols")
+	if len(given) == 1 && strings.TrimSpace(given[0]) == "none" {
+		return []string{}, nil
+	}
 	var cols []string
-	for _, s := range c.StringSlice("drop-cols") {
+	for _, s := range given {
 		s = strings.TrimSpace(s)
 		if s == "" {
-			continue
+			return nil, usageError{fmt.Errorf("--drop-cols %q: an empty column name (an unset shell variable?)", strings.Join(given, ","))}
 		}
 		if slices.Contains(cols, s) {
 			return nil, usageError{fmt.Errorf("--drop-cols: %s given twice", s)}

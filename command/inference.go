@@ -23,6 +23,7 @@ type dataOptions struct {
 	Given                                        bool // --data or --dataset was given
 	Dataset, DataDir, DataFile, LabelCol, Header string
 	DropCols                                     []string // nil: the model's
+	IDCol                                        *string  // nil: the model's
 	Standardize                                  *bool
 	ImageSize                                    *int
 }
@@ -41,12 +42,19 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 		if err != nil {
 			return d, err
 		}
-		d.DropCols = append([]string{}, cols...) // not nil: none given is none dropped
+		d.DropCols = append([]string{}, cols...) // not nil: "none" is none dropped
+	}
+	if c.IsSet("id-col") {
+		v := strings.TrimSpace(c.String("id-col"))
+		if v == "none" {
+			v = ""
+		}
+		d.IDCol = &v
 	}
 	if !d.Given {
 		// The model's own data are read as it trained on them; only their folder may
 		// have moved (dataOptions.config).
-		for _, name := range []string{"label-col", "drop-cols", "header", "standardize", "image-size"} {
+		for _, name := range []string{"label-col", "drop-cols", "id-col", "header", "standardize", "image-size"} {
 			if c.IsSet(name) {
 				return d, usageError{fmt.Errorf("--%s without --data or --dataset: the model's own data are read as it trained on them; name the data to read them otherwise", name)}
 			}
@@ -57,7 +65,7 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 		if err := train.CheckData(&named); err != nil {
 			return d, usageError{err}
 		}
-		if err := checkArrayFlags(d.DataFile, d.LabelCol, d.DropCols, d.Header); err != nil {
+		if err := checkArrayFlags(d.DataFile, d.LabelCol, deref(d.IDCol), d.DropCols, d.Header); err != nil {
 			return d, err
 		}
 	}
@@ -72,15 +80,35 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 	return d, nil
 }
 
-// explainDropped adds to err, where a column the model's data dropped is missing from
-// the new data, that they were read as the model's were.
+// explainDropped adds to err, where a column that the model's data left out is
+// missing from the new data, that they were read as the model's were.
 func (d dataOptions) explainDropped(err error, cfg *train.Config) error {
 	var missing *data.MissingColumnError
-	if d.DropCols != nil || !errors.As(err, &missing) {
+	if !errors.As(err, &missing) {
 		return err
 	}
-	return fmt.Errorf("%w (new data are read as the model's were, which left out --drop-cols %s; for data without those columns pass --drop-cols '')",
-		err, data.ShellQuote(strings.Join(cfg.DropCols, ",")))
+	var given, none []string
+	if d.DropCols == nil && len(cfg.DropCols) > 0 {
+		given = append(given, "--drop-cols "+data.ShellQuote(strings.Join(cfg.DropCols, ",")))
+		none = append(none, "--drop-cols none")
+	}
+	if d.IDCol == nil && cfg.IDCol != "" {
+		given = append(given, "--id-col "+data.ShellQuote(cfg.IDCol))
+		none = append(none, "--id-col none")
+	}
+	if len(given) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (new data are read as the model's were, with %s; for data without those columns pass %s)",
+		err, strings.Join(given, " and "), strings.Join(none, " "))
+}
+
+// deref is *s, or "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // configFor is config for the model saved at model, refusing --data-dir alone for a
@@ -143,12 +171,16 @@ func (d dataOptions) config(trained *train.Config) *train.Config {
 	}
 	cfg.DataFile, cfg.Dataset, cfg.DataDir = d.DataFile, d.Dataset, d.DataDir
 	cfg.LabelCol = d.LabelCol
-	switch {
-	case d.DropCols != nil:
+	// Where not given, the columns the model's data left out, of a table.
+	if table := cfg.DataFile != "" && !strings.EqualFold(filepath.Ext(cfg.DataFile), ".npy"); !table {
+		cfg.DropCols, cfg.IDCol = nil, ""
+	}
+	if d.DropCols != nil {
 		cfg.DropCols = d.DropCols
-	case cfg.DataFile == "" || strings.EqualFold(filepath.Ext(cfg.DataFile), ".npy"):
-		cfg.DropCols = nil // an array or a data set has no columns to drop
-	} // else the columns the model's data dropped
+	}
+	if d.IDCol != nil {
+		cfg.IDCol = *d.IDCol
+	}
 	if d.Header != "" || cfg.Header == "" {
 		cfg.Header = d.Header
 	} // else as the model's data were read

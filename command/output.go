@@ -2,9 +2,11 @@ package command
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -12,8 +14,10 @@ import (
 	"emclust/train"
 )
 
-// writeAssignments writes index,cluster,posterior[,label] atomically. The label is
-// the class's name as the data give it (src's Classes) where known, else its id.
+// writeAssignments writes index,cluster,posterior[,label] atomically, with the rows'
+// IDs (--id-col), or an image folder's paths, in place of the index where the data
+// have them. The label is the
+// class's name as the data give it (src's Classes) where known, else its id.
 func writeAssignments(path string, pred *train.Prediction, src train.Source) error {
 	return writeClusters(path, nil, pred, src, false)
 }
@@ -26,10 +30,18 @@ func writeClusters(path string, stdout io.Writer, pred *train.Prediction, src tr
 	if c, ok := src.(interface{ Classes() []string }); ok && labels != nil {
 		classes = c.Classes()
 	}
+	var ids []string
+	first := "index"
+	if named, ok := src.(interface{ IDs() ([]string, string) }); ok {
+		var name string
+		if ids, name = named.IDs(); ids != nil {
+			first = string(appendCSVField(nil, cmp.Or(name, "id")))
+		}
+	}
 	return writeOut(path, stdout, func(w io.Writer) error {
-		head := "index,cluster,posterior"
+		head := first + ",cluster,posterior"
 		if all {
-			head = "index,cluster"
+			head = first + ",cluster"
 			for j := 0; j < pred.K; j++ {
 				head += ",p" + strconv.Itoa(j)
 			}
@@ -42,7 +54,11 @@ func writeClusters(path string, stdout io.Writer, pred *train.Prediction, src tr
 		}
 		buf := make([]byte, 0, 256)
 		for i, c := range pred.Cluster {
-			buf = strconv.AppendInt(buf[:0], int64(i), 10)
+			if ids != nil {
+				buf = appendCSVField(buf[:0], ids[i])
+			} else {
+				buf = strconv.AppendInt(buf[:0], int64(i), 10)
+			}
 			buf = append(buf, ',')
 			buf = strconv.AppendInt(buf, int64(c), 10)
 			row := pred.Posterior[i*pred.K : (i+1)*pred.K]
@@ -118,3 +134,6 @@ func plural(n int, word string) string {
 }
 
 func round3(v float64) float64 { return float64(int64(v*1000+0.5)) / 1000 }
+
+// round4 rounds v, which may be negative, to four decimals.
+func round4(v float64) float64 { return math.Round(v*1e4) / 1e4 }

@@ -98,7 +98,7 @@ func TestParquetAsCSV(t *testing.T) {
 	f.Close()
 	r = runProc(t, dir, "train", "--quiet", "--data", "text.parquet", "--k", "2", "--out", "t")
 	noCrash(t, r)
-	want := `text.parquet: column "name" holds text, not numbers to cluster: leave it out with --drop-cols name; or, if it holds class labels, --label-col name`
+	want := `text.parquet: column "name" holds text, not numbers to cluster (pass --label-col name if it holds class labels, --id-col name if it names the rows, or --drop-cols name if it is no feature otherwise)`
 	if r.code != 1 || !strings.Contains(r.stderr, want) || strings.Count(strings.TrimSpace(r.stderr), "\n") > 0 {
 		t.Errorf("exit %d, stderr %q; want exit 1 and one line with %q", r.code, r.stderr, want)
 	}

@@ -57,7 +57,9 @@ func runPredict(_ context.Context, opts predictOptions, stdout, stderr io.Writer
 	if opts.Out == "-" {
 		stdout = stderr // the rows took stdout: the summary line goes with the log
 	}
-	fmt.Fprintf(stderr, "emclust: %s → %s; cluster sizes %v\n", plural(len(pred.Cluster), "row"), outName(opts.Out), eval.ClusterSizes(pred.Cluster, pred.K))
+	if !opts.Quiet {
+		fmt.Fprintf(stderr, "emclust: %s → %s; cluster sizes %v\n", plural(len(pred.Cluster), "row"), outName(opts.Out), eval.ClusterSizes(pred.Cluster, pred.K))
+	}
 	if labels != nil {
 		sc, err := eval.Score(labels, pred.Cluster)
 		if err != nil {

@@ -283,7 +283,7 @@ func checkRunDir(dir string) error {
 		if err := train.RemoveStale(dir); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
-		return fmt.Errorf("resume: %s has no checkpoint.safetensors (a run saves one after each epoch); start a new run with --out %s", dir, dir)
+		return fmt.Errorf("resume: %s has no checkpoint.safetensors: its run stopped before it saved one (one run saves one after each epoch; the restarts of a table save the kept run once all have trained); start it again with --out %s", dir, dir)
 	}
 	return nil
 }

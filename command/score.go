@@ -1,10 +1,15 @@
 package command
 
 import (
+	"bufio"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -19,11 +24,11 @@ type scoreOptions struct {
 func scoreCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "score",
-		Usage:     "compare two label files (one label per line): prints ACC NMI ARI",
+		Usage:     "compare two label files (one label per line, or predict's assignments): prints ACC NMI ARI",
 		UsageText: "emclust score --truth LABELS --pred LABELS [--json]",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "truth", Usage: "file of ground-truth labels, one per line (required)"},
-			&cli.StringFlag{Name: "pred", Usage: "file of predicted clusters, one per line (required)"},
+			&cli.StringFlag{Name: "truth", Usage: "file of ground-truth labels, one per line, or assignments with a label column (required)"},
+			&cli.StringFlag{Name: "pred", Usage: "file of predicted clusters, one per line, or emclust's assignments (their cluster column) (required)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		},
 		Action: action(scoreOptionsFrom, runScore),
@@ -38,11 +43,11 @@ func scoreOptionsFrom(c *cli.Context) (scoreOptions, error) {
 }
 
 func runScore(_ context.Context, opts scoreOptions, stdout, _ io.Writer) error {
-	truth, err := eval.ReadLabels(opts.Truth)
+	truth, err := readScored(opts.Truth, "label")
 	if err != nil {
 		return err
 	}
-	pred, err := eval.ReadLabels(opts.Pred)
+	pred, err := readScored(opts.Pred, "cluster")
 	if err != nil {
 		return err
 	}
@@ -60,4 +65,37 @@ func runScore(_ context.Context, opts scoreOptions, stdout, _ io.Writer) error {
 	}
 	fmt.Fprintln(stdout, sc.String())
 	return nil
+}
+
+// readScored reads a file of one label a line, or the column named col of the
+// assignments emclust writes (a header whose second field is "cluster"), so that
+// predict's output is scored as it is.
+func readScored(path, col string) ([]int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read labels: %w", err)
+	}
+	defer f.Close()
+	br := bufio.NewReader(f)
+	head, _ := br.Peek(4096)
+	first, _, _ := strings.Cut(string(head), "\n")
+	if fields := strings.Split(strings.TrimSpace(first), ","); len(fields) < 2 || fields[1] != "cluster" {
+		f.Close()
+		return eval.ReadLabels(path)
+	}
+	rd := csv.NewReader(br)
+	rows, err := rd.ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	at := slices.Index(rows[0], col)
+	if at < 0 {
+		return nil, fmt.Errorf("%s: emclust's assignments without a %s column (columns %s)", path, col, strings.Join(rows[0], ","))
+	}
+	var b strings.Builder
+	for _, r := range rows[1:] {
+		b.WriteString(r[at])
+		b.WriteByte('\n')
+	}
+	return eval.ParseLabels(strings.NewReader(b.String()), path+" ("+col+" column)")
 }

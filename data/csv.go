@@ -44,6 +44,10 @@ type CSVOptions struct {
 	// not read.
 	DropCols []string
 
+	// IDCol selects a column of row names (an ID), by name or index as LabelCol: not a
+	// feature, but read as text and kept in Vectors.IDs.
+	IDCol string
+
 	// Comma is the field delimiter. Zero detects it from the first data line:
 	// the most frequent of ',', '\t' and ';' outside quotes, or runs of blanks
 	// when the line has none of them but does have spaces (np.savetxt's
@@ -209,7 +213,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		rd = &csvRecords{r: newCSVReader(br, comma)}
 	}
 
-	p := csvParser{name: name, labelCol: -1, maxBytes: opt.maxBytes, alloc: opt.Alloc}
+	p := csvParser{name: name, labelCol: -1, idCol: -1, maxBytes: opt.maxBytes, alloc: opt.Alloc}
 	if p.maxBytes <= 0 {
 		p.maxBytes = sysmem.Total() / 3
 	}
@@ -230,31 +234,19 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 	}
 	p.ncol = len(rec)
 	p.skip = make([]bool, p.ncol)
+	p.role = make([]string, p.ncol)
 
-	labelName := ""
-	if s := strings.TrimSpace(opt.LabelCol); s != "" {
-		if i, err := strconv.Atoi(s); err == nil {
-			j := i
-			if j < 0 {
-				j += p.ncol
-			}
-			if j < 0 || j >= p.ncol {
-				return nil, fmt.Errorf("%s: label column %d out of range: line %d has %d columns", name, i, line, p.ncol)
-			}
-			p.labelCol = j
-			p.skip[j] = true
-		} else {
-			labelName = s
+	// The columns that are not features: by number now, so that the header's guess
+	// passes them over; by name once the header is read.
+	var byName []colSpec
+	for _, c := range append([]colSpec{{opt.LabelCol, roleLabel}, {opt.IDCol, roleID}}, dropSpecs(opt.DropCols)...) {
+		c.spec = strings.TrimSpace(c.spec)
+		if c.spec == "" {
+			continue
 		}
-	}
-	// Dropped columns by number now, so that the header's guess passes them over;
-	// by name once the header is read.
-	var dropNames []string
-	for _, s := range opt.DropCols {
-		s = strings.TrimSpace(s)
-		i, err := strconv.Atoi(s)
+		i, err := strconv.Atoi(c.spec)
 		if err != nil {
-			dropNames = append(dropNames, s)
+			byName = append(byName, c)
 			continue
 		}
 		j := i
@@ -262,23 +254,23 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 			j += p.ncol
 		}
 		if j < 0 || j >= p.ncol {
-			return nil, &MissingColumnError{fmt.Sprintf("%s: dropped column %d out of range: line %d has %d columns", name, i, line, p.ncol)}
+			msg := fmt.Sprintf("%s: %s %d out of range: line %d has %d columns", name, c.what(), i, line, p.ncol)
+			if c.role == roleLabel {
+				return nil, errors.New(msg)
+			}
+			return nil, &MissingColumnError{msg}
 		}
-		if err := p.drop(j); err != nil {
+		if err := p.assign(j, c.role); err != nil {
 			return nil, err
 		}
-	}
-	byName, byWhat := labelName, "label column"
-	if byName == "" && len(dropNames) > 0 {
-		byName, byWhat = dropNames[0], "dropped column"
 	}
 
 	header := hdr == "yes"
 	guessedData, first := false, line // line 1 taken for data, for want of names
 	if hdr == "auto" {
-		if byName != "" {
+		if len(byName) > 0 {
 			if !p.looksLikeHeader(rec) {
-				return nil, fmt.Errorf("%s: %s %q is given by name, but line %d is data, not a header", name, byWhat, byName, line)
+				return nil, fmt.Errorf("%s: %s %q is given by name, but line %d is data, not a header", name, byName[0].what(), byName[0].spec, line)
 			}
 			header = true
 		} else {
@@ -289,8 +281,8 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 			guessedData = !header && p.labelCol >= 0
 		}
 	}
-	if byName != "" && !header {
-		return nil, fmt.Errorf("%s: %s %q is given by name, but the file has no header (header option %q)", name, byWhat, byName, hdr)
+	if len(byName) > 0 && !header {
+		return nil, fmt.Errorf("%s: %s %q is given by name, but the file has no header (header option %q)", name, byName[0].what(), byName[0].spec, hdr)
 	}
 
 	if header {
@@ -300,23 +292,12 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 			// "Gr\ufffd\ufffde"), so that its own file matches them again.
 			p.names[j] = strings.Clone(validUTF8(strings.TrimSpace(s)))
 		}
-		if labelName != "" {
-			j, err := p.named(labelName, "label column")
+		for _, c := range byName {
+			j, err := p.named(c.spec, c.role)
 			if err != nil {
 				return nil, err
 			}
-			if p.skip[j] {
-				return nil, fmt.Errorf("%s: %s is the label column, and dropped too (--drop-cols)", name, p.col(j))
-			}
-			p.labelCol = j
-			p.skip[j] = true
-		}
-		for _, s := range dropNames {
-			j, err := p.named(s, "dropped column")
-			if err != nil {
-				return nil, err
-			}
-			if err := p.drop(j); err != nil {
+			if err := p.assign(j, c.role); err != nil {
 				return nil, err
 			}
 		}
@@ -330,7 +311,11 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		if p.ncol == 1 && p.labelCol == 0 {
 			return nil, fmt.Errorf("%s: no feature columns: the only column, %s, is the label", name, p.col(p.labelCol))
 		}
-		return nil, fmt.Errorf("%s: no feature columns: each of the %d is the label or dropped (--drop-cols)", name, p.ncol)
+		ids := ""
+		if p.idCol >= 0 {
+			ids = ", the IDs"
+		}
+		return nil, fmt.Errorf("%s: no feature columns: each of the %d is the label%s or dropped (--drop-cols)", name, p.ncol, ids)
 	}
 	if !header {
 		if err := p.row(rec, line); err != nil {
@@ -380,9 +365,11 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 	if p.n == 0 {
 		return nil, fmt.Errorf("%s: no data rows", name)
 	}
-	if guessedData && p.n >= 3 && len(p.classes) < p.n && slices.Index(p.labels[1:], p.labels[0]) < 0 && p.firstRowApart() {
-		// A header of numbers (wavelengths, years) beside the label's name: its
-		// row was a class of its own and values hundreds of spreads out.
+	if guessedData && p.n >= 3 && len(p.classes) < p.n && slices.Index(p.labels[1:], p.labels[0]) < 0 && (p.firstRowApart() || p.firstRowNumbersColumns(2) || p.firstLabelAloneText()) {
+		// A header of numbers (wavelengths, years, or pandas' 0, 1, 2 for an
+		// array's columns) beside the label's name: its row was a class of its own,
+		// and values hundreds of spreads out, or the columns' numbers, or a word
+		// among classes that are numbers.
 		return nil, fmt.Errorf("%s:%d: the label %s is on no other line: is line %d a header of numeric names? say --header yes or --header no",
 			name, first, quoteClip(p.classes[p.labels[0]]), first)
 	}
@@ -399,8 +386,13 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 	feature := 0
 	for j, skip := range p.skip {
 		switch {
-		case skip && j != p.labelCol:
+		case p.role[j] == roleDropped:
 			v.Dropped = append(v.Dropped, p.colName(j))
+		case j == p.idCol:
+			if p.names != nil {
+				v.IDName = p.names[j]
+			}
+			v.IDs = p.ids.values()
 		case !skip:
 			if countsRows(v.X, v.N, v.D, feature) {
 				arg := strconv.Itoa(j)
@@ -434,6 +426,31 @@ func (p *csvParser) firstRowApart() bool {
 	return true
 }
 
+// firstRowNumbersColumns says whether the first row, of at least minD features,
+// counts them from 0: the names pandas gives the columns of an array.
+func (p *csvParser) firstRowNumbersColumns(minD int) bool {
+	if p.d < minD || p.n < 1 {
+		return false
+	}
+	for j := range p.d {
+		if p.x[j] != float32(j) {
+			return false
+		}
+	}
+	return true
+}
+
+// firstLabelAloneText says whether the first row's class is the only one that is not
+// a number.
+func (p *csvParser) firstLabelAloneText() bool {
+	for id, c := range p.classes {
+		if _, err := parseNumber(c); (err == nil) == (id == p.labels[0]) {
+			return false
+		}
+	}
+	return true
+}
+
 // csvParser accumulates rows and knows enough about the columns to describe
 // a bad cell.
 type csvParser struct {
@@ -441,7 +458,10 @@ type csvParser struct {
 	ncol     int      // fields per record
 	d        int      // feature columns
 	labelCol int      // -1 when there are no labels
-	skip     []bool   // a column that is no feature: the label's, or dropped
+	skip     []bool   // a column that is no feature: the label's, the IDs', or dropped
+	role     []string // what a column that is no feature is (roleLabel, …)
+	idCol    int      // -1 when there are no IDs
+	ids      labelSet // the ID of each row
 	names    []string // header cells, or nil
 	n        int
 	x        []float32
@@ -590,8 +610,8 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// labelHint names --label-col for a column of words when no label column was given:
-// class names left among the features are the likeliest cause.
+// labelHint names the flags that take a column of words out of the features: class
+// names, where no label column was given, are the likeliest cause, then IDs.
 func (p *csvParser) labelHint(j int) string {
 	if p.ncol == 1 {
 		// A comma file named .tsv read as one column: "--label-col a,b,c" misled.
@@ -601,34 +621,95 @@ func (p *csvParser) labelHint(j int) string {
 	if p.names != nil {
 		arg = colArg(j, p.names[j])
 	}
-	if p.labelCol >= 0 {
-		return fmt.Sprintf(" (if it is not a feature, such as an ID or a date, pass --drop-cols %s)", arg)
-	}
-	return fmt.Sprintf(" (if %s holds class labels, pass --label-col %s; if it is not a feature, such as an ID, --drop-cols %s)", p.col(j), arg, arg)
+	return notFeatureHint(arg, p.col(j), p.labelCol < 0, p.idCol < 0)
 }
 
-// named is the column that a --label-col or --drop-cols name (what says which)
-// selects in the header.
-func (p *csvParser) named(s, what string) (int, error) {
+// notFeatureHint names the flags that would take column arg, called what, out of the
+// features: --label-col and --id-col where they are free, and --drop-cols.
+func notFeatureHint(arg, what string, label, id bool) string {
+	var flags []string
+	if label {
+		flags = append(flags, fmt.Sprintf("--label-col %s if %s holds class labels", arg, what))
+	}
+	if id {
+		flags = append(flags, fmt.Sprintf("--id-col %s if it names the rows", arg))
+	}
+	drop := fmt.Sprintf("--drop-cols %s if it is no feature otherwise", arg)
+	if len(flags) == 0 {
+		return " (pass " + drop + ")"
+	}
+	return " (pass " + strings.Join(flags, ", ") + ", or " + drop + ")"
+}
+
+// The roles of the columns that are not features, as messages name them.
+const (
+	roleLabel   = "the label column"
+	roleID      = "the ID column"
+	roleDropped = "a dropped column"
+)
+
+// colSpec is a column given by name or index for a role.
+type colSpec struct{ spec, role string }
+
+// dropSpecs are the --drop-cols columns as colSpecs.
+func dropSpecs(cols []string) []colSpec {
+	specs := make([]colSpec, len(cols))
+	for i, c := range cols {
+		specs[i] = colSpec{c, roleDropped}
+	}
+	return specs
+}
+
+// flag is the flag that gives a column its role.
+func (c colSpec) flag() string {
+	switch c.role {
+	case roleLabel:
+		return "--label-col"
+	case roleID:
+		return "--id-col"
+	}
+	return "--drop-cols"
+}
+
+// what is the role without its article, as in "label column "x" is given by name".
+func (c colSpec) what() string {
+	return strings.TrimPrefix(strings.TrimPrefix(c.role, "the "), "a ")
+}
+
+// named is the column that a name given for role selects in the header.
+func (p *csvParser) named(s, role string) (int, error) {
 	j := slices.Index(p.names, s)
 	if j < 0 {
-		if what == "dropped column" {
+		switch role {
+		case roleDropped:
 			return -1, &MissingColumnError{fmt.Sprintf("%s: no column %q to drop; columns are: %s", p.name, s, strings.Join(p.names, ", "))}
+		case roleID:
+			return -1, &MissingColumnError{fmt.Sprintf("%s: no column %q for the IDs; columns are: %s", p.name, s, strings.Join(p.names, ", "))}
 		}
 		return -1, fmt.Errorf("%s: no column %q; columns are: %s", p.name, s, strings.Join(p.names, ", "))
 	}
 	if slices.Index(p.names[j+1:], s) >= 0 {
-		return -1, fmt.Errorf("%s: %s %q is ambiguous: the header has it more than once", p.name, what, s)
+		return -1, fmt.Errorf("%s: %s %q is ambiguous: the header has it more than once", p.name, colSpec{s, role}.what(), s)
 	}
 	return j, nil
 }
 
-// drop takes column j out of the features; the label's cannot be dropped as well.
-func (p *csvParser) drop(j int) error {
-	if j == p.labelCol {
-		return fmt.Errorf("%s: %s is the label column, and dropped too (--drop-cols)", p.name, p.col(j))
+// assign gives column j a role other than a feature's; one column has one role, but
+// may be dropped twice.
+func (p *csvParser) assign(j int, role string) error {
+	if was := p.role[j]; was != "" {
+		if was == role && role == roleDropped {
+			return nil
+		}
+		return fmt.Errorf("%s: %s is both %s and %s", p.name, p.col(j), was, role)
 	}
-	p.skip[j] = true
+	p.role[j], p.skip[j] = role, true
+	switch role {
+	case roleLabel:
+		p.labelCol = j
+	case roleID:
+		p.idCol = j
+	}
 	return nil
 }
 
@@ -731,11 +812,14 @@ func (p *csvParser) looksLikeHeader(rec []string) bool {
 	return false
 }
 
-// bytes is what n rows take as values and labels.
+// bytes is what n rows take as values, labels and IDs (their text aside).
 func (p *csvParser) bytes(n int) int {
 	b := n * p.d * 4
 	if p.labelCol >= 0 {
 		b += n * 8
+	}
+	if p.idCol >= 0 {
+		b += n * 24 // an id and a string
 	}
 	return b
 }
@@ -755,6 +839,10 @@ func (p *csvParser) row(rec []string, line int) error {
 				return fmt.Errorf("%s:%d: %s: empty label", p.name, line, p.col(j))
 			}
 			p.label(s)
+			continue
+		}
+		if j == p.idCol {
+			p.ids.add(s)
 			continue
 		}
 		if p.skip[j] {
@@ -846,6 +934,15 @@ func (p *labelSet) add(s string) {
 		p.classes = append(p.classes, s)
 	}
 	p.labels = append(p.labels, id)
+}
+
+// values is the class of each row, in order.
+func (p *labelSet) values() []string {
+	vs := make([]string, len(p.labels))
+	for i, id := range p.labels {
+		vs[i] = p.classes[id]
+	}
+	return vs
 }
 
 // sorted renumbers the first-appearance ids so that ids follow the

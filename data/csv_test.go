@@ -518,13 +518,13 @@ func TestReadCSVErrors(t *testing.T) {
 			name:    "the label dropped by index",
 			content: "a,b,c\n1,2,x\n",
 			opt:     CSVOptions{LabelCol: "c", DropCols: []string{"2"}},
-			want:    []string{`x.csv: column 2 ("c") is the label column, and dropped too (--drop-cols)`},
+			want:    []string{`x.csv: column 2 ("c") is both a dropped column and the label column`},
 		},
 		{
 			name:    "the label dropped by name",
 			content: "a,b,c\n1,2,x\n",
 			opt:     CSVOptions{LabelCol: "-1", DropCols: []string{"c"}},
-			want:    []string{`x.csv: column 2 ("c") is the label column, and dropped too (--drop-cols)`},
+			want:    []string{`x.csv: column 2 ("c") is both the label column and a dropped column`},
 		},
 		{
 			name:    "every feature dropped",
@@ -536,7 +536,7 @@ func TestReadCSVErrors(t *testing.T) {
 			name:    "an ID's text beside a label column",
 			content: "a,id,label\n1,x7,c\n",
 			opt:     CSVOptions{LabelCol: "label"},
-			want:    []string{`x.csv:2: column 1 ("id"): "x7" is not a number (if it is not a feature, such as an ID or a date, pass --drop-cols id)`},
+			want:    []string{`x.csv:2: column 1 ("id"): "x7" is not a number (pass --id-col id if it names the rows, or --drop-cols id if it is no feature otherwise)`},
 		},
 		{
 			name:    "first line of empty cells but the dropped ones",
@@ -592,13 +592,13 @@ func TestReadCSVErrors(t *testing.T) {
 		{
 			name:    "string labels without a label column, after numbers",
 			content: "1,2,3\n1,2,cat\n",
-			want:    []string{`x.csv:2: column 2: "cat" is not a number (if column 2 holds class labels, pass --label-col 2; if it is not a feature, such as an ID, --drop-cols 2)`},
+			want:    []string{`x.csv:2: column 2: "cat" is not a number (pass --label-col 2 if column 2 holds class labels, --id-col 2 if it names the rows, or --drop-cols 2 if it is no feature otherwise)`},
 		},
 		{
 			// iris with a header and no --label-col: the likeliest cause is named.
 			name:    "class names under a header",
 			content: "sepal,petal,label\n5.1,1.4,setosa\n",
-			want:    []string{`x.csv:2: column 2 ("label"): "setosa" is not a number (if column 2 ("label") holds class labels, pass --label-col label; if it is not a feature, such as an ID, --drop-cols label)`},
+			want:    []string{`x.csv:2: column 2 ("label"): "setosa" is not a number (pass --label-col label if column 2 ("label") holds class labels, --id-col label if it names the rows, or --drop-cols label if it is no feature otherwise)`},
 		},
 		{
 			name:    "class names in line 1",
@@ -643,6 +643,19 @@ func TestReadCSVErrors(t *testing.T) {
 			content: "400,410,class\n0.03,0.5,a\n0.04,0.6,b\n0.02,0.4,a\n",
 			opt:     CSVOptions{LabelCol: "-1"},
 			want:    []string{`x.csv:1: the label "class" is on no other line: is line 1 a header of numeric names? say --header yes or --header no`},
+		},
+		{
+			// pandas' header for an array's columns, beside the label's name.
+			name:    "a header of pandas' column numbers, label by index",
+			content: "0,1,2,label\n0.5,3,2,a\n0.7,2,2,b\n0.1,3,1,a\n",
+			opt:     CSVOptions{LabelCol: "-1"},
+			want:    []string{`x.csv:1: the label "label" is on no other line: is line 1 a header of numeric names? say --header yes or --header no`},
+		},
+		{
+			name:    "a header's label name among numbered classes",
+			content: "3,5,target\n0.5,3,0\n0.7,2,1\n0.1,3,0\n",
+			opt:     CSVOptions{LabelCol: "2"},
+			want:    []string{`x.csv:1: the label "target" is on no other line: is line 1 a header of numeric names?`},
 		},
 		{
 			name:    "a word with a label column given",
@@ -1015,6 +1028,51 @@ func TestRowCounters(t *testing.T) {
 			}
 			if !reflect.DeepEqual(v.RowCounters, tc.want) {
 				t.Errorf("RowCounters %q, want %q", v.RowCounters, tc.want)
+			}
+		})
+	}
+}
+
+// --id-col's cells are kept as the rows' IDs, as written (trimmed), and are not
+// features; a column has one role.
+func TestReadCSVIDs(t *testing.T) {
+	for _, tc := range []struct {
+		name, content string
+		opt           CSVOptions
+		ids           []string
+		idName        string
+		x             []float32
+		err           string
+	}{
+		{name: "by name", content: "a,key,label\n1, k1 ,x\n2,,y\n3,k1,x\n", opt: CSVOptions{LabelCol: "label", IDCol: "key"},
+			ids: []string{"k1", "", "k1"}, idName: "key", x: []float32{1, 2, 3}},
+		{name: "by index, no header", content: "7,0.5\n8,1.5\n", opt: CSVOptions{IDCol: "0"},
+			ids: []string{"7", "8"}, idName: "", x: []float32{0.5, 1.5}},
+		{name: "beside a dropped column", content: "id,when,a\nx,monday,1\ny,tuesday,2\n", opt: CSVOptions{IDCol: "-3", DropCols: []string{"when"}},
+			ids: []string{"x", "y"}, idName: "id", x: []float32{1, 2}},
+		{name: "the label", content: "a,b\n1,x\n", opt: CSVOptions{LabelCol: "b", IDCol: "b"}, err: `x.csv: column 1 ("b") is both the label column and the ID column`},
+		{name: "dropped", content: "a,b,c\n1,x,2\n", opt: CSVOptions{IDCol: "1", DropCols: []string{"b"}}, err: `x.csv: column 1 ("b") is both the ID column and a dropped column`},
+		{name: "missing", content: "a,b\n1,2\n", opt: CSVOptions{IDCol: "key"}, err: `x.csv: no column "key" for the IDs; columns are: a, b`},
+		{name: "out of range", content: "1,2\n", opt: CSVOptions{IDCol: "2"}, err: "x.csv: ID column 2 out of range: line 1 has 2 columns"},
+		{name: "the only column", content: "k\nx\n", opt: CSVOptions{IDCol: "k"}, err: "x.csv: no feature columns: each of the 1 is the label, the IDs or dropped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := ParseCSV(strings.NewReader(tc.content), "x.csv", tc.opt)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err && !strings.HasPrefix(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				var missing *MissingColumnError
+				if errors.As(err, &missing) != (tc.name == "missing" || tc.name == "out of range") {
+					t.Errorf("%v: a MissingColumnError is a column the table lacks", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(v.IDs, tc.ids) || v.IDName != tc.idName || !reflect.DeepEqual(v.X, tc.x) {
+				t.Errorf("IDs %q named %q, values %v; want %q named %q, %v", v.IDs, v.IDName, v.X, tc.ids, tc.idName, tc.x)
 			}
 		})
 	}

@@ -53,6 +53,7 @@ type rowPipeline struct {
 	p         *csvParser
 	ncol, d   int // p's, copied for the workers
 	labelCol  int
+	idCol     int
 	skip      []bool // read only
 	batchRows int
 
@@ -67,7 +68,7 @@ type rowPipeline struct {
 // newRowPipeline starts workers for p, whose columns must be known. batchRows bounds
 // the rows of a batch (tests make it small, so that few rows span batches).
 func newRowPipeline(p *csvParser, workers, batchRows int) *rowPipeline {
-	r := &rowPipeline{p: p, ncol: p.ncol, d: p.d, labelCol: p.labelCol, skip: p.skip, batchRows: batchRows}
+	r := &rowPipeline{p: p, ncol: p.ncol, d: p.d, labelCol: p.labelCol, idCol: p.idCol, skip: p.skip, batchRows: batchRows}
 	if workers <= 1 {
 		return r
 	}
@@ -114,6 +115,9 @@ func (r *rowPipeline) add(rec []string, line int) error {
 	}
 	if r.labelCol >= 0 {
 		p.label(label)
+	}
+	if r.idCol >= 0 {
+		p.ids.add(strings.TrimSpace(rec[r.idCol]))
 	}
 	b := r.cur
 	if b == nil {

@@ -58,12 +58,14 @@ func TestRowPipelineMatchesSerial(t *testing.T) {
 		if header {
 			opt.LabelCol = "label"
 		}
-		switch i % 3 {
+		switch i % 4 {
 		case 1:
 			// Its cells, bad or not, are not read.
 			opt.LabelCol, opt.DropCols = "", []string{"2"}
 		case 2:
 			opt.DropCols = []string{"0"}
+		case 3:
+			opt.IDCol = "0" // read as text, in order
 		}
 		if i%5 == 0 {
 			opt.maxBytes = 200 + rng.IntN(400)

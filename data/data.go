@@ -15,6 +15,10 @@ type Vectors struct {
 	Features []string // feature names from the header, or nil
 	Source   string   // where the rows came from, for messages and run configs
 	Dropped  []string // the columns --drop-cols left out, by name where they have one
+	// IDs name the rows, from the column IDName (--id-col; "" in a file without a
+	// header); nil when there is none.
+	IDs    []string
+	IDName string
 	// RowCounters are the feature columns whose values count the rows, one up a row
 	// (0, 1, 2, … or 1001, 1002, …): the index pandas' to_csv writes, or an ID,
 	// which would be clustered as a feature.
@@ -60,6 +64,9 @@ type Images struct {
 	// Fine holds CIFAR-100's 100 fine labels when Labels are its 20 coarse ones.
 	Fine   []int
 	Source string
+	// Files are a folder's images, by their paths under Source, in the order of Pix;
+	// nil for the other image sets.
+	Files []string
 	// LeftOut describes the files of an image folder that were not PNG or JPEG and
 	// so were left out ("12 .webp"), for the user to see; "" for none.
 	LeftOut string

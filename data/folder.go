@@ -186,6 +186,7 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 		Labels:  labels,
 		Classes: classes,
 		Source:  dir,
+		Files:   files,
 		LeftOut: otherFiles(others),
 	}
 	imgBytes := c * h * w

@@ -33,8 +33,8 @@ func LoadVectors(path string, opt CSVOptions) (*Vectors, error) {
 		if strings.HasSuffix(strings.ToLower(path), ".gz") {
 			break
 		}
-		if len(opt.DropCols) > 0 {
-			return nil, fmt.Errorf("%s: a NumPy array, whose columns --drop-cols does not select; save only the features", path)
+		if err := arrayColumns(path, opt); err != nil {
+			return nil, err
 		}
 		return readNPY(path, opt.Alloc)
 	case ".parquet":
@@ -81,8 +81,8 @@ func readStream(path string, opt CSVOptions) (*Vectors, error) {
 		if opt.LabelCol != "" {
 			return nil, fmt.Errorf("%s: a NumPy array, which has no label column for --label-col %s; give the labels as a CSV column, or leave --label-col out", path, opt.LabelCol)
 		}
-		if len(opt.DropCols) > 0 {
-			return nil, fmt.Errorf("%s: a NumPy array, whose columns --drop-cols does not select; save only the features", path)
+		if err := arrayColumns(path, opt); err != nil {
+			return nil, err
 		}
 		return parseNPY(br, path, -1, nil)
 	}
@@ -118,4 +118,16 @@ func CheckVectorPath(path string) error {
 		}
 	}
 	return fmt.Errorf("%s: unknown vector file type; want .csv, .tsv or .txt (each optionally .gz), .npy or .parquet", path)
+}
+
+// arrayColumns refuses --drop-cols and --id-col for a NumPy array, which has no
+// columns but features.
+func arrayColumns(path string, opt CSVOptions) error {
+	switch {
+	case len(opt.DropCols) > 0:
+		return fmt.Errorf("%s: a NumPy array, whose columns --drop-cols does not select; save only the features", path)
+	case opt.IDCol != "":
+		return fmt.Errorf("%s: a NumPy array, which has no ID column for --id-col; save the IDs apart, in the rows' order", path)
+	}
+	return nil
 }

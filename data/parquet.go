@@ -47,11 +47,15 @@ type parquetColumn struct {
 	leaf     *parquet.Column
 	list     bool // a list of numbers a row: width features
 	label    bool
+	id       bool // the rows' IDs (--id-col)
 	unsigned bool // integers stored signed, to be read unsigned
 	width    int  // features, 0 for the label
 	at       int  // its first feature's index in a row
 	index    int  // its place among the file's columns
 }
+
+// feature says whether the column's values are features, not labels or IDs.
+func (c *parquetColumn) feature() bool { return !c.label && !c.id }
 
 // parseParquet reads the Parquet file of size bytes in r.
 func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Vectors, err error) {
@@ -79,7 +83,7 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 	if err != nil {
 		return nil, fmt.Errorf("%s: damaged Parquet file: %w", name, err)
 	}
-	cols, dropped, err := parquetColumns(f, name, opt.LabelCol, opt.DropCols)
+	cols, dropped, err := parquetColumns(f, name, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +111,9 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		d += c.width
 	}
 	if d == 0 {
+		if strings.TrimSpace(opt.IDCol) != "" {
+			return nil, fmt.Errorf("%s: no feature columns: each is the label, the IDs or dropped (--drop-cols)", name)
+		}
 		if len(opt.DropCols) > 0 {
 			return nil, fmt.Errorf("%s: no feature columns: each is the label or dropped (--drop-cols)", name)
 		}
@@ -139,13 +146,17 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		x = x[:count]
 	}
 	v = &Vectors{N: int(n), D: d, Source: name, Dropped: dropped}
-	var labels labelSet
+	var labels, ids labelSet
 	for _, c := range cols {
 		rd := parquetColumnReader{col: c, d: d, n: count, x: &x, labels: &labels}
+		if c.id {
+			rd.labels = &ids
+			v.IDName = c.name
+		}
 		if err := rd.read(f); err != nil {
 			return nil, fmt.Errorf("%s: column %q: %w", name, c.name, err)
 		}
-		if !c.label {
+		if c.feature() {
 			for j := range c.width {
 				if c.list {
 					v.Features = append(v.Features, fmt.Sprintf("%s[%d]", c.name, j))
@@ -157,12 +168,15 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 	}
 	v.X = x
 	for _, c := range cols {
-		if !c.label && !c.list && countsRows(x, v.N, d, c.at) {
+		if c.feature() && !c.list && countsRows(x, v.N, d, c.at) {
 			v.RowCounters = append(v.RowCounters, Column{fmt.Sprintf("column %q", c.name), colArg(c.index, c.name)})
 		}
 	}
 	if labels.labels != nil {
 		v.Labels, v.Classes = labels.sorted()
+	}
+	if ids.labels != nil {
+		v.IDs = ids.values()
 	}
 	return v, nil
 }
@@ -170,7 +184,7 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 // parquetColumns plans the file's top-level columns, refusing those that are not
 // numbers or lists of numbers, but for the label column; dropped columns are left out,
 // and named in the order of the file.
-func parquetColumns(f *parquet.File, name, labelCol string, dropCols []string) (cols []parquetColumn, dropped []string, err error) {
+func parquetColumns(f *parquet.File, name string, opt CSVOptions) (cols []parquetColumn, dropped []string, err error) {
 	top := f.Root().Columns()
 	// at is the column that --label-col or --drop-cols s selects, by index or name.
 	at := func(s, flag string) (int, error) {
@@ -181,7 +195,7 @@ func parquetColumns(f *parquet.File, name, labelCol string, dropCols []string) (
 			}
 			if j < 0 || j >= len(top) {
 				msg := fmt.Sprintf("%s: %s %d: out of range, the file has %d columns", name, flag, i, len(top))
-				if flag == "--drop-cols" {
+				if flag != "--label-col" {
 					return -1, &MissingColumnError{msg}
 				}
 				return -1, errors.New(msg)
@@ -194,35 +208,40 @@ func parquetColumns(f *parquet.File, name, labelCol string, dropCols []string) (
 			}
 		}
 		msg := fmt.Sprintf("%s: no column %q for %s; its columns are %s", name, s, flag, columnNames(top))
-		if flag == "--drop-cols" {
+		if flag != "--label-col" {
 			return -1, &MissingColumnError{msg}
 		}
 		return -1, errors.New(msg)
 	}
-	labelAt := -1
-	if s := strings.TrimSpace(labelCol); s != "" {
-		var err error
-		if labelAt, err = at(s, "--label-col"); err != nil {
-			return nil, nil, err
+	// The role of each column that is not a feature, as --label-col, --id-col and
+	// --drop-cols give them.
+	role := make([]string, len(top))
+	labelAt, idAt := -1, -1
+	for _, c := range append([]colSpec{{opt.LabelCol, roleLabel}, {opt.IDCol, roleID}}, dropSpecs(opt.DropCols)...) {
+		if c.spec = strings.TrimSpace(c.spec); c.spec == "" {
+			continue
 		}
-	}
-	drop := make([]bool, len(top))
-	for _, s := range dropCols {
-		j, err := at(strings.TrimSpace(s), "--drop-cols")
+		j, err := at(c.spec, c.flag())
 		if err != nil {
 			return nil, nil, err
 		}
-		if j == labelAt {
-			return nil, nil, fmt.Errorf("%s: column %q is the label column, and dropped too (--drop-cols)", name, top[j].Name())
+		if was := role[j]; was != "" && !(was == roleDropped && c.role == roleDropped) {
+			return nil, nil, fmt.Errorf("%s: column %q is both %s and %s", name, top[j].Name(), was, c.role)
 		}
-		drop[j] = true
+		role[j] = c.role
+		switch c.role {
+		case roleLabel:
+			labelAt = j
+		case roleID:
+			idAt = j
+		}
 	}
 	for j, c := range top {
-		if drop[j] {
+		if role[j] == roleDropped {
 			dropped = append(dropped, validUTF8(c.Name()))
 			continue
 		}
-		pc := parquetColumn{name: validUTF8(c.Name()), label: j == labelAt, width: 1, index: j}
+		pc := parquetColumn{name: validUTF8(c.Name()), label: j == labelAt, id: j == idAt, width: 1, index: j}
 		leaves := leafColumns(c)
 		if len(leaves) != 1 {
 			return nil, nil, fmt.Errorf("%s: column %q is a record of %d fields; emclust reads columns of numbers and of lists of numbers (flatten it, or leave it out with --drop-cols %s)", name, c.Name(), len(leaves), colArg(j, c.Name()))
@@ -234,17 +253,16 @@ func parquetColumns(f *parquet.File, name, labelCol string, dropCols []string) (
 			return nil, nil, fmt.Errorf("%s: column %q holds lists of lists; emclust reads columns of numbers and of lists of numbers (leave it out with --drop-cols %s)", name, c.Name(), colArg(j, c.Name()))
 		case reps == 1 && pc.label:
 			return nil, nil, fmt.Errorf("%s: label column %q holds lists; want one class a row", name, c.Name())
+		case reps == 1 && pc.id:
+			return nil, nil, fmt.Errorf("%s: ID column %q holds lists; want one ID a row", name, c.Name())
 		case reps == 1:
 			pc.list = true
 		}
-		if pc.label {
+		if pc.label || pc.id {
 			pc.width = 0
 		} else if what := notNumeric(pc.leaf.Type()); what != "" {
-			hint := ""
-			if !pc.list && labelAt < 0 {
-				hint = fmt.Sprintf("; or, if it holds class labels, --label-col %s", colArg(j, c.Name()))
-			}
-			return nil, nil, fmt.Errorf("%s: column %q holds %s, not numbers to cluster: leave it out with --drop-cols %s%s", name, c.Name(), what, colArg(j, c.Name()), hint)
+			return nil, nil, fmt.Errorf("%s: column %q holds %s, not numbers to cluster%s", name, c.Name(), what,
+				notFeatureHint(colArg(j, c.Name()), "it", !pc.list && labelAt < 0, !pc.list && idAt < 0))
 		}
 		cols = append(cols, pc)
 	}
@@ -403,9 +421,9 @@ type parquetColumnReader struct {
 	col    parquetColumn
 	d, n   int        // features a row, and values in all
 	x      *[]float32 // the rows' values: n, or fewer, grown as rows come
-	labels *labelSet
-	row    int // the row being read, -1 before the first
-	j      int // values read of the row's list
+	labels *labelSet  // a label or ID column's values
+	row    int        // the row being read, -1 before the first
+	j      int        // values read of the row's list
 }
 
 // read reads the column through every row group.
@@ -430,7 +448,7 @@ func (rd *parquetColumnReader) read(f *parquet.File) error {
 // first, or of a column of one a row, at once; the rest through value.
 func (rd *parquetColumnReader) values(vs []parquet.Value) error {
 	c := &rd.col
-	list, scalar := c.list && !c.label, !c.list && !c.label
+	list, scalar := c.list && c.feature(), !c.list && c.feature()
 	for i := range vs {
 		v := &vs[i]
 		n, ok := number(v, c.unsigned)
@@ -485,7 +503,7 @@ func (rd *parquetColumnReader) value(v parquet.Value) error {
 		}
 		return fmt.Errorf("row %d: %s; fill or drop the rows with missing values first", rd.row, what)
 	}
-	if c.label {
+	if !c.feature() {
 		rd.labels.add(labelString(v, c.unsigned))
 		return nil
 	}
@@ -503,7 +521,7 @@ func (rd *parquetColumnReader) value(v parquet.Value) error {
 
 // endRow checks that the row read, if any, had all its values.
 func (rd *parquetColumnReader) endRow() error {
-	if rd.row >= 0 && !rd.col.label && rd.j != rd.col.width {
+	if rd.row >= 0 && rd.col.feature() && rd.j != rd.col.width {
 		return fmt.Errorf("row %d: %d values, want %d as in row 0's list", rd.row, rd.j, rd.col.width)
 	}
 	return nil

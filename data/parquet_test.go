@@ -270,8 +270,8 @@ func TestReadParquetErrors(t *testing.T) {
 		{short, "", "", "short.parquet: column \"emb\": row 1: 1 values, want 2 as in row 0's list"},
 		{empty, "", "", "emptylist.parquet: column \"emb\": row 1: a missing list, or one with a missing value"},
 		{nullIn, "", "", "nullin.parquet: column \"emb\": row 1: a missing list, or one with a missing value"},
-		{text, "", "", "text.parquet: column \"name\" holds text, not numbers to cluster: leave it out with --drop-cols name; or, if it holds class labels, --label-col name"},
-		{text, "x", "", "text.parquet: column \"name\" holds text, not numbers to cluster: leave it out with --drop-cols name"},
+		{text, "", "", "text.parquet: column \"name\" holds text, not numbers to cluster (pass --label-col name if it holds class labels, --id-col name if it names the rows, or --drop-cols name if it is no feature otherwise)"},
+		{text, "x", "", "text.parquet: column \"name\" holds text, not numbers to cluster (pass --id-col name if it names the rows, or --drop-cols name if it is no feature otherwise)"},
 		{text, "nope", "", "text.parquet: no column \"nope\" for --label-col; its columns are \"x\", \"name\""},
 		{text, "2", "", "text.parquet: --label-col 2: out of range, the file has 2 columns"},
 		{text, "name", "yes", "text.parquet: --header yes: a Parquet file names its columns itself"},
@@ -495,7 +495,7 @@ func TestReadParquetDropCols(t *testing.T) {
 		want  string
 	}{
 		{"label", []string{"id", "note"}, `mixed.parquet: column "m" holds lists of lists; emclust reads columns of numbers and of lists of numbers (leave it out with --drop-cols m)`},
-		{"label", []string{"id", "note", "m", "label"}, `mixed.parquet: column "label" is the label column, and dropped too (--drop-cols)`},
+		{"label", []string{"id", "note", "m", "label"}, `mixed.parquet: column "label" is both the label column and a dropped column`},
 		{"label", []string{"nope"}, `mixed.parquet: no column "nope" for --drop-cols; its columns are "id", "x", "note", "m", "y", "label"`},
 		{"label", []string{"6"}, "mixed.parquet: --drop-cols 6: out of range, the file has 6 columns"},
 		{"label", []string{"0", "1", "2", "3", "4"}, "mixed.parquet: no feature columns: each is the label or dropped (--drop-cols)"},
@@ -503,6 +503,47 @@ func TestReadParquetDropCols(t *testing.T) {
 		_, err := LoadVectors(path, CSVOptions{LabelCol: c.label, DropCols: c.drop})
 		if err == nil || !strings.HasPrefix(err.Error(), filepath.Dir(path)) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("--drop-cols %v: %v, want an error with %q", c.drop, err, c.want)
+		}
+	}
+}
+
+// A Parquet ID column of text or integers is kept as the rows' IDs, not features.
+func TestReadParquetIDs(t *testing.T) {
+	type row struct {
+		Key  string  `parquet:"key"`
+		Num  uint64  `parquet:"num"`
+		X    float32 `parquet:"x"`
+		Tags []int32 `parquet:"tags,list"`
+	}
+	path := filepath.Join(t.TempDir(), "ids.parquet")
+	writeParquet(t, path, []row{{"a", 1 << 63, 1, []int32{1}}, {"b", 2, 2, []int32{2}}, {"a", 3, 3, []int32{3}}}, 2)
+	for _, tc := range []struct {
+		id, drop string
+		ids      []string
+		x        []float32
+		err      string
+	}{
+		{"key", "", []string{"a", "b", "a"}, []float32{9223372036854775808, 1, 1, 2, 2, 2, 3, 3, 3}, ""},
+		{"1", "key", []string{"9223372036854775808", "2", "3"}, []float32{1, 1, 2, 2, 3, 3}, ""},
+		{"tags", "key", nil, nil, `ids.parquet: ID column "tags" holds lists; want one ID a row`},
+		{"nope", "key", nil, nil, `ids.parquet: no column "nope" for --id-col`},
+	} {
+		opt := CSVOptions{IDCol: tc.id}
+		if tc.drop != "" {
+			opt.DropCols = []string{tc.drop}
+		}
+		v, err := LoadVectors(path, opt)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("--id-col %s: %v, want an error with %q", tc.id, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(v.IDs, tc.ids) || !reflect.DeepEqual(v.X, tc.x) {
+			t.Errorf("--id-col %s: IDs %q, values %v; want %q, %v", tc.id, v.IDs, v.X, tc.ids, tc.x)
 		}
 	}
 }

@@ -38,6 +38,9 @@ func ReadLabels(path string) ([]int, error) {
 	return readLabels(f, path)
 }
 
+// ParseLabels parses labels from r as ReadLabels does; name identifies r in errors.
+func ParseLabels(r io.Reader, name string) ([]int, error) { return readLabels(r, name) }
+
 // readLabels parses labels from r; name identifies r in errors.
 func readLabels(r io.Reader, name string) ([]int, error) {
 	sc := bufio.NewScanner(r)

@@ -203,7 +203,7 @@ type builder struct {
 
 func (b *builder) logf(format string, args ...any) {
 	if b.opt.Log != nil {
-		fmt.Fprintf(b.opt.Log, "report: "+format+"\n", args...)
+		fmt.Fprintf(b.opt.Log, "emclust: report: "+format+"\n", args...)
 	}
 }
 

@@ -250,7 +250,7 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 			s.LoadInto(m, f, mName)
 			s.LoadInto(v, f, vName)
 			if err := s.Err(); err != nil {
-				return err
+				return fmt.Errorf("%w (the file is damaged, or not emclust's)", err)
 			}
 			if err := o.opt.SetState(i, m, v, o.steps[i]); err != nil {
 				return fmt.Errorf("%s: %s state %d: %w", f.Path, o.name, i, err)

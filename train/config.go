@@ -29,9 +29,11 @@ type Config struct {
 	DataFile string `json:"data_file,omitempty"`
 	LabelCol string `json:"label_col,omitempty"`
 	// DropCols are the table's columns that are neither features nor labels.
-	DropCols    []string `json:"drop_cols,omitempty"`
-	Header      string   `json:"header,omitempty"`
-	Standardize bool     `json:"standardize"`
+	DropCols []string `json:"drop_cols,omitempty"`
+	// IDCol is the table's column of row IDs, written beside each row's cluster.
+	IDCol       string `json:"id_col,omitempty"`
+	Header      string `json:"header,omitempty"`
+	Standardize bool   `json:"standardize"`
 	// StandardizeAuto leaves Standardize to the data: OpenSource sets it when the
 	// FeatureSpread of the vectors exceeds data.SpreadToStandardize or their
 	// FeatureOffset data.OffsetToStandardize, and records both.

@@ -122,7 +122,7 @@ func widthError(input, model string, have, want int, cfg *Config, trainedLabel s
 		}
 	}
 	if have < want && len(cfg.DropCols) > 0 {
-		msg += fmt.Sprintf(" (--drop-cols %s left columns out of these data; if they lack those columns, pass --drop-cols '')", data.ShellQuote(strings.Join(cfg.DropCols, ",")))
+		msg += fmt.Sprintf(" (--drop-cols %s left columns out of these data; if they lack those columns, pass --drop-cols none)", data.ShellQuote(strings.Join(cfg.DropCols, ",")))
 	}
 	return errors.New(msg)
 }
@@ -151,7 +151,7 @@ func openSource(cfg *Config, dev torch.Device, features func(d int) error) (Sour
 			return h.Slice()
 		}
 		if cfg.DataFile != "" {
-			v, err = data.LoadVectors(cfg.DataFile, data.CSVOptions{Header: cfg.Header, LabelCol: cfg.LabelCol, DropCols: cfg.DropCols, Features: features, Alloc: alloc})
+			v, err = data.LoadVectors(cfg.DataFile, data.CSVOptions{Header: cfg.Header, LabelCol: cfg.LabelCol, DropCols: cfg.DropCols, IDCol: cfg.IDCol, Features: features, Alloc: alloc})
 		} else {
 			name := cfg.Dataset
 			if name == "" {

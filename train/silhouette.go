@@ -116,6 +116,15 @@ func silhouettes[L eval.Label](features *torch.Tensor, clusterings [][]L, k, lim
 	return out, nil
 }
 
+// Silhouettes are the mean silhouettes of clusterings of src's rows (ids in 0..k-1)
+// on its features as trained, on a sample of silhouetteRows rows drawn by seed
+// where it has more.
+func Silhouettes(src Source, clusterings [][]int, k int, seed uint64) ([]float64, error) {
+	s := torch.NoGrad()
+	defer s.Close()
+	return silhouettes(src.Features(s), clusterings, k, silhouetteRows, seed, false)
+}
+
 // sampleRows returns all n row indices if n ≤ limit, else limit of them drawn without
 // replacement from a PCG seeded by seed, in increasing order.
 func sampleRows(n, limit int, seed uint64) []int {

@@ -88,6 +88,9 @@ func (vs *VectorSource) Describe() string {
 }
 func (vs *VectorSource) Close() { vs.x.Free() }
 
+// IDs are the rows' IDs and the name of their column (data.Vectors.IDs), or nil.
+func (vs *VectorSource) IDs() (ids []string, name string) { return vs.v.IDs, vs.v.IDName }
+
 // RowCounters are the feature columns that count the rows (data.Vectors.RowCounters).
 func (vs *VectorSource) RowCounters() []data.Column { return vs.v.RowCounters }
 
@@ -189,6 +192,9 @@ func (is *ImageSource) Describe() string {
 	return d
 }
 func (is *ImageSource) Close() { is.pix.Free() }
+
+// IDs are a folder's images' paths under it, and "path"; nil for the other sets.
+func (is *ImageSource) IDs() (ids []string, name string) { return is.im.Files, "path" }
 
 func (is *ImageSource) Batch(s *torch.Scope, idx *torch.Tensor, aug *transform.AugmentConfig) (x, xt *torch.Tensor) {
 	raw := s.IndexSelect(is.pix, 0, idx)

@@ -1,0 +1,268 @@
+package command
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"emclust/data/datatest"
+)
+
+// --drop-cols leaves an ID and a note out of a table's features; the run saves it,
+// and predict reads new rows of the same layout alike unless told otherwise.
+func TestDropCols(t *testing.T) {
+	dir := t.TempDir()
+	var full, features strings.Builder
+	full.WriteString("id,a,note,b,label\n")
+	features.WriteString("a,b\n")
+	for i := range 60 {
+		c := i % 2
+		a, b := float64(c*6)+float64(i%5)/10, float64(-c*4)+float64(i%7)/10
+		fmt.Fprintf(&full, "%d,%g,said %d,%g,%d\n", 5000+i, a, i, b, c)
+		fmt.Fprintf(&features, "%g,%g\n", a, b)
+	}
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("full.csv", []byte(full.String()))
+	write("ab.csv", []byte(features.String()))
+	write("ab.npy", datatest.NPY(60, 2, func(i, j int) float32 { return float32(i%2*6 + j) }))
+
+	train := []string{"train", "--data", "full.csv", "--label-col", "label", "--k", "2", "--restarts", "1", "--epochs", "2", "--kmeans=false"}
+	// Without it the note is refused, and its hint names the flag.
+	r := run(t, dir, append(train, "--out", "r0")...)
+	wantError(t, r, 1, `full.csv:2: column 2 ("note"): "said 0" is not a number (pass --id-col note if it names the rows, or --drop-cols note if it is no feature otherwise)`)
+
+	r = run(t, dir, append(train, "--drop-cols", "note", "--out", "r1")...)
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("train --drop-cols note: exit %d: %s", r.code, r.stderr)
+	}
+	// The ID, left in, counts the rows: the run says so, naming the flag.
+	if !strings.Contains(r.stderr, "60 rows × 3 features (left out: note)") ||
+		!strings.Contains(r.stderr, `warning: column 0 ("id") counts the rows`) || !strings.Contains(r.stderr, "unless --id-col id (to name the rows by it) or --drop-cols id leaves it out") {
+		t.Errorf("train --drop-cols note: stderr does not describe the columns:\n%s", r.stderr)
+	}
+
+	r = run(t, dir, append(train, "--drop-cols", "id,2", "--out", "r2")...)
+	noCrash(t, r)
+	if r.code != 0 || !strings.Contains(r.stderr, "60 rows × 2 features (left out: id, note)") || strings.Contains(r.stderr, "warning") {
+		t.Fatalf("train --drop-cols id,2: exit %d: %s", r.code, r.stderr)
+	}
+	var cfg struct {
+		DropCols []string `json:"drop_cols"`
+		Features []string `json:"features"`
+	}
+	readJSON(t, filepath.Join(dir, "r2", "config.json"), &cfg)
+	if strings.Join(cfg.DropCols, ",") != "id,2" || strings.Join(cfg.Features, ",") != "a,b" {
+		t.Errorf("config.json: drop_cols %q, features %q; want [id 2], [a b]", cfg.DropCols, cfg.Features)
+	}
+
+	// New rows of the training layout are read as the run's were; of another, said.
+	predict := []string{"predict", "--model", "r2", "--out", "-"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // in stderr
+	}{
+		{"the training layout", []string{"--data", "full.csv", "--label-col", "label"}, 0, "60 rows → stdout"},
+		{"its own data", nil, 0, "60 rows → stdout"},
+		{"features only", []string{"--data", "ab.csv"}, 1, `ab.csv: dropped column 2 out of range: line 1 has 2 columns (new data are read as the model's were, with --drop-cols id,2; for data without those columns pass --drop-cols none)`},
+		{"features only, none dropped", []string{"--data", "ab.csv", "--drop-cols", "none"}, 0, "60 rows → stdout"},
+		{"an array", []string{"--data", "ab.npy"}, 0, "60 rows → stdout"},
+		{"an array, told to drop", []string{"--data", "ab.npy", "--drop-cols", "0"}, 2, "--drop-cols 0: ab.npy is a NumPy array, whose columns --drop-cols does not select"},
+		{"told to drop without data", []string{"--drop-cols", "id"}, 2, "--drop-cols without --data or --dataset"},
+		{"given twice", []string{"--data", "full.csv", "--drop-cols", "id,id"}, 2, "--drop-cols: id given twice"},
+		{"too few features left", []string{"--data", "ab.csv", "--drop-cols", "0"}, 1, "ab.csv has 1 feature column"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, dir, append(predict, tc.args...)...)
+			if tc.code != 0 {
+				wantError(t, r, tc.code, tc.want)
+				return
+			}
+			noCrash(t, r)
+			if r.code != 0 || !strings.Contains(r.stderr, tc.want) || strings.Count(r.stdout, "\n") != 61 {
+				t.Errorf("exit %d, %d lines out; stderr %s", r.code, strings.Count(r.stdout, "\n"), r.stderr)
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"an embedded table", []string{"train", "--dataset", "wine", "--drop-cols", "0"}, "--drop-cols with --dataset wine"},
+		{"the label", append(train, "--drop-cols", "label", "--out", "r3"), `column 4 ("label") is both the label column and a dropped column`},
+		{"a resumed run", []string{"train", "--resume", "r2", "--drop-cols", "id", "--epochs", "3"}, "--drop-cols with --resume"},
+		{"the suite's tables", []string{"compare", "--suite", "--drop-cols", "id"}, "--drop-cols with --suite"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, dir, tc.args...)
+			code := 2
+			if tc.name == "the label" {
+				code = 1
+			}
+			wantError(t, r, code, tc.want)
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "r3")); !os.IsNotExist(err) {
+		t.Errorf("a refused run left its folder: %v", err)
+	}
+	var sum map[string]any
+	b, _ := os.ReadFile(filepath.Join(dir, "r2", "summary.json"))
+	if json.Unmarshal(b, &sum) != nil {
+		t.Errorf("r2/summary.json unreadable after the refusals")
+	}
+}
+
+// --id-col names each row of the assignments by its ID, in train's and in predict's,
+// whose new rows are read as the run's were unless told otherwise.
+func TestIDCol(t *testing.T) {
+	dir := t.TempDir()
+	var full, features strings.Builder
+	full.WriteString("a,customer,b\n")
+	features.WriteString("a,b\n")
+	for i := range 40 {
+		c := i % 2
+		a, b := float64(c*6)+float64(i%5)/10, float64(-c*4)+float64(i%7)/10
+		id := fmt.Sprintf("c-%03d", 40-i)
+		if i == 3 {
+			id = `"x, ""y"""` // quoted, as written back
+		}
+		fmt.Fprintf(&full, "%g,%s,%g\n", a, id, b)
+		fmt.Fprintf(&features, "%g,%g\n", a, b)
+	}
+	for name, b := range map[string]string{"full.csv": full.String(), "ab.csv": features.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := run(t, dir, "train", "--quiet", "--data", "full.csv", "--id-col", "customer", "--k", "2", "--restarts", "1", "--epochs", "2", "--out", "r")
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("train --id-col: exit %d: %s", r.code, r.stderr)
+	}
+	checkIDs := func(t *testing.T, rows []string, head string) {
+		t.Helper()
+		if len(rows) != 41 || rows[0] != head {
+			t.Fatalf("%d lines, header %q; want 41, %q", len(rows), rows[0], head)
+		}
+		for i, row := range rows[1:] {
+			want := fmt.Sprintf("c-%03d,", 40-i)
+			if i == 3 {
+				want = `"x, ""y""",`
+			}
+			if !strings.HasPrefix(row, want) {
+				t.Fatalf("row %d %q does not start with its ID %q", i, row, want)
+			}
+		}
+	}
+	checkIDs(t, readLines(t, filepath.Join(dir, "r", "assignments.csv")), "customer,cluster,posterior")
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		head string // of the rows; "" for an error
+		want string // in the error
+	}{
+		{"the training layout", []string{"--data", "full.csv"}, "customer,cluster,posterior", ""},
+		{"its own data, every posterior", []string{"--all-posteriors"}, "customer,cluster,p0,p1", ""},
+		{"features only", []string{"--data", "ab.csv"}, "", `ab.csv: no column "customer" for the IDs; columns are: a, b (new data are read as the model's were, with --id-col customer; for data without those columns pass --id-col none)`},
+		{"features only, no IDs", []string{"--data", "ab.csv", "--id-col", "none"}, "index,cluster,posterior", ""},
+		{"the IDs left out", []string{"--data", "full.csv", "--id-col", "none", "--drop-cols", "customer"}, "index,cluster,posterior", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, dir, append([]string{"predict", "--model", "r", "--out", "-"}, tc.args...)...)
+			if tc.head == "" {
+				wantError(t, r, 1, tc.want)
+				return
+			}
+			noCrash(t, r)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			rows := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+			if tc.head == "index,cluster,posterior" {
+				if len(rows) != 41 || rows[0] != tc.head || !strings.HasPrefix(rows[40], "39,") {
+					t.Errorf("rows %q … %q, want the index", rows[0], rows[len(rows)-1])
+				}
+				return
+			}
+			checkIDs(t, rows, tc.head)
+		})
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"the label", []string{"train", "--data", "full.csv", "--label-col", "a", "--id-col", "0", "--out", "x"}, 1, `column 0 ("a") is both the ID column and the label column`},
+		{"an array", []string{"predict", "--model", "r", "--data", "x.npy", "--id-col", "0"}, 2, "--id-col 0: "},
+		{"an embedded table", []string{"train", "--dataset", "iris", "--id-col", "0"}, 2, "--id-col with --dataset iris"},
+		{"a resumed run", []string{"train", "--resume", "r", "--id-col", "a", "--epochs", "3"}, 2, "--id-col with --resume"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantError(t, run(t, dir, tc.args...), tc.code, tc.want)
+		})
+	}
+}
+
+// An image folder's assignments name each image by its path under the folder, in
+// train's and in predict's.
+func TestFolderAssignmentsNamePaths(t *testing.T) {
+	dir := t.TempDir()
+	var want []string
+	for i := range 6 {
+		class := []string{"cats", "dogs"}[i%2]
+		im := image.NewGray(image.Rect(0, 0, 28, 28))
+		im.Pix[i] = 255
+		var b bytes.Buffer
+		if err := png.Encode(&b, im); err != nil {
+			t.Fatal(err)
+		}
+		name := filepath.Join(class, fmt.Sprintf("%d.png", i))
+		if err := os.MkdirAll(filepath.Join(dir, "imgs", class), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "imgs", name), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, name)
+	}
+	slices.Sort(want) // the folder's order: cats/0, cats/2, …, dogs/1, …
+	r := run(t, dir, "train", "--quiet", "--dataset", "folder", "--data-dir", "imgs", "--epochs", "1", "--restarts", "1", "--k", "2", "--device", "cpu", "--out", "r")
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	r = run(t, dir, "predict", "--model", "r", "--out", "p.csv", "--quiet")
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("predict: exit %d: %s", r.code, r.stderr)
+	}
+	for _, f := range []string{filepath.Join("r", "assignments.csv"), "p.csv"} {
+		rows := readLines(t, filepath.Join(dir, f))
+		if len(rows) != 7 || rows[0] != "path,cluster,posterior,label" {
+			t.Fatalf("%s: %d lines, header %q; want 7, path,cluster,posterior,label", f, len(rows), rows[0])
+		}
+		for i, row := range rows[1:] {
+			class, _, _ := strings.Cut(want[i], string(filepath.Separator))
+			if !strings.HasPrefix(row, want[i]+",") || !strings.HasSuffix(row, ","+class) {
+				t.Errorf("%s: row %d is %q, want the path %s and the class %s", f, i, row, want[i], class)
+			}
+		}
+	}
+}
