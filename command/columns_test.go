@@ -98,6 +98,19 @@ func TestDropCols(t *testing.T) {
 		})
 	}
 
+	// A column the user names that the data lack is the user's to fix: no word of
+	// the model's columns.
+	r = run(t, dir, "predict", "--model", "r2", "--data", "ab.csv", "--drop-cols", "id", "--out", "-")
+	wantError(t, r, 1, `ab.csv: no column "id" to drop; columns are: a, b`)
+	if strings.Contains(r.stderr, "model's") {
+		t.Errorf("the user's own --drop-cols explained as the model's: %s", r.stderr)
+	}
+	// An array through a pipe has no columns to leave out: the model's are not asked of it.
+	r = runProgram("bash", dir, nil, slowWait, "-c", fmt.Sprintf("%q predict --model r2 --data <(cat ab.npy) --out -", bin))
+	if noCrash(t, r); r.code != 0 || strings.Count(r.stdout, "\n") != 61 {
+		t.Errorf("predict of a piped array: exit %d, %d lines; stderr %s", r.code, strings.Count(r.stdout, "\n"), r.stderr)
+	}
+
 	for _, tc := range []struct {
 		name string
 		args []string

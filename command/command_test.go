@@ -1032,6 +1032,13 @@ func TestScore(t *testing.T) {
 		}
 	}
 	wantError(t, run(t, dir, "score", "--truth", "ids.csv", "--pred", "a.csv"), 1, "ids.csv: emclust's assignments without a label column (columns customer,cluster,p0,p1)")
+	// A pipe is read once, whatever it holds.
+	for _, file := range []string{filepath.Join(fixtures, "pred.txt"), filepath.Join(dir, "a.csv")} {
+		r := runProgram("bash", dir, nil, slowWait, "-c", fmt.Sprintf("%q score --truth %q --pred <(cat %q)", bin, filepath.Join(fixtures, "truth.txt"), file))
+		if got := wantScoreLine(t, r); got != "ACC 0.8333 NMI 0.4787 ARI 0.3243" {
+			t.Errorf("score --pred <(cat %s): %q", file, got)
+		}
+	}
 }
 
 func TestDevices(t *testing.T) {

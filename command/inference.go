@@ -87,20 +87,17 @@ func (d dataOptions) explainDropped(err error, cfg *train.Config) error {
 	if !errors.As(err, &missing) {
 		return err
 	}
-	var given, none []string
-	if d.DropCols == nil && len(cfg.DropCols) > 0 {
-		given = append(given, "--drop-cols "+data.ShellQuote(strings.Join(cfg.DropCols, ",")))
-		none = append(none, "--drop-cols none")
+	var given string
+	switch {
+	case missing.Flag == "--drop-cols" && d.DropCols == nil:
+		given = data.ShellQuote(strings.Join(cfg.DropCols, ","))
+	case missing.Flag == "--id-col" && d.IDCol == nil:
+		given = data.ShellQuote(cfg.IDCol)
+	default:
+		return err // the user's own flag
 	}
-	if d.IDCol == nil && cfg.IDCol != "" {
-		given = append(given, "--id-col "+data.ShellQuote(cfg.IDCol))
-		none = append(none, "--id-col none")
-	}
-	if len(given) == 0 {
-		return err
-	}
-	return fmt.Errorf("%w (new data are read as the model's were, with %s; for data without those columns pass %s)",
-		err, strings.Join(given, " and "), strings.Join(none, " "))
+	return fmt.Errorf("%w (new data are read as the model's were, with %s %s; for data without those columns pass %s none)",
+		err, missing.Flag, given, missing.Flag)
 }
 
 // deref is *s, or "" for nil.
@@ -175,6 +172,7 @@ func (d dataOptions) config(trained *train.Config) *train.Config {
 	if table := cfg.DataFile != "" && !strings.EqualFold(filepath.Ext(cfg.DataFile), ".npy"); !table {
 		cfg.DropCols, cfg.IDCol = nil, ""
 	}
+	cfg.ColumnsFromModel = len(cfg.DropCols) > 0 && d.DropCols == nil || cfg.IDCol != "" && d.IDCol == nil
 	if d.DropCols != nil {
 		cfg.DropCols = d.DropCols
 	}

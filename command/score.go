@@ -69,7 +69,7 @@ func runScore(_ context.Context, opts scoreOptions, stdout, _ io.Writer) error {
 
 // readScored reads a file of one label a line, or the column named col of the
 // assignments emclust writes (a header whose second field is "cluster"), so that
-// predict's output is scored as it is.
+// predict's output is scored as it is. It reads path once: it may be a pipe.
 func readScored(path, col string) ([]int, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -79,17 +79,17 @@ func readScored(path, col string) ([]int, error) {
 	br := bufio.NewReader(f)
 	head, _ := br.Peek(4096)
 	first, _, _ := strings.Cut(string(head), "\n")
-	if fields := strings.Split(strings.TrimSpace(first), ","); len(fields) < 2 || fields[1] != "cluster" {
-		f.Close()
-		return eval.ReadLabels(path)
+	fields, err := csv.NewReader(strings.NewReader(first)).Read()
+	if err != nil || len(fields) < 2 || fields[1] != "cluster" {
+		return eval.ParseLabels(br, path)
 	}
-	rd := csv.NewReader(br)
-	rows, err := rd.ReadAll()
+	rows, err := csv.NewReader(br).ReadAll()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	at := slices.Index(rows[0], col)
-	if at < 0 {
+	// Past the first column, the index or the rows' IDs, whatever their name.
+	at := slices.Index(rows[0][1:], col) + 1
+	if at < 1 {
 		return nil, fmt.Errorf("%s: emclust's assignments without a %s column (columns %s)", path, col, strings.Join(rows[0], ","))
 	}
 	var b strings.Builder

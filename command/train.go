@@ -327,7 +327,9 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		}
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s, %v)\n", describeData(src, run.Cfg), dev, torch.Version(), plural(torch.NumThreads(), "thread"), run.Net.Compute())
-	warnRowCounters(log, src)
+	if speaks {
+		warnRowCounters(stderr, src) // with --quiet too, as every warning
+	}
 	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %s → %s\n",
 		run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.Objective, run.Cfg.GammaVal, run.Cfg.BatchSize, plural(run.Cfg.Epochs, "epoch"), runDir)
 	if ckpt != nil {
@@ -468,7 +470,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %s, then the one whose clustering agreed most with its own earlier evaluations goes on to %s\n",
 		describeData(src, cfg), dev, torch.Version(), plural(torch.NumThreads(), "thread"), how, plural(cfg.EpochsFor(src.Len()), "epoch"))
-	warnRowCounters(log, src)
+	warnRowCounters(warn, src)
 	var trialsDone int
 	hooks := newRestartsProgress(log, log == io.Discard, n, "trials").hooks(func(i int, r train.Restart) {
 		trialsDone = i + 1
@@ -544,7 +546,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %s%s kept by %s%s\n",
 		describeData(src, cfg), dev, torch.Version(), plural(torch.NumThreads(), "thread"), how, atOnce, by, networks)
-	warnRowCounters(log, src)
+	warnRowCounters(warn, src)
 	done := 0
 	hooks := newRestartsProgress(log, log == io.Discard, total, "restarts").hooks(func(_ int, r train.Restart) {
 		done++

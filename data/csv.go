@@ -48,6 +48,11 @@ type CSVOptions struct {
 	// feature, but read as text and kept in Vectors.IDs.
 	IDCol string
 
+	// ColumnsFromModel says that DropCols and IDCol are a model's, for new data of
+	// the layout it trained on: a NumPy array, which has no columns but features,
+	// is read without them rather than refused.
+	ColumnsFromModel bool
+
 	// Comma is the field delimiter. Zero detects it from the first data line:
 	// the most frequent of ',', '\t' and ';' outside quotes, or runs of blanks
 	// when the line has none of them but does have spaces (np.savetxt's
@@ -255,10 +260,14 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		}
 		if j < 0 || j >= p.ncol {
 			msg := fmt.Sprintf("%s: %s %d out of range: line %d has %d columns", name, c.what(), i, line, p.ncol)
+			if at := slices.IndexFunc(rec, func(cell string) bool { return strings.TrimSpace(cell) == c.spec }); at >= 0 {
+				// A header's name of digits (a year) is read as an index.
+				msg += fmt.Sprintf(" (a column named %s is given by its index, %d)", c.spec, at)
+			}
 			if c.role == roleLabel {
 				return nil, errors.New(msg)
 			}
-			return nil, &MissingColumnError{msg}
+			return nil, &MissingColumnError{msg, c.flag()}
 		}
 		if err := p.assign(j, c.role); err != nil {
 			return nil, err
@@ -278,7 +287,8 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 			if header, err = p.headerOrData(rec, line); err != nil {
 				return nil, err
 			}
-			guessedData = !header && p.labelCol >= 0
+			// The columns passed over may have hidden a header's names.
+			guessedData = !header && slices.Contains(p.skip, true)
 		}
 	}
 	if len(byName) > 0 && !header {
@@ -365,13 +375,22 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 	if p.n == 0 {
 		return nil, fmt.Errorf("%s: no data rows", name)
 	}
-	if guessedData && p.n >= 3 && len(p.classes) < p.n && slices.Index(p.labels[1:], p.labels[0]) < 0 && (p.firstRowApart() || p.firstRowNumbersColumns(2) || p.firstLabelAloneText()) {
-		// A header of numbers (wavelengths, years, or pandas' 0, 1, 2 for an
-		// array's columns) beside the label's name: its row was a class of its own,
-		// and values hundreds of spreads out, or the columns' numbers, or a word
-		// among classes that are numbers.
-		return nil, fmt.Errorf("%s:%d: the label %s is on no other line: is line %d a header of numeric names? say --header yes or --header no",
-			name, first, quoteClip(p.classes[p.labels[0]]), first)
+	if guessedData && p.n >= 3 {
+		switch {
+		case p.labelCol >= 0 && len(p.classes) < p.n && slices.Index(p.labels[1:], p.labels[0]) < 0 &&
+			(p.firstRowApart() || p.firstRowNumbersColumns(2) || p.firstLabelAloneText()):
+			// A header of numbers (wavelengths, years, or pandas' 0, 1, 2 for an
+			// array's columns) beside the label's name: its row was a class of its
+			// own, and values hundreds of spreads out, or the columns' numbers, or a
+			// word among classes that are numbers.
+			return nil, fmt.Errorf("%s:%d: the label %s is on no other line: is line %d a header of numeric names? say --header yes or --header no",
+				name, first, quoteClip(p.classes[p.labels[0]]), first)
+		case p.firstRowNumbersColumns(3):
+			return nil, fmt.Errorf("%s:%d: line %d numbers the columns, as pandas names an array's: is it a header? say --header yes or --header no", name, first, first)
+		case p.idCol >= 0 && p.firstIDAloneText():
+			return nil, fmt.Errorf("%s:%d: the ID %s is the only one that is not a number: is line %d a header of numeric names? say --header yes or --header no",
+				name, first, quoteClip(p.ids[0]), first)
+		}
 	}
 
 	v := &Vectors{X: p.x, N: p.n, D: p.d, Source: name}
@@ -392,12 +411,12 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 			if p.names != nil {
 				v.IDName = p.names[j]
 			}
-			v.IDs = p.ids.values()
+			v.IDs = p.ids
 		case !skip:
 			if countsRows(v.X, v.N, v.D, feature) {
 				arg := strconv.Itoa(j)
 				if p.names != nil {
-					arg = colArg(j, p.names[j])
+					arg = colArg(j, p.names[j], p.names)
 				}
 				v.RowCounters = append(v.RowCounters, Column{p.col(j), arg})
 			}
@@ -427,13 +446,30 @@ func (p *csvParser) firstRowApart() bool {
 }
 
 // firstRowNumbersColumns says whether the first row, of at least minD features,
-// counts them from 0: the names pandas gives the columns of an array.
+// numbers them from 0, by their order among the features or their columns in the
+// file: the names pandas gives the columns of an array.
 func (p *csvParser) firstRowNumbersColumns(minD int) bool {
 	if p.d < minD || p.n < 1 {
 		return false
 	}
-	for j := range p.d {
-		if p.x[j] != float32(j) {
+	byFeature, byColumn := true, true
+	k := 0
+	for j, skip := range p.skip {
+		if skip {
+			continue
+		}
+		byFeature = byFeature && p.x[k] == float32(k)
+		byColumn = byColumn && p.x[k] == float32(j)
+		k++
+	}
+	return byFeature || byColumn
+}
+
+// firstIDAloneText says whether the first row's ID is the only one that is not a
+// number.
+func (p *csvParser) firstIDAloneText() bool {
+	for i, id := range p.ids {
+		if _, err := parseNumber(id); (err == nil) == (i == 0) {
 			return false
 		}
 	}
@@ -461,7 +497,8 @@ type csvParser struct {
 	skip     []bool   // a column that is no feature: the label's, the IDs', or dropped
 	role     []string // what a column that is no feature is (roleLabel, …)
 	idCol    int      // -1 when there are no IDs
-	ids      labelSet // the ID of each row
+	ids      []string // the ID of each row
+	idBytes  int      // their text's
 	names    []string // header cells, or nil
 	n        int
 	x        []float32
@@ -619,7 +656,7 @@ func (p *csvParser) labelHint(j int) string {
 	}
 	arg := strconv.Itoa(j)
 	if p.names != nil {
-		arg = colArg(j, p.names[j])
+		arg = colArg(j, p.names[j], p.names)
 	}
 	return notFeatureHint(arg, p.col(j), p.labelCol < 0, p.idCol < 0)
 }
@@ -682,9 +719,9 @@ func (p *csvParser) named(s, role string) (int, error) {
 	if j < 0 {
 		switch role {
 		case roleDropped:
-			return -1, &MissingColumnError{fmt.Sprintf("%s: no column %q to drop; columns are: %s", p.name, s, strings.Join(p.names, ", "))}
+			return -1, &MissingColumnError{fmt.Sprintf("%s: no column %q to drop; columns are: %s", p.name, s, strings.Join(p.names, ", ")), "--drop-cols"}
 		case roleID:
-			return -1, &MissingColumnError{fmt.Sprintf("%s: no column %q for the IDs; columns are: %s", p.name, s, strings.Join(p.names, ", "))}
+			return -1, &MissingColumnError{fmt.Sprintf("%s: no column %q for the IDs; columns are: %s", p.name, s, strings.Join(p.names, ", ")), "--id-col"}
 		}
 		return -1, fmt.Errorf("%s: no column %q; columns are: %s", p.name, s, strings.Join(p.names, ", "))
 	}
@@ -812,16 +849,24 @@ func (p *csvParser) looksLikeHeader(rec []string) bool {
 	return false
 }
 
-// bytes is what n rows take as values, labels and IDs (their text aside).
+// bytes is what n rows take as values, labels and IDs (those of the rows read so far
+// with their text).
 func (p *csvParser) bytes(n int) int {
 	b := n * p.d * 4
 	if p.labelCol >= 0 {
 		b += n * 8
 	}
 	if p.idCol >= 0 {
-		b += n * 24 // an id and a string
+		b += n*16 + p.idBytes
 	}
 	return b
+}
+
+// id appends a row's ID, a trimmed cell: a copy, as the cell may point into a whole
+// line, which must not stay alive.
+func (p *csvParser) id(s string) {
+	p.ids = append(p.ids, strings.Clone(s))
+	p.idBytes += len(s)
 }
 
 func (p *csvParser) row(rec []string, line int) error {
@@ -842,7 +887,7 @@ func (p *csvParser) row(rec []string, line int) error {
 			continue
 		}
 		if j == p.idCol {
-			p.ids.add(s)
+			p.id(s)
 			continue
 		}
 		if p.skip[j] {
@@ -934,15 +979,6 @@ func (p *labelSet) add(s string) {
 		p.classes = append(p.classes, s)
 	}
 	p.labels = append(p.labels, id)
-}
-
-// values is the class of each row, in order.
-func (p *labelSet) values() []string {
-	vs := make([]string, len(p.labels))
-	for i, id := range p.labels {
-		vs[i] = p.classes[id]
-	}
-	return vs
 }
 
 // sorted renumbers the first-appearance ids so that ids follow the

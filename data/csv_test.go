@@ -539,6 +539,18 @@ func TestReadCSVErrors(t *testing.T) {
 			want:    []string{`x.csv:2: column 1 ("id"): "x7" is not a number (pass --id-col id if it names the rows, or --drop-cols id if it is no feature otherwise)`},
 		},
 		{
+			// "none" would say no column, and a name twice would be ambiguous.
+			name:    "words under a header named none, and twice",
+			content: "a,none,c,c\n1,x,2,y\n",
+			want:    []string{`"x" is not a number (pass --label-col 1 if column 1 ("none") holds class labels, --id-col 1 if it names the rows, or --drop-cols 1 if it is no feature otherwise)`},
+		},
+		{
+			name:    "a name of digits",
+			content: "a,2020\n1,2\n",
+			opt:     CSVOptions{DropCols: []string{"2020"}},
+			want:    []string{"x.csv: dropped column 2020 out of range: line 1 has 2 columns (a column named 2020 is given by its index, 1)"},
+		},
+		{
 			name:    "first line of empty cells but the dropped ones",
 			content: ",,id\n1,2,a\n4,5,b\n",
 			opt:     CSVOptions{DropCols: []string{"2"}},
@@ -650,6 +662,32 @@ func TestReadCSVErrors(t *testing.T) {
 			content: "0,1,2,label\n0.5,3,2,a\n0.7,2,2,b\n0.1,3,1,a\n",
 			opt:     CSVOptions{LabelCol: "-1"},
 			want:    []string{`x.csv:1: the label "label" is on no other line: is line 1 a header of numeric names? say --header yes or --header no`},
+		},
+		{
+			// np.column_stack([X, y]) through pandas: the label's name is a class too.
+			name:    "a header of pandas' column numbers over the label's",
+			content: "0,1,2,3\n0.5,3,2,1\n0.7,2,2,3\n0.1,3,1,1\n",
+			opt:     CSVOptions{LabelCol: "-1"},
+			want:    []string{"x.csv:1: line 1 numbers the columns, as pandas names an array's: is it a header? say --header yes or --header no"},
+		},
+		{
+			name:    "a header of pandas' column numbers after the label's",
+			content: "0,1,2,3\na,3,2,1\nb,2,2,3\na,3,1,1\n",
+			opt:     CSVOptions{LabelCol: "0"},
+			want:    []string{"x.csv:1: ", "is line 1 a header"},
+		},
+		{
+			// pandas' to_csv(index_label="id") over an array's columns.
+			name:    "a header of column numbers beside an ID's name",
+			content: "id,0,1,2\n7,0.5,3,2\n8,0.7,2,2\n9,0.1,3,1\n",
+			opt:     CSVOptions{IDCol: "0"},
+			want:    []string{"x.csv:1: line 1 numbers the columns"},
+		},
+		{
+			name:    "a header of wavelengths beside an ID's name",
+			content: "id,400,500\n7,0.5,0.25\n8,0.7,0.5\n9,0.1,0.5\n",
+			opt:     CSVOptions{IDCol: "0"},
+			want:    []string{`x.csv:1: the ID "id" is the only one that is not a number: is line 1 a header of numeric names? say --header yes or --header no`},
 		},
 		{
 			name:    "a header's label name among numbered classes",
@@ -776,10 +814,11 @@ func TestParseCSVBeyondMemory(t *testing.T) {
 	rows := func(n int, label bool) []byte {
 		var b bytes.Buffer
 		for i := range n {
+			// Not 0,1,2,3 on line 1, which pandas' names for an array's columns are.
 			if label {
-				fmt.Fprintf(&b, "%d,1,2,3,%d\n", i, i%3)
+				fmt.Fprintf(&b, "%d,5,6,7,%d\n", i, i%3)
 			} else {
-				fmt.Fprintf(&b, "%d,1,2,3\n", i)
+				fmt.Fprintf(&b, "%d,5,6,7\n", i)
 			}
 		}
 		return b.Bytes()

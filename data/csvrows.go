@@ -117,7 +117,7 @@ func (r *rowPipeline) add(rec []string, line int) error {
 		p.label(label)
 	}
 	if r.idCol >= 0 {
-		p.ids.add(strings.TrimSpace(rec[r.idCol]))
+		p.id(strings.TrimSpace(rec[r.idCol]))
 	}
 	b := r.cur
 	if b == nil {

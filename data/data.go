@@ -25,8 +25,9 @@ type Vectors struct {
 	RowCounters []Column
 }
 
-// MissingColumnError is a --drop-cols column, by name or index, that a table does not have.
-type MissingColumnError struct{ msg string }
+// MissingColumnError is a --drop-cols or --id-col column (Flag says which), by name
+// or index, that a table does not have.
+type MissingColumnError struct{ msg, Flag string }
 
 func (e *MissingColumnError) Error() string { return e.msg }
 

@@ -124,6 +124,7 @@ func CheckVectorPath(path string) error {
 // columns but features.
 func arrayColumns(path string, opt CSVOptions) error {
 	switch {
+	case opt.ColumnsFromModel:
 	case len(opt.DropCols) > 0:
 		return fmt.Errorf("%s: a NumPy array, whose columns --drop-cols does not select; save only the features", path)
 	case opt.IDCol != "":

@@ -146,11 +146,10 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		x = x[:count]
 	}
 	v = &Vectors{N: int(n), D: d, Source: name, Dropped: dropped}
-	var labels, ids labelSet
+	var labels labelSet
 	for _, c := range cols {
-		rd := parquetColumnReader{col: c, d: d, n: count, x: &x, labels: &labels}
+		rd := parquetColumnReader{col: c, d: d, n: count, x: &x, labels: &labels, ids: &v.IDs}
 		if c.id {
-			rd.labels = &ids
 			v.IDName = c.name
 		}
 		if err := rd.read(f); err != nil {
@@ -167,16 +166,17 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		}
 	}
 	v.X = x
+	var topNames []string
+	for _, c := range f.Root().Columns() {
+		topNames = append(topNames, c.Name())
+	}
 	for _, c := range cols {
 		if c.feature() && !c.list && countsRows(x, v.N, d, c.at) {
-			v.RowCounters = append(v.RowCounters, Column{fmt.Sprintf("column %q", c.name), colArg(c.index, c.name)})
+			v.RowCounters = append(v.RowCounters, Column{fmt.Sprintf("column %q", c.name), colArg(c.index, c.name, topNames)})
 		}
 	}
 	if labels.labels != nil {
 		v.Labels, v.Classes = labels.sorted()
-	}
-	if ids.labels != nil {
-		v.IDs = ids.values()
 	}
 	return v, nil
 }
@@ -186,6 +186,10 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 // and named in the order of the file.
 func parquetColumns(f *parquet.File, name string, opt CSVOptions) (cols []parquetColumn, dropped []string, err error) {
 	top := f.Root().Columns()
+	names := make([]string, len(top))
+	for j, c := range top {
+		names[j] = c.Name()
+	}
 	// at is the column that --label-col or --drop-cols s selects, by index or name.
 	at := func(s, flag string) (int, error) {
 		if i, err := strconv.Atoi(s); err == nil {
@@ -196,20 +200,29 @@ func parquetColumns(f *parquet.File, name string, opt CSVOptions) (cols []parque
 			if j < 0 || j >= len(top) {
 				msg := fmt.Sprintf("%s: %s %d: out of range, the file has %d columns", name, flag, i, len(top))
 				if flag != "--label-col" {
-					return -1, &MissingColumnError{msg}
+					return -1, &MissingColumnError{msg, flag}
 				}
 				return -1, errors.New(msg)
 			}
 			return j, nil
 		}
+		// As the names are said and saved: with bytes that are not UTF-8 replaced.
+		found := -1
 		for j, c := range top {
-			if c.Name() == s {
-				return j, nil
+			if validUTF8(c.Name()) != s {
+				continue
 			}
+			if found >= 0 {
+				return -1, fmt.Errorf("%s: %s %q is ambiguous: the file has two columns of that name (give its index, %d or %d)", name, flag, s, found, j)
+			}
+			found = j
+		}
+		if found >= 0 {
+			return found, nil
 		}
 		msg := fmt.Sprintf("%s: no column %q for %s; its columns are %s", name, s, flag, columnNames(top))
 		if flag != "--label-col" {
-			return -1, &MissingColumnError{msg}
+			return -1, &MissingColumnError{msg, flag}
 		}
 		return -1, errors.New(msg)
 	}
@@ -244,13 +257,13 @@ func parquetColumns(f *parquet.File, name string, opt CSVOptions) (cols []parque
 		pc := parquetColumn{name: validUTF8(c.Name()), label: j == labelAt, id: j == idAt, width: 1, index: j}
 		leaves := leafColumns(c)
 		if len(leaves) != 1 {
-			return nil, nil, fmt.Errorf("%s: column %q is a record of %d fields; emclust reads columns of numbers and of lists of numbers (flatten it, or leave it out with --drop-cols %s)", name, c.Name(), len(leaves), colArg(j, c.Name()))
+			return nil, nil, fmt.Errorf("%s: column %q is a record of %d fields; emclust reads columns of numbers and of lists of numbers (flatten it, or leave it out with --drop-cols %s)", name, c.Name(), len(leaves), colArg(j, c.Name(), names))
 		}
 		pc.leaf = leaves[0]
 		pc.unsigned = unsignedInt(pc.leaf.Type())
 		switch reps := pc.leaf.MaxRepetitionLevel(); {
 		case reps > 1:
-			return nil, nil, fmt.Errorf("%s: column %q holds lists of lists; emclust reads columns of numbers and of lists of numbers (leave it out with --drop-cols %s)", name, c.Name(), colArg(j, c.Name()))
+			return nil, nil, fmt.Errorf("%s: column %q holds lists of lists; emclust reads columns of numbers and of lists of numbers (leave it out with --drop-cols %s)", name, c.Name(), colArg(j, c.Name(), names))
 		case reps == 1 && pc.label:
 			return nil, nil, fmt.Errorf("%s: label column %q holds lists; want one class a row", name, c.Name())
 		case reps == 1 && pc.id:
@@ -262,17 +275,21 @@ func parquetColumns(f *parquet.File, name string, opt CSVOptions) (cols []parque
 			pc.width = 0
 		} else if what := notNumeric(pc.leaf.Type()); what != "" {
 			return nil, nil, fmt.Errorf("%s: column %q holds %s, not numbers to cluster%s", name, c.Name(), what,
-				notFeatureHint(colArg(j, c.Name()), "it", !pc.list && labelAt < 0, !pc.list && idAt < 0))
+				notFeatureHint(colArg(j, c.Name(), names), "it", !pc.list && labelAt < 0, !pc.list && idAt < 0))
 		}
 		cols = append(cols, pc)
 	}
 	return cols, dropped, nil
 }
 
-// colArg is how a hint names column j, called name, as a flag's value: by name
-// where a shell and --drop-cols' commas leave it whole, else by index.
-func colArg(j int, name string) string {
-	if _, err := strconv.Atoi(name); err == nil || name == "" || strings.ContainsAny(name, " \t\"',;$`\\*?&|<>()") {
+// colArg is how a hint names column j, called name among the table's names, as a
+// flag's value: by name where a shell and --drop-cols' commas leave it whole and it
+// selects that column alone, else by index.
+func colArg(j int, name string, names []string) string {
+	_, number := strconv.Atoi(name)
+	switch {
+	case number == nil, name == "", name == "none", strings.HasPrefix(name, "-"), strings.HasPrefix(name, "#"),
+		strings.ContainsAny(name, " \t\"',;$`\\*?&|<>()"), countOf(names, name) > 1:
 		return strconv.Itoa(j)
 	}
 	return name
@@ -421,7 +438,8 @@ type parquetColumnReader struct {
 	col    parquetColumn
 	d, n   int        // features a row, and values in all
 	x      *[]float32 // the rows' values: n, or fewer, grown as rows come
-	labels *labelSet  // a label or ID column's values
+	labels *labelSet  // a label column's values
+	ids    *[]string  // an ID column's
 	row    int        // the row being read, -1 before the first
 	j      int        // values read of the row's list
 }
@@ -503,7 +521,11 @@ func (rd *parquetColumnReader) value(v parquet.Value) error {
 		}
 		return fmt.Errorf("row %d: %s; fill or drop the rows with missing values first", rd.row, what)
 	}
-	if !c.feature() {
+	if c.id {
+		*rd.ids = append(*rd.ids, labelString(v, c.unsigned))
+		return nil
+	}
+	if c.label {
 		rd.labels.add(labelString(v, c.unsigned))
 		return nil
 	}
@@ -597,4 +619,15 @@ func labelString(v parquet.Value, unsigned bool) string {
 		return strconv.FormatBool(v.Boolean())
 	}
 	return v.String()
+}
+
+// countOf is how many of names are name.
+func countOf(names []string, name string) int {
+	n := 0
+	for _, s := range names {
+		if s == name {
+			n++
+		}
+	}
+	return n
 }

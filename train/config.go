@@ -31,9 +31,12 @@ type Config struct {
 	// DropCols are the table's columns that are neither features nor labels.
 	DropCols []string `json:"drop_cols,omitempty"`
 	// IDCol is the table's column of row IDs, written beside each row's cluster.
-	IDCol       string `json:"id_col,omitempty"`
-	Header      string `json:"header,omitempty"`
-	Standardize bool   `json:"standardize"`
+	IDCol string `json:"id_col,omitempty"`
+	// ColumnsFromModel says DropCols and IDCol are a trained model's, applied to new
+	// data (data.CSVOptions.ColumnsFromModel).
+	ColumnsFromModel bool   `json:"-"`
+	Header           string `json:"header,omitempty"`
+	Standardize      bool   `json:"standardize"`
 	// StandardizeAuto leaves Standardize to the data: OpenSource sets it when the
 	// FeatureSpread of the vectors exceeds data.SpreadToStandardize or their
 	// FeatureOffset data.OffsetToStandardize, and records both.
