@@ -239,10 +239,27 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 		})
 	}
 	wg.Wait()
+	// Every image that fails is named at once, the first by file order whole: one
+	// a run, a folder of several took as many runs to clean.
+	var bad []error
 	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			bad = append(bad, err)
 		}
+	}
+	switch n := len(bad); {
+	case n == 1:
+		return nil, bad[0]
+	case n > 1:
+		var next []string
+		for _, err := range bad[1:min(n, 3)] {
+			next = append(next, err.Error())
+		}
+		more := ""
+		if n > 3 {
+			more = fmt.Sprintf("; and %d more", n-3)
+		}
+		return nil, fmt.Errorf("%w; %d images fail in all, and the next: %s%s", bad[0], n, strings.Join(next, "; "), more)
 	}
 	return im, nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -209,6 +210,21 @@ func TestLoadImageFolderErrors(t *testing.T) {
 	imgWriteFile(t, filepath.Join(dir, "cats", "003.png"), []byte("not a png"))
 	_, err := LoadImageFolder(dir, 0, false)
 	imgWantErr(t, err, filepath.Join(dir, "cats", "003.png")+": decode: ")
+	if strings.Contains(err.Error(), "fail in all") {
+		t.Errorf("one bad image said as several: %v", err)
+	}
+	// Every bad image is named in the one line, the first whole.
+	for _, name := range []string{"004.png", "005.png", "006.png", "007.png"} {
+		imgWriteFile(t, filepath.Join(dir, "cats", name), []byte("not a png either"))
+	}
+	_, err = LoadImageFolder(dir, 0, false)
+	imgWantErr(t, err, filepath.Join(dir, "cats", "003.png")+": decode: ")
+	imgWantErr(t, err, "; 5 images fail in all, and the next: "+filepath.Join(dir, "cats", "004.png")+": decode: ")
+	imgWantErr(t, err, filepath.Join(dir, "cats", "005.png")+": decode: ")
+	imgWantErr(t, err, "; and 2 more")
+	if strings.Contains(err.Error(), "006.png") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("more than the first three named, or more than a line: %v", err)
+	}
 
 	dir = t.TempDir()
 	imgWriteFile(t, filepath.Join(dir, "cats", "001.png"), pngBytes(t, patternImage(0, 2, 2)))
