@@ -15,27 +15,36 @@ import (
 	"emclust/data/datatest"
 )
 
+// writeBlobTables writes dir/full.csv, the header and n rows of two blobs in features
+// a and b laid out by row, and dir/ab.csv, a and b alone under their names.
+func writeBlobTables(t *testing.T, dir, header string, n int, row func(i int, a, b float64) string) {
+	t.Helper()
+	var full, features strings.Builder
+	full.WriteString(header + "\n")
+	features.WriteString("a,b\n")
+	for i := range n {
+		c := i % 2
+		a, b := float64(c*6)+float64(i%5)/10, float64(-c*4)+float64(i%7)/10
+		full.WriteString(row(i, a, b) + "\n")
+		fmt.Fprintf(&features, "%g,%g\n", a, b)
+	}
+	for name, b := range map[string]string{"full.csv": full.String(), "ab.csv": features.String()} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // --drop-cols leaves an ID and a note out of a table's features; the run saves it,
 // and predict reads new rows of the same layout alike unless told otherwise.
 func TestDropCols(t *testing.T) {
 	dir := t.TempDir()
-	var full, features strings.Builder
-	full.WriteString("id,a,note,b,label\n")
-	features.WriteString("a,b\n")
-	for i := range 60 {
-		c := i % 2
-		a, b := float64(c*6)+float64(i%5)/10, float64(-c*4)+float64(i%7)/10
-		fmt.Fprintf(&full, "%d,%g,said %d,%g,%d\n", 5000+i, a, i, b, c)
-		fmt.Fprintf(&features, "%g,%g\n", a, b)
+	writeBlobTables(t, dir, "id,a,note,b,label", 60, func(i int, a, b float64) string {
+		return fmt.Sprintf("%d,%g,said %d,%g,%d", 5000+i, a, i, b, i%2)
+	})
+	if err := os.WriteFile(filepath.Join(dir, "ab.npy"), datatest.NPY(60, 2, func(i, j int) float32 { return float32(i%2*6 + j) }), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	write := func(name string, b []byte) {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("full.csv", []byte(full.String()))
-	write("ab.csv", []byte(features.String()))
-	write("ab.npy", datatest.NPY(60, 2, func(i, j int) float32 { return float32(i%2*6 + j) }))
 
 	train := []string{"train", "--data", "full.csv", "--label-col", "label", "--k", "2", "--restarts", "1", "--epochs", "2", "--kmeans=false"}
 	// Without it the note is refused, and its hint names the flag.
@@ -144,24 +153,13 @@ func TestDropCols(t *testing.T) {
 // whose new rows are read as the run's were unless told otherwise.
 func TestIDCol(t *testing.T) {
 	dir := t.TempDir()
-	var full, features strings.Builder
-	full.WriteString("a,customer,b\n")
-	features.WriteString("a,b\n")
-	for i := range 40 {
-		c := i % 2
-		a, b := float64(c*6)+float64(i%5)/10, float64(-c*4)+float64(i%7)/10
+	writeBlobTables(t, dir, "a,customer,b", 40, func(i int, a, b float64) string {
 		id := fmt.Sprintf("c-%03d", 40-i)
 		if i == 3 {
 			id = `"x, ""y"""` // quoted, as written back
 		}
-		fmt.Fprintf(&full, "%g,%s,%g\n", a, id, b)
-		fmt.Fprintf(&features, "%g,%g\n", a, b)
-	}
-	for name, b := range map[string]string{"full.csv": full.String(), "ab.csv": features.String()} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return fmt.Sprintf("%g,%s,%g", a, id, b)
+	})
 	r := run(t, dir, "train", "--quiet", "--data", "full.csv", "--id-col", "customer", "--k", "2", "--restarts", "1", "--epochs", "2", "--out", "r")
 	noCrash(t, r)
 	if r.code != 0 {

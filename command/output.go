@@ -16,8 +16,8 @@ import (
 
 // writeAssignments writes index,cluster,posterior[,label] atomically, with the rows'
 // IDs (--id-col), or an image folder's paths, in place of the index where the data
-// have them. The label is the
-// class's name as the data give it (src's Classes) where known, else its id.
+// have them. The label is the class's name as the data give it (src's Classes) where
+// known, else its id.
 func writeAssignments(path string, pred *train.Prediction, src train.Source) error {
 	return writeClusters(path, nil, pred, src, false)
 }

@@ -47,11 +47,12 @@ type parquetColumn struct {
 	leaf     *parquet.Column
 	list     bool // a list of numbers a row: width features
 	label    bool
-	id       bool // the rows' IDs (--id-col)
-	unsigned bool // integers stored signed, to be read unsigned
-	width    int  // features, 0 for the label
-	at       int  // its first feature's index in a row
-	index    int  // its place among the file's columns
+	id       bool   // the rows' IDs (--id-col)
+	unsigned bool   // integers stored signed, to be read unsigned
+	width    int    // features, 0 for the label
+	at       int    // its first feature's index in a row
+	index    int    // its place among the file's columns
+	arg      string // how a hint names it as a flag's value (colArg)
 }
 
 // feature says whether the column's values are features, not labels or IDs.
@@ -166,13 +167,9 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		}
 	}
 	v.X = x
-	var topNames []string
-	for _, c := range f.Root().Columns() {
-		topNames = append(topNames, c.Name())
-	}
 	for _, c := range cols {
 		if c.feature() && !c.list && countsRows(x, v.N, d, c.at) {
-			v.RowCounters = append(v.RowCounters, Column{fmt.Sprintf("column %q", c.name), colArg(c.index, c.name, topNames)})
+			v.RowCounters = append(v.RowCounters, Column{fmt.Sprintf("column %q", c.name), c.arg})
 		}
 	}
 	if labels.labels != nil {
@@ -254,16 +251,16 @@ func parquetColumns(f *parquet.File, name string, opt CSVOptions) (cols []parque
 			dropped = append(dropped, validUTF8(c.Name()))
 			continue
 		}
-		pc := parquetColumn{name: validUTF8(c.Name()), label: j == labelAt, id: j == idAt, width: 1, index: j}
+		pc := parquetColumn{name: validUTF8(c.Name()), label: j == labelAt, id: j == idAt, width: 1, index: j, arg: colArg(j, c.Name(), names)}
 		leaves := leafColumns(c)
 		if len(leaves) != 1 {
-			return nil, nil, fmt.Errorf("%s: column %q is a record of %d fields; emclust reads columns of numbers and of lists of numbers (flatten it, or leave it out with --drop-cols %s)", name, c.Name(), len(leaves), colArg(j, c.Name(), names))
+			return nil, nil, fmt.Errorf("%s: column %q is a record of %d fields; emclust reads columns of numbers and of lists of numbers (flatten it, or leave it out with --drop-cols %s)", name, c.Name(), len(leaves), pc.arg)
 		}
 		pc.leaf = leaves[0]
 		pc.unsigned = unsignedInt(pc.leaf.Type())
 		switch reps := pc.leaf.MaxRepetitionLevel(); {
 		case reps > 1:
-			return nil, nil, fmt.Errorf("%s: column %q holds lists of lists; emclust reads columns of numbers and of lists of numbers (leave it out with --drop-cols %s)", name, c.Name(), colArg(j, c.Name(), names))
+			return nil, nil, fmt.Errorf("%s: column %q holds lists of lists; emclust reads columns of numbers and of lists of numbers (leave it out with --drop-cols %s)", name, c.Name(), pc.arg)
 		case reps == 1 && pc.label:
 			return nil, nil, fmt.Errorf("%s: label column %q holds lists; want one class a row", name, c.Name())
 		case reps == 1 && pc.id:
@@ -275,7 +272,7 @@ func parquetColumns(f *parquet.File, name string, opt CSVOptions) (cols []parque
 			pc.width = 0
 		} else if what := notNumeric(pc.leaf.Type()); what != "" {
 			return nil, nil, fmt.Errorf("%s: column %q holds %s, not numbers to cluster%s", name, c.Name(), what,
-				notFeatureHint(colArg(j, c.Name(), names), "it", !pc.list && labelAt < 0, !pc.list && idAt < 0))
+				notFeatureHint(pc.arg, "it", !pc.list && labelAt < 0, !pc.list && idAt < 0))
 		}
 		cols = append(cols, pc)
 	}
