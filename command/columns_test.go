@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -275,5 +276,108 @@ func TestFolderAssignmentsNamePaths(t *testing.T) {
 				t.Errorf("%s: row %d is %q, want the path %s and the class %s", f, i, row, want[i], class)
 			}
 		}
+	}
+}
+
+// A table labelled in part is clustered whole and scored on its labelled rows, by
+// every verb, and each says how many rows it scored.
+func TestPartialLabels(t *testing.T) {
+	dir := t.TempDir()
+	labelled := 0
+	writeBlobTables(t, dir, "a,b,label", 60, func(i int, a, b float64) string {
+		if i%3 == 0 {
+			return fmt.Sprintf("%g,%g,", a, b)
+		}
+		labelled++
+		return fmt.Sprintf("%g,%g,c%d", a, b, i%2)
+	})
+	scored := fmt.Sprintf("on %d labelled rows", labelled)
+	trainArgs := []string{"train", "--data", "full.csv", "--label-col", "label", "--k", "2", "--restarts", "1", "--epochs", "2"}
+	r := run(t, dir, append(trainArgs, "--out", "r")...)
+	noCrash(t, r)
+	if r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, fmt.Sprintf("60 rows × 2 features, %d of them labelled", labelled)) || !strings.Contains(r.stdout, scored) {
+		t.Errorf("train does not say what it scored:\nstdout %s\nstderr %s", r.stdout, r.stderr)
+	}
+
+	// The scores are those of the labelled rows alone, counted here from the
+	// assignments, whose label cell is empty where the data's was.
+	rows := readLines(t, filepath.Join(dir, "r", "assignments.csv"))
+	if len(rows) != 61 || rows[0] != "index,cluster,posterior,label" {
+		t.Fatalf("assignments: %d lines, header %q", len(rows), rows[0])
+	}
+	var table [2][2]int // class × cluster
+	for i, row := range rows[1:] {
+		f := strings.Split(row, ",")
+		if (f[3] == "") != (i%3 == 0) {
+			t.Fatalf("assignments row %d: %q, want the label cell empty just where the data's is", i, row)
+		}
+		if f[3] != "" {
+			table[f[3][1]-'0'][f[1][0]-'0']++
+		}
+	}
+	acc := float64(max(table[0][0]+table[1][1], table[0][1]+table[1][0])) / float64(labelled)
+	var sum struct {
+		Scores struct {
+			ACC    float64 `json:"acc"`
+			Scored int     `json:"scored_rows"`
+		} `json:"scores"`
+		KMeans *struct {
+			Scored int `json:"scored_rows"`
+		} `json:"kmeans"`
+	}
+	readJSON(t, filepath.Join(dir, "r", "summary.json"), &sum)
+	if math.Abs(sum.Scores.ACC-acc) > 1e-6 || sum.Scores.Scored != labelled {
+		t.Errorf("summary.json: ACC %v on %d rows; the assignments' labelled rows give %v on %d", sum.Scores.ACC, sum.Scores.Scored, acc, labelled)
+	}
+	if sum.KMeans == nil || sum.KMeans.Scored != labelled {
+		t.Errorf("summary.json: k-means scored on %+v rows, want %d", sum.KMeans, labelled)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // in stdout
+	}{
+		{"predict", []string{"predict", "--model", "r", "--out", "p.csv"}, scored},
+		{"eval", []string{"eval", "--model", "r"}, scored},
+		{"eval --json", []string{"eval", "--model", "r", "--json"}, fmt.Sprintf(`"scored_rows":%d`, labelled)},
+		{"score", []string{"score", "--truth", "r/assignments.csv", "--pred", "p.csv"}, scored},
+		{"compare", []string{"compare", "--data", "full.csv", "--label-col", "label", "--k", "2", "--methods", "kmeans", "--seeds", "1"}, fmt.Sprintf("N=60 (scored on the %d labelled)", labelled)},
+		{"compare --k", []string{"compare", "--data", "full.csv", "--label-col", "label", "--k", "2,3", "--seeds", "2", "--epochs", "2"}, "The labels have 2 classes"},
+		{"report", []string{"report", "r", "--out", "rep"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, dir, tc.args...)
+			noCrash(t, r)
+			if r.code != 0 || !strings.Contains(r.stdout, tc.want) {
+				t.Errorf("exit %d, stdout %q, want %q in it; stderr %s", r.code, r.stdout, tc.want, r.stderr)
+			}
+		})
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "rep", "index.html")); err != nil || !bytes.Contains(b, []byte(fmt.Sprintf("%d rows without a class", 60-labelled))) {
+		t.Errorf("report: %v; does it say what it left out?", err)
+	}
+
+	for _, tc := range []struct {
+		name, content string
+		args          []string
+		want          string
+	}{
+		{"no label at all", "a,b,label\n1,2,\n3,4,\n", nil, `nolabels.csv: column 2 ("label"): every one of the 2 label cells is empty`},
+		{"supervised", "", []string{"--objective", "supervised"}, "objective supervised needs a class for every row: 20 of the 60 rows"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := slices.Concat(trainArgs, tc.args)
+			if tc.content != "" {
+				if err := os.WriteFile(filepath.Join(dir, "nolabels.csv"), []byte(tc.content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args[2] = "nolabels.csv"
+			}
+			wantError(t, run(t, dir, append(args, "--out", "x")...), 1, tc.want)
+		})
 	}
 }

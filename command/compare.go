@@ -525,6 +525,9 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	}
 	rep := compare.NewReport(dataLabel(cfg), src.Len(), opt, deviceName, results)
 	rep.Standardized = cfg.Standardize
+	if n := data.CountLabelled(src.Labels()); n < src.Len() {
+		rep.Labelled = n
+	}
 	if interrupted {
 		if len(results) == 0 {
 			return nil, interruptedError{fmt.Errorf("interrupted before the first of %d runs finished; %s", len(methods)*len(seeds), unwritten(opts))}

@@ -90,7 +90,9 @@ func runEmbed(_ context.Context, opts embedOptions, stdout, stderr io.Writer) er
 			buf = strconv.AppendFloat(buf, float64(points[2*i+1]), 'g', 7, 32)
 			if labels != nil {
 				buf = append(buf, ',')
-				buf = strconv.AppendInt(buf, int64(labels[i]), 10)
+				if l := labels[i]; l != data.Unlabelled { // empty where the data's is
+					buf = strconv.AppendInt(buf, int64(l), 10)
+				}
 			}
 			buf = append(buf, '\n')
 			if _, err := w.Write(buf); err != nil {

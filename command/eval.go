@@ -54,13 +54,17 @@ func runEval(_ context.Context, opts evalOptions, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	sc, err := eval.Score(labels, pred.Cluster)
+	sc, err := eval.ScoreLabelled(labels, pred.Cluster)
 	if err != nil {
 		return err
 	}
 	if opts.JSON {
-		b, _ := json.Marshal(map[string]any{"acc": sc.ACC, "nmi": sc.NMI, "ari": sc.ARI, "n": len(labels),
-			"sizes": eval.ClusterSizes(pred.Cluster, pred.K)})
+		out := map[string]any{"acc": sc.ACC, "nmi": sc.NMI, "ari": sc.ARI, "n": len(labels),
+			"sizes": eval.ClusterSizes(pred.Cluster, pred.K)}
+		if sc.Scored > 0 {
+			out["scored_rows"] = sc.Scored // the labelled rows, where some are not
+		}
+		b, _ := json.Marshal(out)
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	}

@@ -118,7 +118,7 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 		&cli.StringFlag{Name: "dataset", Usage: "digits, wine, iris, breast-cancer (embedded tables), mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt},
 		&cli.StringFlag{Name: "data-dir", Usage: "folder with the data set's official files", DefaultText: "none; for fashion-mnist, Debian's " + data.DefaultImageDir("fashion-mnist")},
 		&cli.StringFlag{Name: "data", Usage: "vectors to cluster: a .csv/.tsv/.txt (optionally .gz), .npy or .parquet file, or a pipe such as <(zcat t.csv.gz)", DefaultText: dflt},
-		&cli.StringFlag{Name: "label-col", Usage: "CSV or Parquet column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring", DefaultText: "none"},
+		&cli.StringFlag{Name: "label-col", Usage: "CSV or Parquet column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring, over the rows whose label cell is not empty", DefaultText: "none"},
 		&cli.StringSliceFlag{Name: "drop-cols", Usage: "CSV or Parquet columns that are neither features nor labels (an ID, a date, a note), by name or 0-based index, comma-separated; their cells are not read", DefaultText: "none"},
 		&cli.StringFlag{Name: "id-col", Usage: "CSV or Parquet column of row IDs, by name or 0-based index: not a feature; the assignments name each row by it in place of its index", DefaultText: "none"},
 		&cli.StringFlag{Name: "header", Value: "auto", Usage: headerHelp},

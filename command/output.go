@@ -11,13 +11,14 @@ import (
 	"strings"
 
 	"emclust/atomicfile"
+	"emclust/data"
 	"emclust/train"
 )
 
 // writeAssignments writes index,cluster,posterior[,label] atomically, with the rows'
 // IDs (--id-col), or an image folder's paths, in place of the index where the data
 // have them. The label is the class's name as the data give it (src's Classes) where
-// known, else its id.
+// known, else its id; empty for a row without one.
 func writeAssignments(path string, pred *train.Prediction, src train.Source) error {
 	return writeClusters(path, nil, pred, src, false)
 }
@@ -71,9 +72,11 @@ func writeClusters(path string, stdout io.Writer, pred *train.Prediction, src tr
 			}
 			if labels != nil {
 				buf = append(buf, ',')
-				if l := labels[i]; l >= 0 && l < len(classes) {
+				switch l := labels[i]; {
+				case l == data.Unlabelled: // the cell stays empty, as in the data
+				case l < len(classes):
 					buf = appendCSVField(buf, classes[l])
-				} else {
+				default:
 					buf = strconv.AppendInt(buf, int64(l), 10)
 				}
 			}

@@ -61,7 +61,7 @@ func runPredict(_ context.Context, opts predictOptions, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "emclust: %s → %s; cluster sizes %v\n", plural(len(pred.Cluster), "row"), outName(opts.Out), eval.ClusterSizes(pred.Cluster, pred.K))
 	}
 	if labels != nil {
-		sc, err := eval.Score(labels, pred.Cluster)
+		sc, err := eval.ScoreLabelled(labels, pred.Cluster)
 		if err != nil {
 			return err
 		}

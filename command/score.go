@@ -13,6 +13,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"emclust/data"
 	"emclust/eval"
 )
 
@@ -54,12 +55,12 @@ func runScore(_ context.Context, opts scoreOptions, stdout, _ io.Writer) error {
 	if len(truth) != len(pred) {
 		return fmt.Errorf("%s has %d labels but %s has %d", opts.Truth, len(truth), opts.Pred, len(pred))
 	}
-	sc, err := eval.Score(truth, pred)
+	sc, err := eval.ScoreLabelled(truth, pred)
 	if err != nil {
 		return fmt.Errorf("%s against %s: %w", opts.Pred, opts.Truth, err)
 	}
 	if opts.JSON {
-		b, _ := json.Marshal(map[string]float64{"acc": sc.ACC, "nmi": sc.NMI, "ari": sc.ARI})
+		b, _ := json.Marshal(sc)
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	}
@@ -92,10 +93,32 @@ func readScored(path, col string) ([]int, error) {
 	if at < 1 {
 		return nil, fmt.Errorf("%s: emclust's assignments without a %s column (columns %s)", path, col, strings.Join(rows[0], ","))
 	}
+	// A label cell is empty where the row had no class: it is left out of the scores
+	// (data.Unlabelled), as it was when the run was scored.
 	var b strings.Builder
-	for _, r := range rows[1:] {
+	var empty []int
+	for i, r := range rows[1:] {
+		if col == "label" && strings.TrimSpace(r[at]) == "" {
+			empty = append(empty, i)
+			continue
+		}
 		b.WriteString(r[at])
 		b.WriteByte('\n')
 	}
-	return eval.ParseLabels(strings.NewReader(b.String()), path+" ("+col+" column)")
+	if len(empty) == len(rows)-1 && len(empty) > 0 {
+		return nil, fmt.Errorf("%s: every cell of the %s column is empty", path, col)
+	}
+	got, err := eval.ParseLabels(strings.NewReader(b.String()), path+" ("+col+" column)")
+	if err != nil || empty == nil {
+		return got, err
+	}
+	labels := make([]int, 0, len(rows)-1)
+	for i := range rows[1:] {
+		if len(empty) > 0 && empty[0] == i {
+			labels, empty = append(labels, data.Unlabelled), empty[1:]
+			continue
+		}
+		labels, got = append(labels, got[0]), got[1:]
+	}
+	return labels, nil
 }

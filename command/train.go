@@ -656,7 +656,7 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 	}
 	baselinesInterrupted := false
 	if labels != nil {
-		sc, err := eval.Score(labels, pred.Cluster)
+		sc, err := eval.ScoreLabelled(labels, pred.Cluster)
 		if err != nil {
 			return err
 		}
@@ -928,7 +928,7 @@ func kmeansOn(ctx context.Context, x *torch.Tensor, cfg train.Config, labels []i
 	if err != nil {
 		return nil, err
 	}
-	sc, err := eval.Score(labels, res.Labels)
+	sc, err := eval.ScoreLabelled(labels, res.Labels)
 	return &sc, err
 }
 
@@ -956,6 +956,11 @@ func warnRowCounters(log io.Writer, src train.Source) {
 // why: a rule the user did not invoke must say when it acted.
 func describeData(src train.Source, cfg train.Config) string {
 	d := src.Describe()
+	if labels := src.Labels(); labels != nil {
+		if n := data.CountLabelled(labels); n < len(labels) {
+			d += fmt.Sprintf(", %d of them labelled (the others' label cells are empty: the scores count the %d)", n, n)
+		}
+	}
 	switch {
 	case !cfg.Standardize || train.IsImageSet(cfg.Dataset):
 	case !cfg.StandardizeAuto:

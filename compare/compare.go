@@ -610,7 +610,7 @@ func (opt *Options) baseline(ctx context.Context, src train.Source, method strin
 }
 
 func score(method string, seed uint64, truth, pred []int, k int, elapsed time.Duration) (Result, error) {
-	sc, err := eval.Score(truth, pred)
+	sc, err := eval.ScoreLabelled(truth, pred)
 	if err != nil {
 		return Result{}, err
 	}

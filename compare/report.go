@@ -73,11 +73,14 @@ func Summarize(results []Result, methods []string) []Summary {
 // Report is a whole comparison: what was compared on which data, every run, and the
 // per-method summaries. It is what compare --json prints.
 type Report struct {
-	Data   string   `json:"data"`
-	N      int      `json:"n"`
-	K      int      `json:"k"`
-	Seeds  []uint64 `json:"seeds"`
-	Epochs int      `json:"epochs,omitempty"` // of the neural methods; 0 when only baselines ran
+	Data string `json:"data"`
+	N    int    `json:"n"`
+	// Labelled is how many of the N rows have a class, where some have none (an empty
+	// label cell): the scores count those. 0: all have one.
+	Labelled int      `json:"labelled,omitempty"`
+	K        int      `json:"k"`
+	Seeds    []uint64 `json:"seeds"`
+	Epochs   int      `json:"epochs,omitempty"` // of the neural methods; 0 when only baselines ran
 	// Restarts per seed of the neural methods, when more than one.
 	Restarts int `json:"restarts,omitempty"`
 	// KeepBy is what kept one of the restarts (train.Config.KeepBy).
@@ -146,7 +149,11 @@ func (r *Report) Markdown() string {
 		seeds[i] = fmt.Sprint(s)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: N=%d, K=%d, %s (%s)", r.Data, r.N, r.K, plural(len(r.Seeds), "seed"), strings.Join(seeds, ","))
+	fmt.Fprintf(&b, "%s: N=%d", r.Data, r.N)
+	if r.Labelled > 0 {
+		fmt.Fprintf(&b, " (scored on the %d labelled)", r.Labelled)
+	}
+	fmt.Fprintf(&b, ", K=%d, %s (%s)", r.K, plural(len(r.Seeds), "seed"), strings.Join(seeds, ","))
 	if r.Epochs > 0 {
 		fmt.Fprintf(&b, ", %s", plural(r.Epochs, "epoch"))
 	}

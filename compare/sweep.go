@@ -126,7 +126,7 @@ func (opt *SweepOptions) runK(ctx context.Context, src train.Source, k int) ([]K
 		}
 		out[i] = KRun{K: k, Seed: opt.Seeds[i], Criteria: *pred.Criteria, Empty: emptyClusters(pred.Cluster, k), clusters: pred.Cluster}
 		if labels := src.Labels(); labels != nil {
-			sc, err := eval.Score(labels, pred.Cluster)
+			sc, err := eval.ScoreLabelled(labels, pred.Cluster)
 			if err != nil {
 				return nil, err
 			}

@@ -424,6 +424,9 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		}
 	}
 	if p.labelCol >= 0 {
+		if err := p.allEmpty(v.N, p.name+": "+p.col(p.labelCol)); err != nil {
+			return nil, err
+		}
 		v.Labels, v.Classes = p.sorted()
 	}
 	return v, nil
@@ -880,9 +883,6 @@ func (p *csvParser) row(rec []string, line int) error {
 	for j, s := range rec {
 		s = strings.TrimSpace(s)
 		if j == p.labelCol {
-			if s == "" {
-				return fmt.Errorf("%s:%d: %s: empty label", p.name, line, p.col(j))
-			}
 			p.label(s)
 			continue
 		}
@@ -903,7 +903,7 @@ func (p *csvParser) row(rec []string, line int) error {
 	return nil
 }
 
-// label appends the id of class s, a trimmed cell that is not empty.
+// label appends the id of class s, a trimmed cell; Unlabelled where it is empty.
 func (p *csvParser) label(s string) { p.add(s) }
 
 // valueOf is the value of a feature cell, trimmed, and whether it is one: a finite
@@ -960,13 +960,19 @@ func fmtInf(f float64) string {
 
 // labelSet numbers a label column's classes as they come.
 type labelSet struct {
-	ids     map[string]int // class name to id in order of first appearance
-	classes []string       // class names in order of first appearance
-	labels  []int          // first-appearance ids
+	ids        map[string]int // class name to id in order of first appearance
+	classes    []string       // class names in order of first appearance
+	labels     []int          // first-appearance ids, Unlabelled for empty cells
+	unlabelled int            // empty cells
 }
 
-// add appends the id of class s.
+// add appends the id of class s, or Unlabelled where s is empty.
 func (p *labelSet) add(s string) {
+	if s == "" {
+		p.labels = append(p.labels, Unlabelled)
+		p.unlabelled++
+		return
+	}
 	id, ok := p.ids[s]
 	if !ok {
 		if p.ids == nil {
@@ -1015,9 +1021,21 @@ func (p *labelSet) sorted() (labels []int, classes []string) {
 	}
 	labels = make([]int, len(p.labels))
 	for i, old := range p.labels {
-		labels[i] = newID[old]
+		labels[i] = Unlabelled
+		if old != Unlabelled {
+			labels[i] = newID[old]
+		}
 	}
 	return labels, classes
+}
+
+// allEmpty says why a label column of n rows none of whose cells holds a class cannot
+// be one; nil where some do.
+func (p *labelSet) allEmpty(n int, col string) error {
+	if n == 0 || p.unlabelled < n {
+		return nil
+	}
+	return fmt.Errorf("%s: every one of the %d label cells is empty: no classes to score against (leave out --label-col)", col, n)
 }
 
 // sniffComma guesses the delimiter from the first line of head that is neither

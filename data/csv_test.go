@@ -76,6 +76,17 @@ func TestReadCSV(t *testing.T) {
 			x: []float32{1, 2, 3, 4},
 		},
 		{
+			// Labelled in part: the empty cells' rows are clustered, not scored. The
+			// first row's empty label cell does not make it a header.
+			name:    "empty label cells",
+			content: "1,2, \n3,4,b\n5,6,\n7,8,a\n",
+			opt:     CSVOptions{LabelCol: "2"},
+			n:       4, d: 2,
+			x:       []float32{1, 2, 3, 4, 5, 6, 7, 8},
+			labels:  []int{Unlabelled, 1, Unlabelled, 0},
+			classes: []string{"a", "b"},
+		},
+		{
 			name:    "byte-order mark before a header",
 			content: "\ufeffa,label\n1,x\n3,y\n",
 			opt:     CSVOptions{LabelCol: "label"},
@@ -474,10 +485,10 @@ func TestReadCSVErrors(t *testing.T) {
 			want:    []string{`x.csv: no feature columns: the only column, column 0 ("y"), is the label`},
 		},
 		{
-			name:    "empty label",
-			content: "1,a\n2, \n",
+			name:    "every label cell empty",
+			content: "1,\n2, \n",
 			opt:     CSVOptions{LabelCol: "-1"},
-			want:    []string{"x.csv:2: column 1: empty label"},
+			want:    []string{"x.csv: column 1: every one of the 2 label cells is empty", "leave out --label-col"},
 		},
 		{
 			name:    "csv syntax error",

@@ -107,7 +107,7 @@ func (r *rowPipeline) add(rec []string, line int) error {
 	if r.labelCol >= 0 && len(rec) == r.ncol {
 		label = strings.TrimSpace(rec[r.labelCol])
 	}
-	if len(rec) != r.ncol || p.bytes(r.read()+1) > p.maxBytes || r.labelCol >= 0 && label == "" {
+	if len(rec) != r.ncol || p.bytes(r.read()+1) > p.maxBytes {
 		if err := r.flush(); err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import "math"
 type Vectors struct {
 	X        []float32 // N*D values, row i is X[i*D:(i+1)*D]
 	N, D     int
-	Labels   []int    // ground-truth class per row, 0..NumClasses-1; nil when unknown
+	Labels   []int    // ground-truth class per row, 0..NumClasses-1 or Unlabelled; nil when unknown
 	Classes  []string // class names by label id (the label column's original values)
 	Features []string // feature names from the header, or nil
 	Source   string   // where the rows came from, for messages and run configs
@@ -23,6 +23,22 @@ type Vectors struct {
 	// (0, 1, 2, … or 1001, 1002, …): the index pandas' to_csv writes, or an ID,
 	// which would be clustered as a feature.
 	RowCounters []Column
+}
+
+// Unlabelled is the label of a row whose label cell is empty: a table labelled in
+// part is clustered whole and scored on the rows that have a class
+// (eval.ScoreLabelled).
+const Unlabelled = -1
+
+// CountLabelled is how many of labels name a class, not Unlabelled.
+func CountLabelled(labels []int) int {
+	n := 0
+	for _, l := range labels {
+		if l != Unlabelled {
+			n++
+		}
+	}
+	return n
 }
 
 // MissingColumnError is a --drop-cols or --id-col column (Flag says which), by name

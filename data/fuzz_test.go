@@ -31,9 +31,12 @@ func checkVectors(t *testing.T, v *Vectors) {
 			t.Fatalf("%d labels for %d rows", len(v.Labels), v.N)
 		}
 		for _, l := range v.Labels {
-			if l < 0 || l >= len(v.Classes) {
+			if l != Unlabelled && (l < 0 || l >= len(v.Classes)) {
 				t.Fatalf("label %d outside the %d classes", l, len(v.Classes))
 			}
+		}
+		if CountLabelled(v.Labels) == 0 {
+			t.Fatalf("a label column of %d rows with no class accepted", v.N)
 		}
 	}
 }

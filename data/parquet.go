@@ -173,6 +173,13 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		}
 	}
 	if labels.labels != nil {
+		for _, c := range cols {
+			if c.label {
+				if err := labels.allEmpty(v.N, fmt.Sprintf("%s: label column %q", name, c.name)); err != nil {
+					return nil, err
+				}
+			}
+		}
 		v.Labels, v.Classes = labels.sorted()
 	}
 	return v, nil
@@ -510,6 +517,10 @@ func (rd *parquetColumnReader) value(v parquet.Value) error {
 	}
 	if rd.row < 0 {
 		return errors.New("damaged Parquet file: a list continues before its first row")
+	}
+	if v.IsNull() && c.label {
+		rd.labels.add("") // a row without a class: clustered, not scored
+		return nil
 	}
 	if v.IsNull() {
 		what := "a missing value"

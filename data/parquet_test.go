@@ -547,3 +547,33 @@ func TestReadParquetIDs(t *testing.T) {
 		}
 	}
 }
+
+// A missing or empty label is a row without a class, clustered and not scored; a
+// label column with no class at all is refused.
+func TestReadParquetUnlabelled(t *testing.T) {
+	type row struct {
+		X float32 `parquet:"x"`
+		Y *string `parquet:"y,optional"`
+	}
+	a, b, blank := "a", "b", ""
+	dir := t.TempDir()
+	some := filepath.Join(dir, "some.parquet")
+	writeParquet(t, some, []row{{1, &b}, {2, nil}, {3, &a}, {4, &blank}, {5, &b}}, 2)
+	none := filepath.Join(dir, "none.parquet")
+	writeParquet(t, none, []row{{1, nil}, {2, &blank}}, 10)
+
+	v, err := LoadVectors(some, CSVOptions{LabelCol: "y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{1, Unlabelled, 0, Unlabelled, 1}; !reflect.DeepEqual(v.Labels, want) || !reflect.DeepEqual(v.Classes, []string{"a", "b"}) {
+		t.Errorf("labels %v, classes %q; want %v, [a b]", v.Labels, v.Classes, want)
+	}
+	if !reflect.DeepEqual(v.X, []float32{1, 2, 3, 4, 5}) {
+		t.Errorf("values %v", v.X)
+	}
+	_, err = LoadVectors(none, CSVOptions{LabelCol: "y"})
+	if want := `none.parquet: label column "y": every one of the 2 label cells is empty`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want one with %q", err, want)
+	}
+}

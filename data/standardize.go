@@ -196,14 +196,14 @@ func (v *Vectors) Validate() error {
 	if v.Classes == nil {
 		// Labels without names are allowed; ids need only be non-negative.
 		for i, l := range v.Labels {
-			if l < 0 {
+			if l < 0 && l != Unlabelled {
 				return fmt.Errorf("%s: row %d: negative label %d", name, i, l)
 			}
 		}
 		return nil
 	}
 	for i, l := range v.Labels {
-		if l < 0 || l >= len(v.Classes) {
+		if l != Unlabelled && (l < 0 || l >= len(v.Classes)) {
 			return fmt.Errorf("%s: row %d: label %d out of range [0, %d)", name, i, l, len(v.Classes))
 		}
 	}

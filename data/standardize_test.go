@@ -149,6 +149,11 @@ func TestValidateStandard(t *testing.T) {
 	if err := ok().Validate(); err != nil {
 		t.Fatalf("valid vectors: %v", err)
 	}
+	unlabelled := ok()
+	unlabelled.Labels[0] = Unlabelled
+	if err := unlabelled.Validate(); err != nil {
+		t.Fatalf("a row without a class: %v", err)
+	}
 	extreme := ok()
 	extreme.X = []float32{math.MaxFloat32, -math.MaxFloat32, math.SmallestNonzeroFloat32, float32(math.Copysign(0, -1))}
 	if err := extreme.Validate(); err != nil {
@@ -169,7 +174,8 @@ func TestValidateStandard(t *testing.T) {
 		{"negative NaN", func(v *Vectors) { v.X[1] = math.Float32frombits(0xffc00000) }, "v.csv: NaN at row 0, column 1"},
 		{"labels length", func(v *Vectors) { v.Labels = []int{0} }, "v.csv: 1 labels, want N = 2"},
 		{"label range", func(v *Vectors) { v.Labels[1] = 2 }, "v.csv: row 1: label 2 out of range [0, 2)"},
-		{"negative label", func(v *Vectors) { v.Classes = nil; v.Labels[0] = -1 }, "v.csv: row 0: negative label -1"},
+		{"negative label", func(v *Vectors) { v.Classes = nil; v.Labels[0] = -2 }, "v.csv: row 0: negative label -2"},
+		{"negative label, named classes", func(v *Vectors) { v.Labels[1] = -3 }, "v.csv: row 1: label -3 out of range [0, 2)"},
 		{"features", func(v *Vectors) { v.Features = []string{"x"} }, "v.csv: 1 feature names, want D = 2"},
 		{"classes without labels", func(v *Vectors) { v.Labels = nil }, "v.csv: 2 class names but no labels"},
 		{"unnamed source", func(v *Vectors) { v.Source = ""; v.D = 0 }, "vectors: no features"},

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -198,6 +199,9 @@ type Scores struct {
 	ACC float64 `json:"acc"`
 	NMI float64 `json:"nmi"`
 	ARI float64 `json:"ari"`
+	// Scored is how many points were scored where ScoreLabelled left some out (0:
+	// all were), so that a score of a few labelled rows is not read as one of all.
+	Scored int `json:"scored_rows,omitempty"`
 }
 
 // Score computes ACC, NMI and ARI of pred against truth, building the
@@ -214,8 +218,43 @@ func Score(truth, pred []int) (Scores, error) {
 	return Scores{ACC: acc, NMI: nmi(table), ARI: ari(table)}, nil
 }
 
+// ScoreLabelled is Score over the points whose truth is not negative: a negative
+// truth marks a point without a class (data.Unlabelled, an empty label cell), which
+// is clustered but cannot be scored. Where it leaves points out, the result's Scored
+// says how many it scored.
+func ScoreLabelled(truth, pred []int) (Scores, error) {
+	if len(truth) != len(pred) {
+		return Scores{}, fmt.Errorf("score: truth has %d labels but pred has %d", len(truth), len(pred))
+	}
+	n := 0
+	for _, t := range truth {
+		if t >= 0 {
+			n++
+		}
+	}
+	if n == len(truth) {
+		return Score(truth, pred)
+	}
+	if n == 0 {
+		return Scores{}, errors.New("score: no point has a class to score against")
+	}
+	t, p := make([]int, 0, n), make([]int, 0, n)
+	for i, l := range truth {
+		if l >= 0 {
+			t, p = append(t, l), append(p, pred[i])
+		}
+	}
+	s, err := Score(t, p)
+	s.Scored = n
+	return s, err
+}
+
 // String formats s as "ACC 0.8123 NMI 0.7710 ARI 0.6934", the form used in
-// logs and result tables.
+// logs and result tables, followed by " on 120 labelled rows" where Scored is set.
 func (s Scores) String() string {
-	return fmt.Sprintf("ACC %.4f NMI %.4f ARI %.4f", s.ACC, s.NMI, s.ARI)
+	str := fmt.Sprintf("ACC %.4f NMI %.4f ARI %.4f", s.ACC, s.NMI, s.ARI)
+	if s.Scored > 0 {
+		str += fmt.Sprintf(" on %d labelled rows", s.Scored)
+	}
+	return str
 }

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -76,8 +77,52 @@ func TestMetricsAgainstSklearn(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if s != (Scores{acc, nmi, ari}) {
-				t.Errorf("Score = %+v, want %+v", s, Scores{acc, nmi, ari})
+			if want := (Scores{ACC: acc, NMI: nmi, ARI: ari}); s != want {
+				t.Errorf("Score = %+v, want %+v", s, want)
+			}
+		})
+	}
+}
+
+// TestScoreLabelled checks that points of a negative truth are left out, and counted
+// out, and that a fully labelled truth scores as Score does.
+func TestScoreLabelled(t *testing.T) {
+	tests := []struct {
+		name        string
+		truth, pred []int
+		want        Scores // by hand
+		err         string
+	}{
+		{name: "all labelled", truth: []int{0, 0, 1, 1}, pred: []int{1, 1, 0, 0}, want: Scores{ACC: 1, NMI: 1, ARI: 1}},
+		// Unscored, the two -1 points would break the perfect match.
+		{name: "two unlabelled", truth: []int{0, -1, 0, 1, -1, 1}, pred: []int{1, 0, 1, 0, 1, 0}, want: Scores{ACC: 1, NMI: 1, ARI: 1, Scored: 4}},
+		// Left: truth 0,0,1,1 against 0,1,1,1: ACC 3/4; ARI of that table by hand:
+		// sum C(n_ij,2) = 1, a = C(2,2)+C(2,2) = 2, b = C(1,2)+C(3,2) = 3, C(4,2) = 6,
+		// expected 2·3/6 = 1, max (2+3)/2 = 2.5: ARI = (1-1)/(2.5-1) = 0.
+		{name: "one unlabelled", truth: []int{0, 0, -1, 1, 1}, pred: []int{0, 1, 0, 1, 1}, want: Scores{ACC: 0.75, ARI: 0, Scored: 4}},
+		{name: "none labelled", truth: []int{-1, -1}, pred: []int{0, 1}, err: "no point has a class"},
+		{name: "lengths", truth: []int{0, -1}, pred: []int{0}, err: "2 labels but pred has 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ScoreLabelled(tt.truth, tt.pred)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("error %v, want one with %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !near(s.ACC, tt.want.ACC) || !near(s.ARI, tt.want.ARI) || s.Scored != tt.want.Scored {
+				t.Errorf("ScoreLabelled = %+v, want %+v", s, tt.want)
+			}
+			if tt.want.NMI != 0 && !near(s.NMI, tt.want.NMI) {
+				t.Errorf("NMI = %v, want %v", s.NMI, tt.want.NMI)
+			}
+			if tt.want.Scored > 0 && !strings.HasSuffix(s.String(), fmt.Sprintf(" on %d labelled rows", tt.want.Scored)) {
+				t.Errorf("String() = %q, want it to say how many rows were scored", s.String())
 			}
 		})
 	}
@@ -340,8 +385,9 @@ func TestScoresString(t *testing.T) {
 		s    Scores
 		want string
 	}{
-		{Scores{0.8123, 0.771, 0.69344}, "ACC 0.8123 NMI 0.7710 ARI 0.6934"},
-		{Scores{1, 0, -0.5}, "ACC 1.0000 NMI 0.0000 ARI -0.5000"},
+		{Scores{ACC: 0.8123, NMI: 0.771, ARI: 0.69344}, "ACC 0.8123 NMI 0.7710 ARI 0.6934"},
+		{Scores{ACC: 1, ARI: -0.5}, "ACC 1.0000 NMI 0.0000 ARI -0.5000"},
+		{Scores{ACC: 1, NMI: 1, ARI: 1, Scored: 120}, "ACC 1.0000 NMI 1.0000 ARI 1.0000 on 120 labelled rows"},
 	}
 	for _, tt := range tests {
 		if got := tt.s.String(); got != tt.want {

@@ -91,7 +91,9 @@ func newContingency(labels, pred []int, k int) (*contingency, error) {
 		cost[i] = make([]float64, k)
 	}
 	for n, l := range labels {
-		table[l][pred[n]]++
+		if l >= 0 { // not data.Unlabelled
+			table[l][pred[n]]++
+		}
 	}
 	for i := range table {
 		for j, v := range table[i] {

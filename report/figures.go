@@ -120,8 +120,12 @@ var tab20 = []color.RGBA{
 }
 
 // categoryColor is the colour of cluster or class i of k: tab20 up to 20, else hues
-// spread around the colour wheel.
+// spread around the colour wheel; a grey paler than tab20's for a negative i, a row
+// without a class (data.Unlabelled).
 func categoryColor(i, k int) color.RGBA {
+	if i < 0 {
+		return color.RGBA{R: 225, G: 225, B: 225, A: 255}
+	}
 	if k <= len(tab20) {
 		return tab20[i%len(tab20)]
 	}

@@ -25,6 +25,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"emclust/atomicfile"
+	"emclust/data"
 	"emclust/eval"
 	"emclust/model"
 	"emclust/torch"
@@ -216,7 +217,7 @@ func (b *builder) predict() error {
 	b.pred = pred
 	b.sizes = eval.ClusterSizes(pred.Cluster, pred.K)
 	if labels := b.src.Labels(); labels != nil {
-		sc, err := eval.Score(labels, pred.Cluster)
+		sc, err := eval.ScoreLabelled(labels, pred.Cluster)
 		if err != nil {
 			return err
 		}
@@ -291,6 +292,9 @@ func (b *builder) header() error {
 		}
 	}
 	row := scoreRow{What: "this report's prediction (eval mode)", Empty: strconv.Itoa(empty)}
+	if b.scores != nil && b.scores.Scored > 0 {
+		row.What += fmt.Sprintf(", scored on the %d labelled rows of %d", b.scores.Scored, len(b.pred.Cluster))
+	}
 	if b.scores != nil {
 		row.ACC, row.NMI, row.ARI = f4(b.scores.ACC), f4(b.scores.NMI), f4(b.scores.ARI)
 	}
@@ -421,6 +425,13 @@ func (b *builder) clusters() error {
 	sec.text(fmt.Sprintf("Columns are put in the order of the one-to-one match between classes and clusters "+
 		"that ACC uses (Hungarian algorithm), so the matched pairs lie on the diagonal; %d pairs are matched. "+
 		"Colour is the fraction of each class's rows that fell in each cluster; numbers are counts.", ct.matched))
+	if n := len(labels) - data.CountLabelled(labels); n > 0 {
+		what := fmt.Sprintf("%d rows without a class (an empty label cell) are", n)
+		if n == 1 {
+			what = "1 row without a class (an empty label cell) is"
+		}
+		sec.text(what + " clustered but left out of the table and the scores.")
+	}
 	sec.Blocks = append(sec.Blocks, block{Figures: []figure{f}})
 	b.page.Sections = append(b.page.Sections, sec)
 	return nil

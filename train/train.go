@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"emclust/data"
 	"emclust/eval"
 	"emclust/loss"
 	"emclust/model"
@@ -192,6 +193,9 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 		if labels := src.Labels(); len(labels) > 0 {
 			if top := slices.Max(labels); top >= cfg.K {
 				return nil, fmt.Errorf("objective supervised: %s has %d classes but --k is %d: give --k %d", src.Describe(), top+1, cfg.K, top+1)
+			}
+			if n := len(labels) - data.CountLabelled(labels); n > 0 {
+				return nil, fmt.Errorf("objective supervised needs a class for every row: %d of the %d rows of %s have an empty label cell", n, len(labels), src.Describe())
 			}
 		}
 		cfg.Norm = false // cross-entropy on the raw scores
@@ -839,7 +843,7 @@ func (r *Run) evaluate(m *EpochMetrics) error {
 		return nil
 	}
 	for h, pred := range heads {
-		sc, err := eval.Score(labels, pred.Cluster)
+		sc, err := eval.ScoreLabelled(labels, pred.Cluster)
 		if err != nil {
 			return err
 		}
