@@ -389,7 +389,11 @@ func endOnInterrupt(a cli.ActionFunc) cli.ActionFunc {
 				if launch.IsTerminal(c.App.ErrWriter) {
 					fmt.Fprint(c.App.ErrWriter, "\r\033[K") // off a progress bar's line
 				}
-				fmt.Fprintf(c.App.ErrWriter, "emclust: %s interrupted (%v)\n", c.Command.Name, s)
+				name := "SIGTERM"
+				if s == os.Interrupt {
+					name = "SIGINT"
+				}
+				fmt.Fprintf(c.App.ErrWriter, "emclust: %s interrupted by %s\n", c.Command.Name, name)
 				os.Exit(130)
 			case <-done:
 			}

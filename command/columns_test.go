@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"emclust/data/datatest"
+	"emclust/eval"
 )
 
 // writeBlobTables writes dir/full.csv, the header and n rows of two blobs in features
@@ -255,7 +256,13 @@ func TestFolderAssignmentsNamePaths(t *testing.T) {
 		want = append(want, name)
 	}
 	slices.Sort(want) // the folder's order: cats/0, cats/2, …, dogs/1, …
-	r := run(t, dir, "train", "--quiet", "--dataset", "folder", "--data-dir", "imgs", "--epochs", "1", "--restarts", "1", "--k", "2", "--device", "cpu", "--out", "r")
+	trainArgs := []string{"train", "--quiet", "--dataset", "folder", "--data-dir", "imgs", "--epochs", "1", "--restarts", "1", "--k", "2", "--device", "cpu", "--out"}
+	// A run among the images would be a class of them the next time.
+	wantError(t, run(t, dir, append(trainArgs, "imgs/runs/r")...), 2, "--out imgs/runs/r is inside the data's folder ", "imgs; name a folder outside the data")
+	if _, err := os.Stat(filepath.Join(dir, "imgs", "runs")); !os.IsNotExist(err) {
+		t.Errorf("the refused run made its folder: %v", err)
+	}
+	r := run(t, dir, append(trainArgs, "r")...)
 	noCrash(t, r)
 	if r.code != 0 {
 		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
@@ -264,6 +271,34 @@ func TestFolderAssignmentsNamePaths(t *testing.T) {
 	noCrash(t, r)
 	if r.code != 0 {
 		t.Fatalf("predict: exit %d: %s", r.code, r.stderr)
+	}
+	// A table for an image model, images for a table's: said as such (was "the model
+	// in r takes 28x28 image input, and ab.csv: …: arch mnist takes images; …").
+	writeBlobTables(t, dir, "a,b", 20, func(_ int, a, b float64) string { return fmt.Sprintf("%g,%g", a, b) })
+	wantError(t, run(t, dir, "predict", "--model", "r", "--data", "ab.csv", "--out", "-"), 1, "ab.csv: 20 rows × 2 features is a table, but the model in r clusters 28x28 images")
+	r = run(t, dir, "train", "--quiet", "--data", "ab.csv", "--k", "2", "--restarts", "1", "--epochs", "1", "--out", "v")
+	if noCrash(t, r); r.code != 0 {
+		t.Fatalf("train on ab.csv: exit %d: %s", r.code, r.stderr)
+	}
+	wantError(t, run(t, dir, "predict", "--model", "v", "--dataset", "folder", "--data-dir", "imgs", "--out", "-"), 1, "images, but the model in v clusters the rows of a table of 2 features: give it one (--data FILE)")
+
+	// New images of the classes, named with --data-dir alone, are no warning.
+	for _, name := range want[:4] {
+		b, err := os.ReadFile(filepath.Join(dir, "imgs", name))
+		if err == nil {
+			err = os.MkdirAll(filepath.Join(dir, "new", filepath.Dir(name)), 0o755)
+		}
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "new", name), b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	r = run(t, dir, "predict", "--model", "r", "--data-dir", "new", "--out", "-")
+	if noCrash(t, r); r.code != 0 || strings.Count(r.stdout, "\n") != 5 || strings.Contains(r.stderr, "warning") ||
+		!strings.Contains(r.stderr, "holds other images than r trained on (their digest differs): clustering these") {
+		t.Errorf("predict --data-dir new: exit %d, %d lines out; stderr %s", r.code, strings.Count(r.stdout, "\n"), r.stderr)
 	}
 	for _, f := range []string{filepath.Join("r", "assignments.csv"), "p.csv"} {
 		rows := readLines(t, filepath.Join(dir, f))
@@ -345,8 +380,8 @@ func TestPartialLabels(t *testing.T) {
 		{"eval", []string{"eval", "--model", "r"}, scored},
 		{"eval --json", []string{"eval", "--model", "r", "--json"}, fmt.Sprintf(`"scored_rows":%d`, labelled)},
 		{"score", []string{"score", "--truth", "r/assignments.csv", "--pred", "p.csv"}, scored},
-		{"compare", []string{"compare", "--data", "full.csv", "--label-col", "label", "--k", "2", "--methods", "kmeans", "--seeds", "1"}, fmt.Sprintf("N=60 (scored on the %d labelled)", labelled)},
-		{"compare --k", []string{"compare", "--data", "full.csv", "--label-col", "label", "--k", "2,3", "--seeds", "2", "--epochs", "2"}, "The labels have 2 classes"},
+		{"compare", []string{"compare", "--data", "full.csv", "--label-col", "label", "--k", "2", "--methods", "kmeans", "--seeds", "1"}, "N=60, " + "scored " + scored},
+		{"compare --k", []string{"compare", "--data", "full.csv", "--label-col", "label", "--k", "2,3", "--seeds", "2", "--epochs", "2"}, "The labels have 2 classes; NMI (" + scored + ")"},
 		{"report", []string{"report", "r", "--out", "rep"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -357,8 +392,27 @@ func TestPartialLabels(t *testing.T) {
 			}
 		})
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, "rep", "index.html")); err != nil || !bytes.Contains(b, []byte(fmt.Sprintf("%d rows without a class", 60-labelled))) {
-		t.Errorf("report: %v; does it say what it left out?", err)
+	if b, err := os.ReadFile(filepath.Join(dir, "rep", "index.html")); err != nil || !bytes.Contains(b, []byte(fmt.Sprintf("%d rows without a class", 60-labelled))) ||
+		!bytes.Contains(b, []byte(fmt.Sprintf("%s of 60", scored))) {
+		t.Errorf("report: %v; does it say what it left out, and what it scored?", err)
+	}
+	// score puts the rows without a class back in their places: its scores of the
+	// run's assignments against predict's are eval's.
+	var fromEval, fromScore eval.Scores
+	for _, c := range []struct {
+		args []string
+		into *eval.Scores
+	}{
+		{[]string{"eval", "--model", "r", "--json"}, &fromEval},
+		{[]string{"score", "--truth", "r/assignments.csv", "--pred", "p.csv", "--json"}, &fromScore},
+	} {
+		r := run(t, dir, c.args...)
+		if err := json.Unmarshal([]byte(r.stdout), c.into); r.code != 0 || err != nil {
+			t.Fatalf("%s: exit %d, %v: %s", c.args[0], r.code, err, r.stderr)
+		}
+	}
+	if fromScore != fromEval || fromEval.Scored != labelled {
+		t.Errorf("score gives %+v, eval %+v", fromScore, fromEval)
 	}
 
 	for _, tc := range []struct {
@@ -366,8 +420,8 @@ func TestPartialLabels(t *testing.T) {
 		args          []string
 		want          string
 	}{
-		{"no label at all", "a,b,label\n1,2,\n3,4,\n", nil, `nolabels.csv: column 2 ("label"): every one of the 2 label cells is empty`},
-		{"supervised", "", []string{"--objective", "supervised"}, "objective supervised needs a class for every row: 20 of the 60 rows"},
+		{"no label at all", "a,b,label\n1,2,\n3,4,NA\n5,6,\n7,8,\n", nil, `nolabels.csv: column 2 ("label"): no row has a class (every label cell is empty or NA); to cluster without scoring, give --drop-cols label in place of --label-col`},
+		{"supervised", "", []string{"--objective", "supervised"}, "objective supervised needs a class for every row, and 20 of the 60 rows have an empty or NA label"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := slices.Concat(trainArgs, tc.args)
@@ -378,6 +432,12 @@ func TestPartialLabels(t *testing.T) {
 				args[2] = "nolabels.csv"
 			}
 			wantError(t, run(t, dir, append(args, "--out", "x")...), 1, tc.want)
+			if tc.content != "" { // the advice works
+				r := run(t, dir, "train", "--quiet", "--data", "nolabels.csv", "--drop-cols", "label", "--k", "2", "--restarts", "1", "--epochs", "1", "--out", "unscored")
+				if noCrash(t, r); r.code != 0 {
+					t.Errorf("train --drop-cols label: exit %d: %s", r.code, r.stderr)
+				}
+			}
 		})
 	}
 }

@@ -166,6 +166,13 @@ func makeFixtures(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "truncated.safetensors"), ckpt[:len(ckpt)/2], 0o644); err != nil {
 		return err
 	}
+	// A run folder that stopped before its first checkpoint, under a name to quote.
+	if err := os.MkdirAll(filepath.Join(dir, "be gun"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "be gun", "config.json"), []byte("{}\n"), 0o644); err != nil {
+		return err
+	}
 	// A run folder whose checkpoint lost its tail.
 	if err := os.MkdirAll(filepath.Join(dir, "torn"), 0o755); err != nil {
 		return err
@@ -555,7 +562,7 @@ func TestErrors(t *testing.T) {
 		{name: "nproc with keep-by", args: append(ten, "--nproc", "2", "--keep-by", "silhouette"), code: 2, want: []string{"--restarts, --trial-epochs or --keep-by with 2 processes"}},
 		{name: "trial epochs of one restart", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "1", "--trial-epochs", "5"}, code: 2, want: []string{"--trial-epochs 5", "--restarts"}},
 		{name: "trial epochs with keep-by", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "2", "--keep-by", "silhouette"}, code: 2, want: []string{"--keep-by with --trial-epochs"}},
-		{name: "trial epochs 1", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "1"}, code: 2, want: []string{"--trial-epochs 1", "2 to"}},
+		{name: "trial epochs 1", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "1"}, code: 2, want: []string{"--trial-epochs 1", "from 2 up to the run's"}},
 		{name: "trial epochs past the run", args: []string{"train", "--dataset", "mnist", "--data-dir", "nowhere", "--restarts", "2", "--trial-epochs", "9", "--epochs", "8"}, code: 2, want: []string{"--trial-epochs 9", "8 epochs"}},
 		{name: "hidden auto with heads", args: append(ten, "--hidden", "auto", "--heads", "2"), code: 2, want: []string{"--heads 2", "--hidden auto"}},
 		{name: "negative cluster index", args: []string{"report", "r4", "--clusters", "1,-2"}, code: 2, want: []string{"--clusters", `"1,-2"`}},
@@ -641,7 +648,9 @@ func TestErrors(t *testing.T) {
 		{name: "a model as an argument", args: []string{"predict", "r4"}, code: 2, want: []string{`predict takes flags only; unexpected "r4" (--model r4?)`}},
 		{name: "unknown command", args: []string{"trian"}, code: 2, want: []string{`"trian"`}},
 		{name: "positional argument", args: []string{"train", "ten.csv"}, code: 2, want: []string{`"ten.csv"`}},
-		{name: "resume without checkpoint", args: []string{"train", "--resume", "mnist"}, code: 1, want: []string{"mnist", "no checkpoint"}},
+		// Was "… no checkpoint.safetensors: its run stopped …; start it again with --out mnist".
+		{name: "resume of a data folder", args: []string{"train", "--resume", "mnist"}, code: 2, want: []string{"resume: mnist holds no run (no config.json, no checkpoint.safetensors)"}},
+		{name: "resume without checkpoint", args: []string{"train", "--resume", "be gun"}, code: 1, want: []string{"be gun has no checkpoint", "start it again with --out 'be gun'"}},
 		{name: "resume of nothing", args: []string{"train", "--resume", "nowhere"}, code: 1, want: []string{"nowhere", "does not exist"}},
 		{name: "resume with a setting", args: []string{"train", "--resume", "r4", "--lr", "0.1"}, code: 2, want: []string{"--lr", "--resume", "--epochs"}},
 		{name: "resume of a torn checkpoint", args: []string{"train", "--resume", "torn", "--epochs", "5"}, code: 1, want: []string{"torn/checkpoint.safetensors"}},
@@ -1011,11 +1020,12 @@ func TestScore(t *testing.T) {
 	}
 
 	// predict's assignments are scored by their cluster column, and as the truth by
-	// their label column; an ID in place of the index may be quoted.
+	// their label column; an ID in place of the index, or a class name, may be quoted.
 	dir := t.TempDir()
 	files := map[string]string{
-		"a.csv":   "index,cluster,posterior,label\n0,0,0.9,x\n1,0,0.8,x\n2,1,0.7,x\n3,1,0.9,y\n4,1,1.0,y\n5,1,0.6,y\n",
-		"ids.csv": "customer,cluster,p0,p1\n\"a, 1\",0,0.5,0.5\nb,0,0.5,0.5\nc,1,0.5,0.5\nd,1,0.5,0.5\ne,1,0.5,0.5\nf,1,0.5,0.5\n",
+		"a.csv":     "index,cluster,posterior,label\n0,0,0.9,x\n1,0,0.8,x\n2,1,0.7,x\n3,1,0.9,y\n4,1,1.0,y\n5,1,0.6,y\n",
+		"comma.csv": "path,cluster,posterior,label\na.png,0,0.9,\"t, shirt\"\nb.png,0,0.8,\"t, shirt\"\nc.png,1,0.7,\"t, shirt\"\nd.png,1,0.9,y\ne.png,1,1.0,y\nf.png,1,0.6,y\n",
+		"ids.csv":   "customer,cluster,p0,p1\n\"a, 1\",0,0.5,0.5\nb,0,0.5,0.5\nc,1,0.5,0.5\nd,1,0.5,0.5\ne,1,0.5,0.5\nf,1,0.5,0.5\n",
 	}
 	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
@@ -1026,6 +1036,7 @@ func TestScore(t *testing.T) {
 		{"--truth", filepath.Join(fixtures, "truth.txt"), "--pred", "a.csv"},
 		{"--truth", filepath.Join(fixtures, "truth.txt"), "--pred", "ids.csv"},
 		{"--truth", "a.csv", "--pred", filepath.Join(fixtures, "pred.txt")},
+		{"--truth", "comma.csv", "--pred", filepath.Join(fixtures, "pred.txt")},
 	} {
 		if got := wantScoreLine(t, run(t, dir, append([]string{"score"}, args...)...)); got != "ACC 0.8333 NMI 0.4787 ARI 0.3243" {
 			t.Errorf("score %v: %q, want ACC 0.8333 NMI 0.4787 ARI 0.3243", args, got)
@@ -3802,8 +3813,14 @@ func TestInterruptReport(t *testing.T) {
 	dir := t.TempDir()
 	wantScoreLine(t, run(t, dir, "train", "--quiet", "--epochs", "2", "--restarts", "1", "--out", "run"))
 	_, all, code := interruptAt(t, dir, "t-SNE of", "report", "run", "--out", "rep", "--device", "cpu") // seconds of t-SNE follow
-	if last := all[len(all)-1]; code != 130 || last != "emclust: report interrupted (interrupt)" {
+	if last := all[len(all)-1]; code != 130 || last != "emclust: report interrupted by SIGINT" {
 		t.Errorf("exit %d, last line %q; want 130 and the interrupt said", code, last)
+	}
+	// The same command draws the stopped report's figures again: its lock says they
+	// are its own (was "holds figures but no finished report; … pass --force").
+	r := run(t, dir, "report", "run", "--out", "rep", "--device", "cpu")
+	if noCrash(t, r); r.code != 0 || !isReportPage(filepath.Join(dir, "rep", "index.html")) {
+		t.Errorf("report again after the interrupt: exit %d: %s", r.code, r.stderr)
 	}
 }
 
@@ -4029,7 +4046,7 @@ func TestImageSettingsRefused(t *testing.T) {
 		want  []string
 	}{
 		{"no network for the size", nil, []string{"16x16", "--image-size 28, 32 or 96 resizes them"}},
-		{"a size given", []string{"--image-size", "16"}, []string{"--image-size 16:", "give --image-size 28, 32 or 96"}},
+		{"a size given", []string{"--image-size", "16"}, []string{"--image-size 16:", "give --image-size 28, 32 or 96, or name a network with --arch (mnist, cifar, stl10) to take them at 16"}},
 		{"the vectors' network", []string{"--image-size", "28", "--arch", "mlp"}, []string{"--arch mlp takes vectors"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -108,13 +108,17 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 	if opts.Suite {
 		for _, f := range []string{"data", "dataset", "data-dir", "label-col", "drop-cols", "id-col", "header", "out"} {
 			if c.IsSet(f) && !((f == "label-col" || f == "drop-cols" || f == "id-col" || f == "header") && opts.Tables != nil) {
-				return opts, usageError{fmt.Errorf("--%s with --suite: the suite runs on the embedded tables (or --tables) and keeps no run folders", f)}
+				why := "the suite runs on the embedded tables, or on --tables"
+				if f == "out" {
+					why = "the suite keeps no run folders"
+				}
+				return opts, usageError{fmt.Errorf("--%s with --suite: %s", f, why)}
 			}
 		}
 	}
 	if c.IsSet("k") {
 		if opts.Ks, err = parseInts("k", c.String("k"), 1); err != nil || len(opts.Ks) == 0 {
-			return opts, usageError{fmt.Errorf("--k %q: want a number of clusters, or several comma-separated", c.String("k"))}
+			return opts, usageError{fmt.Errorf("--k %q: want a number of clusters, 2 or more, or several comma-separated", c.String("k"))}
 		}
 	}
 	sweep := len(opts.Ks) > 1
@@ -124,7 +128,11 @@ func compareOptionsFrom(c *cli.Context) (compareOptions, error) {
 		}
 		for _, f := range []string{"suite", "out", "restarts", "trial-epochs", "keep-by"} {
 			if c.IsSet(f) {
-				return opts, usageError{fmt.Errorf("--%s with several --k: a K sweep trains one run per K and seed on one data set and keeps no run folders", f)}
+				why := "a K sweep trains one run per K and seed, and keeps no run folders"
+				if f == "suite" {
+					why = "a K sweep trains on one data set"
+				}
+				return opts, usageError{fmt.Errorf("--%s with several --k: %s", f, why)}
 			}
 		}
 	}
@@ -526,7 +534,7 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	rep := compare.NewReport(dataLabel(cfg), src.Len(), opt, deviceName, results)
 	rep.Standardized = cfg.Standardize
 	if n := data.CountLabelled(src.Labels()); n < src.Len() {
-		rep.Labelled = n
+		rep.Scored = n
 	}
 	if interrupted {
 		if len(results) == 0 {
@@ -1083,6 +1091,9 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 	rep, rerr := compare.NewSweepReport(dataLabel(cfg), src.Len(), opt, deviceName, runs, numClasses(src.Labels()))
 	if rerr != nil {
 		return rerr
+	}
+	if n := data.CountLabelled(src.Labels()); src.Labels() != nil && n < src.Len() {
+		rep.Scored = n
 	}
 	if interrupted {
 		if len(runs) > 0 {

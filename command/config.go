@@ -89,7 +89,7 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		// compare's --k may list several K for a sweep: the first stands for them here.
 		ks, err := parseInts("k", c.String("k"), 1)
 		if err != nil || len(ks) == 0 {
-			return cfg, usageError{fmt.Errorf("--k %q: want a number of clusters", c.String("k"))}
+			return cfg, usageError{fmt.Errorf("--k %q: want a number of clusters, 2 or more", c.String("k"))}
 		}
 		cfg.K = ks[0]
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
 
@@ -60,7 +61,7 @@ func checkOutputFlag(flag, out string, force bool, inputs ...string) error {
 				return usageError{fmt.Errorf("%s %s: folder %s does not exist", flag, out, dir)}
 			}
 		}
-		return nil
+		return writableFolder(flag, out)
 	case err != nil:
 		return fmt.Errorf("%s %s: %w", flag, out, err)
 	case st.IsDir():
@@ -84,6 +85,16 @@ func checkOutputFlag(flag, out string, force bool, inputs ...string) error {
 	}
 	if !force {
 		return usageError{fmt.Errorf("%s %s exists; pass --force to replace it", flag, out)}
+	}
+	return writableFolder(flag, out)
+}
+
+// writableFolder says why out's folder cannot take the temporary file that is
+// renamed over out, where it cannot: found now, not after the work that fills it.
+func writableFolder(flag, out string) error {
+	dir := filepath.Dir(out)
+	if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
+		return fmt.Errorf("%s %s: folder %s cannot be written: %w", flag, out, dir, err)
 	}
 	return nil
 }
@@ -118,7 +129,7 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 		&cli.StringFlag{Name: "dataset", Usage: "digits, wine, iris, breast-cancer (embedded tables), mnist, fashion-mnist, cifar10, cifar100, stl10, or folder (images under --data-dir)", DefaultText: dflt},
 		&cli.StringFlag{Name: "data-dir", Usage: "folder with the data set's official files", DefaultText: "none; for fashion-mnist, Debian's " + data.DefaultImageDir("fashion-mnist")},
 		&cli.StringFlag{Name: "data", Usage: "vectors to cluster: a .csv/.tsv/.txt (optionally .gz), .npy or .parquet file, or a pipe such as <(zcat t.csv.gz)", DefaultText: dflt},
-		&cli.StringFlag{Name: "label-col", Usage: "CSV or Parquet column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring, over the rows whose label cell is not empty", DefaultText: "none"},
+		&cli.StringFlag{Name: "label-col", Usage: "CSV or Parquet column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring, over the rows whose label cell is not empty or NA", DefaultText: "none"},
 		&cli.StringSliceFlag{Name: "drop-cols", Usage: "CSV or Parquet columns that are neither features nor labels (an ID, a date, a note), by name or 0-based index, comma-separated; their cells are not read", DefaultText: "none"},
 		&cli.StringFlag{Name: "id-col", Usage: "CSV or Parquet column of row IDs, by name or 0-based index: not a feature; the assignments name each row by it in place of its index", DefaultText: "none"},
 		&cli.StringFlag{Name: "header", Value: "auto", Usage: headerHelp},
@@ -208,12 +219,10 @@ func checkDataFlags(c *cli.Context) error {
 			}
 		}
 		return usageError{fmt.Errorf("%s with --dataset %s: it reads a CSV or Parquet file given with --data; the embedded tables and image sets bring their own labels", flag, dataset)}
-	case dataset != "folder" && (c.IsSet("image-size") || c.IsSet("gray")):
-		flag := "--image-size"
-		if !c.IsSet("image-size") {
-			flag = "--gray"
-		}
-		return usageError{fmt.Errorf("%s is for --dataset folder (images of any size in class folders); other data sets have sizes of their own", flag)}
+	case dataset != "folder" && c.IsSet("image-size"):
+		return usageError{errors.New("--image-size is for --dataset folder (images of any size in class folders); other data sets have sizes of their own")}
+	case dataset != "folder" && c.IsSet("gray"):
+		return usageError{errors.New("--gray is for --dataset folder (images in colour or gray in class folders); other data sets have their own channels")}
 	}
 	return nil
 }

@@ -236,7 +236,7 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 		if st, err := os.Stat(run); err == nil && !st.IsDir() {
 			run = filepath.Dir(run) // --resume takes the folder
 		}
-		fmt.Fprintf(log, "emclust: warning: %s holds epoch %d of %d: its run was stopped, or is still training (continue it with emclust train --resume %s)\n", opts.Model, m.Epoch, m.Cfg.Epochs, run)
+		fmt.Fprintf(log, "emclust: warning: %s holds epoch %d of %d: its run was stopped, or is still training (continue it with emclust train --resume %s)\n", opts.Model, m.Epoch, m.Cfg.Epochs, data.ShellQuote(run))
 	}
 	cfg, err := opts.Data.configFor(opts.Model, m.Cfg)
 	if err != nil {
@@ -254,7 +254,12 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 		in.Close()
 		return nil, err
 	}
-	if !opts.Data.Given && trainedOn != "" && cfg.DataDigest != trainedOn {
+	switch {
+	case opts.Data.Given || trainedOn == "" || cfg.DataDigest == trainedOn:
+	case opts.Data.DataDir != "" && cfg.Dataset == "folder":
+		// New images in a folder of the same classes: what --data-dir is for too.
+		fmt.Fprintf(log, "emclust: %s holds other images than %s trained on (their digest differs): clustering these\n", dataPath(*cfg), opts.Model)
+	default:
 		fmt.Fprintf(log, "emclust: warning: %s changed since %s trained on it (its values' digest differs): the clusters are of the rows it holds now\n", dataPath(*cfg), opts.Model)
 	}
 	in.Cfg = cfg

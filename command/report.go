@@ -232,12 +232,13 @@ func checkReportDir(out string, force bool) (partial, replaced []string, err err
 		return nil, nil, nil // a new folder, or an empty one (what is not a folder fails when written)
 	}
 	var foreign, figures []string
-	hasReport := false
+	hasReport, hasLock := false, false
 	for _, e := range entries {
 		name := e.Name()
 		switch {
 		case name == train.LockName && e.Type().IsRegular() && train.IsRunLock(filepath.Join(out, name)):
 			// an earlier report's, or one writing now, which the lock will tell
+			hasLock = true
 		case e.Type().IsRegular() && isReportTemp(name):
 			partial = append(partial, name) // a report killed while writing this file
 		case name == "index.html" && e.Type().IsRegular():
@@ -259,6 +260,10 @@ func checkReportDir(out string, force bool) (partial, replaced []string, err err
 		return partial, shownBy(filepath.Join(out, "index.html"), figures), nil
 	case force || len(figures) == 0 && !hasReport:
 		return partial, nil, nil // removed once the folder's lock is held
+	case !hasReport && hasLock:
+		// A report stopped before its page (Ctrl-C): its lock says the figures are
+		// its own, and the same command draws them again.
+		return partial, nil, nil
 	case hasReport:
 		return nil, nil, usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}
 	}

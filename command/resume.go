@@ -279,11 +279,16 @@ func checkRunDir(dir string) error {
 		if err := atomicfile.LinkToNothing(ckpt); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
+		if _, err := os.Stat(filepath.Join(dir, "config.json")); errors.Is(err, os.ErrNotExist) {
+			// Not a run's folder (a run writes config.json as it begins): say so,
+			// not how to train into it.
+			return usageError{fmt.Errorf("resume: %s holds no run (no config.json, no checkpoint.safetensors); --resume takes the folder emclust train --out made", dir)}
+		}
 		// A run killed while writing its first checkpoint left the partial file.
 		if err := train.RemoveStale(dir); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
-		return fmt.Errorf("resume: %s has no checkpoint.safetensors: its run stopped before it saved one (one run saves one after each epoch; the restarts of a table save the kept run once all have trained); start it again with --out %s", dir, dir)
+		return fmt.Errorf("resume: %s has no checkpoint.safetensors: its run stopped before it saved one (one run saves one after each epoch; the restarts of a table save the kept run once all have trained); start it again with --out %s", dir, data.ShellQuote(dir))
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"emclust/atomicfile"
+	"emclust/data"
 	"emclust/train"
 )
 
@@ -20,7 +21,7 @@ import (
 // its own files, and its folder can be taken again.
 func checkNewRunDir(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, "checkpoint.safetensors")); err == nil {
-		return usageError{fmt.Errorf("%s already holds a run; continue it with --resume %s or pick another --out", dir, dir)}
+		return usageError{fmt.Errorf("%s already holds a run; continue it with --resume %s or pick another --out", dir, data.ShellQuote(dir))}
 	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -37,7 +38,7 @@ func checkNewRunDir(dir string) error {
 		name := e.Name()
 		switch {
 		case name == train.TrialsDir && e.IsDir() && isRunConfig(filepath.Join(dir, name, "config.json")):
-			return usageError{fmt.Errorf("%s holds the trials or restarts of a run that stopped among them; continue it with --resume %s or pick another --out", dir, dir)}
+			return usageError{fmt.Errorf("%s holds the trials or restarts of a run that stopped among them; continue it with --resume %s or pick another --out", dir, data.ShellQuote(dir))}
 		case name == train.LockName && train.IsRunLock(filepath.Join(dir, name)), isPartialRunFile(name):
 		case slices.Contains(train.RunFiles, name):
 			named = append(named, name)

@@ -93,25 +93,28 @@ func readScored(path, col string) ([]int, error) {
 	if at < 1 {
 		return nil, fmt.Errorf("%s: emclust's assignments without a %s column (columns %s)", path, col, strings.Join(rows[0], ","))
 	}
+	// The cells are numbered as they are, commas and all (a class name may hold one).
 	// A label cell is empty where the row had no class: it is left out of the scores
 	// (data.Unlabelled), as it was when the run was scored.
-	var b strings.Builder
+	var cells []string
 	var empty []int
 	for i, r := range rows[1:] {
-		if col == "label" && strings.TrimSpace(r[at]) == "" {
+		if strings.TrimSpace(r[at]) == "" {
+			if col != "label" {
+				return nil, fmt.Errorf("%s:%d: empty %s cell", path, i+2, col)
+			}
 			empty = append(empty, i)
 			continue
 		}
-		b.WriteString(r[at])
-		b.WriteByte('\n')
+		cells = append(cells, r[at])
 	}
-	if len(empty) == len(rows)-1 && len(empty) > 0 {
-		return nil, fmt.Errorf("%s: every cell of the %s column is empty", path, col)
+	switch {
+	case len(rows) == 1:
+		return nil, fmt.Errorf("%s: no rows", path)
+	case len(cells) == 0:
+		return nil, fmt.Errorf("%s: no row has a class (every cell of the %s column is empty)", path, col)
 	}
-	got, err := eval.ParseLabels(strings.NewReader(b.String()), path+" ("+col+" column)")
-	if err != nil || empty == nil {
-		return got, err
-	}
+	got := eval.LabelColumn(cells)
 	labels := make([]int, 0, len(rows)-1)
 	for i := range rows[1:] {
 		if len(empty) > 0 && empty[0] == i {

@@ -40,7 +40,7 @@ func trainCommand() *cli.Command {
 		&cli.BoolFlag{Name: "kmeans", Usage: "also cluster the same features with k-means and print both (--kmeans=false: off)", DefaultText: "true for vectors, false for images"},
 		&cli.StringFlag{Name: "out", Usage: "run folder for config, metrics, checkpoint and assignments", DefaultText: "runs/<data>-<time>"},
 		&cli.StringFlag{Name: "resume", Usage: "continue the run in this folder from its last checkpoint (--epochs may extend it, --data or --data-dir name where its data lies now, and --device, --threads, --precision, --channels-last, --deterministic, --no-memory-check, --nproc and the --dist-* flags may change how it computes; the run's other settings are kept)", DefaultText: "off"},
-		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print only the summary line"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress or log lines: the summary line, warnings and errors remain"},
 		&cli.BoolFlag{Name: "json", Usage: "print the summary as JSON"},
 	)
 	flags = append(flags, distFlags()...)
@@ -192,6 +192,10 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		defer ckpt.Release() // where the run refuses it before Restore
 		runDir = opts.Resume
 	} else if speaks {
+		// A run folder among the images would be read as a class of them next time.
+		if dataDir := imageDir(cfg); cfg.Dataset == "folder" && opts.Out != "" && within(realPath(opts.Out), realPath(dataDir)) {
+			return usageError{fmt.Errorf("--out %s is inside the data's folder %s; name a folder outside the data", opts.Out, dataDir)}
+		}
 		folder, err := takeNewRunFolder(opts.Out, train.DataName(cfg))
 		if err != nil {
 			return err
@@ -222,7 +226,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		if group, err = joinGroup(ctx, role, dev, cfg.Threads, opts.Dist); err != nil {
 			if interruptedIn(ctx, err) {
 				if opts.Resume != "" {
-					return interruptedError{fmt.Errorf("interrupted while the ranks joined; %s is as it was: continue with emclust train --resume %s", opts.Resume, opts.Resume)}
+					return interruptedError{fmt.Errorf("interrupted while the ranks joined; %s is as it was: continue with emclust train --resume %s", opts.Resume, data.ShellQuote(opts.Resume))}
 				}
 				return interruptedError{errors.New("interrupted while the ranks joined, before any training: start the run again")}
 			}
@@ -384,14 +388,14 @@ func trainRun(ctx context.Context, run *train.Run, runDir string, group *torch.G
 	}
 	if se := (*train.StopSaveError)(nil); errors.As(err, &se) {
 		return interruptedError{fmt.Errorf("interrupted after %s, and saving them failed (%v): continue with emclust train --resume %s from what its checkpoint holds",
-			plural(run.EpochsDone(), "epoch"), se.Err, runDir)}
+			plural(run.EpochsDone(), "epoch"), se.Err, data.ShellQuote(runDir))}
 	}
 	if errors.Is(err, context.Canceled) {
 		if run.EpochsSaved() == 0 {
 			return interruptedError{fmt.Errorf("interrupted before the first epoch ended, so %s holds no checkpoint to resume: start the run again", runDir)}
 		}
 		return interruptedError{fmt.Errorf("interrupted after %s; the checkpoint in %s holds %s: continue with emclust train --resume %s",
-			plural(run.EpochsDone(), "epoch"), runDir, plural(run.EpochsSaved(), "epoch"), runDir)}
+			plural(run.EpochsDone(), "epoch"), runDir, plural(run.EpochsSaved(), "epoch"), data.ShellQuote(runDir))}
 	}
 	if group != nil {
 		err = explainLost(group, role, err)
@@ -436,7 +440,7 @@ func savedTrials(err error, runDir, what string) error {
 	if !train.StoppedInTrials(runDir) {
 		return err
 	}
-	return fmt.Errorf("%w; the %s saved so far are in %s: emclust train --resume %s goes on with them, or remove %s to start over", err, what, filepath.Join(runDir, train.TrialsDir), runDir, runDir)
+	return fmt.Errorf("%w; the %s saved so far are in %s: emclust train --resume %s goes on with them, or remove %s to start over", err, what, filepath.Join(runDir, train.TrialsDir), data.ShellQuote(runDir), runDir)
 }
 
 // trainTrials trains cfg.Restarts trials of cfg.TrialEpochs epochs, keeps the one
@@ -460,7 +464,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	}
 	if ctx.Err() != nil {
 		if resumed {
-			return interruptedError{fmt.Errorf("interrupted before the trials went on; emclust train --resume %s goes on with them", runDir)}
+			return interruptedError{fmt.Errorf("interrupted before the trials went on; emclust train --resume %s goes on with them", data.ShellQuote(runDir))}
 		}
 		return interruptedError{errors.New("interrupted before the first trial began; nothing was saved: start the run again")}
 	}
@@ -488,7 +492,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	if errors.Is(err, context.Canceled) {
 		// Each trial's folder holds its last epoch: the resume goes on from there.
 		return interruptedError{fmt.Errorf("interrupted in trial %d of %d; emclust train --resume %s goes on with the trials",
-			min(trialsDone+1, n), n, runDir)}
+			min(trialsDone+1, n), n, data.ShellQuote(runDir))}
 	}
 	if err != nil {
 		return savedTrials(train.ExplainOOM(err, oomAdvice(cfg)), runDir, "trials")
@@ -564,7 +568,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	if restartsDir != "" && errors.Is(err, context.Canceled) {
 		// Each restart's folder holds its last epoch: the resume goes on from there.
 		return interruptedError{fmt.Errorf("interrupted in restart %d of %d; emclust train --resume %s goes on with the restarts",
-			min(done+1, total), total, runDir)}
+			min(done+1, total), total, data.ShellQuote(runDir))}
 	}
 	interrupted, err := keepChoice(run, cfg, err, folder)
 	if err != nil {
@@ -582,7 +586,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 		// The choice among the restarts that finished is a whole run; a resume
 		// writes the assignments and summary this exit leaves out.
 		return interruptedError{fmt.Errorf("interrupted after %d of %d restarts; kept seed %d of those in %s: emclust train --resume %s writes its assignments and scores, and trains none of the other %d (a new run trains them all)",
-			len(restarts), total, run.Cfg.Seed, runDir, runDir, total-len(restarts))}
+			len(restarts), total, run.Cfg.Seed, runDir, data.ShellQuote(runDir), total-len(restarts))}
 	}
 	agree := ""
 	var kept, other *train.Restart // each network's kept restart, when two trained
@@ -652,6 +656,9 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 		sum.Chosen = &chosenEpoch{Chosen: *ch, Model: chosen}
 		if m := run.History[ch.Epoch-1]; m.ACC != nil {
 			sum.Chosen.Scores = &eval.Scores{ACC: *m.ACC, NMI: *m.NMI, ARI: *m.ARI}
+			if n := data.CountLabelled(labels); n < len(labels) {
+				sum.Chosen.Scores.Scored = n // as eval.ScoreLabelled scored the epoch
+			}
 		}
 	}
 	baselinesInterrupted := false
@@ -958,7 +965,7 @@ func describeData(src train.Source, cfg train.Config) string {
 	d := src.Describe()
 	if labels := src.Labels(); labels != nil {
 		if n := data.CountLabelled(labels); n < len(labels) {
-			d += fmt.Sprintf(", %d of them labelled (the others' label cells are empty: the scores count the %d)", n, n)
+			d += fmt.Sprintf(", %d of them labelled (the rest have an empty or NA label: the scores count the %d)", n, n)
 		}
 	}
 	switch {

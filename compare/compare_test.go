@@ -272,6 +272,10 @@ func TestMarkdown(t *testing.T) {
 	if got := strings.SplitN(r.Markdown(), "\n", 2)[0]; got != "blobs.csv: N=10, K=10, 1 seed (7), device cuda:0" {
 		t.Errorf("header %q", got)
 	}
+	r.Scored = 6 // rows without a class: the scores count the others
+	if got := strings.SplitN(r.Markdown(), "\n", 2)[0]; got != "blobs.csv: N=10, scored on 6 labelled rows, K=10, 1 seed (7), device cuda:0" {
+		t.Errorf("header %q", got)
+	}
 }
 
 // With Restarts, seed s of a neural method is train.TrainRestarts from seed s·R: the
@@ -311,7 +315,7 @@ func TestRunRestarts(t *testing.T) {
 	}
 	rep := NewReport("digits", src.Len(), opt, "cpu", res)
 	if md := rep.Markdown(); !strings.Contains(md, "3 restarts per seed") || !strings.Contains(md, "network: the MLP or the linear map") ||
-		!strings.Contains(md, fmt.Sprintf("em kept the linear map for %d of 1 seed", strings.Count(res[0].Network, "linear"))) {
+		!strings.Contains(md, "em kept the "+map[bool]string{true: "linear map", false: "MLP"}[res[0].Network == "linear"]+" for its one seed.") {
 		t.Errorf("the table does not say the runs had restarts, and which network each kept:\n%s", md)
 	}
 }

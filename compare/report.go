@@ -75,12 +75,12 @@ func Summarize(results []Result, methods []string) []Summary {
 type Report struct {
 	Data string `json:"data"`
 	N    int    `json:"n"`
-	// Labelled is how many of the N rows have a class, where some have none (an empty
+	// Scored is how many of the N rows have a class, where some have none (an empty
 	// label cell): the scores count those. 0: all have one.
-	Labelled int      `json:"labelled,omitempty"`
-	K        int      `json:"k"`
-	Seeds    []uint64 `json:"seeds"`
-	Epochs   int      `json:"epochs,omitempty"` // of the neural methods; 0 when only baselines ran
+	Scored int      `json:"scored_rows,omitempty"`
+	K      int      `json:"k"`
+	Seeds  []uint64 `json:"seeds"`
+	Epochs int      `json:"epochs,omitempty"` // of the neural methods; 0 when only baselines ran
 	// Restarts per seed of the neural methods, when more than one.
 	Restarts int `json:"restarts,omitempty"`
 	// KeepBy is what kept one of the restarts (train.Config.KeepBy).
@@ -150,8 +150,8 @@ func (r *Report) Markdown() string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: N=%d", r.Data, r.N)
-	if r.Labelled > 0 {
-		fmt.Fprintf(&b, " (scored on the %d labelled)", r.Labelled)
+	if r.Scored > 0 {
+		fmt.Fprintf(&b, ", scored on %d labelled rows", r.Scored)
 	}
 	fmt.Fprintf(&b, ", K=%d, %s (%s)", r.K, plural(len(r.Seeds), "seed"), strings.Join(seeds, ","))
 	if r.Epochs > 0 {
@@ -232,7 +232,18 @@ func (r *Report) networkNotes() []string {
 				linear++
 			}
 		}
-		notes = append(notes, fmt.Sprintf("%s kept the linear map for %d of %s and the MLP for the rest.", s.Method, linear, plural(s.Runs, "seed")))
+		every := fmt.Sprintf("each of the %d seeds", s.Runs)
+		if s.Runs == 1 {
+			every = "its one seed"
+		}
+		switch linear {
+		case 0:
+			notes = append(notes, fmt.Sprintf("%s kept the MLP for %s.", s.Method, every))
+		case s.Runs:
+			notes = append(notes, fmt.Sprintf("%s kept the linear map for %s.", s.Method, every))
+		default:
+			notes = append(notes, fmt.Sprintf("%s kept the linear map for %d of %s and the MLP for the rest.", s.Method, linear, plural(s.Runs, "seed")))
+		}
 	}
 	return notes
 }

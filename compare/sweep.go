@@ -168,6 +168,8 @@ type SweepReport struct {
 	Runs    []KRun     `json:"runs"`
 	Ks      []KSummary `json:"ks"`
 	Classes int        `json:"classes,omitempty"` // in the labels, when there are labels
+	// Scored is how many rows have a class where some have none: NMI counts those.
+	Scored int `json:"scored_rows,omitempty"`
 }
 
 // NewSweepReport summarises runs per K, in the order of opt.Ks. classes is the
@@ -287,7 +289,11 @@ func (r *SweepReport) Markdown() string {
 		b.WriteString("One seed: no agreement to compare; give --seeds 5 or more.\n")
 	}
 	if r.Classes > 0 {
-		fmt.Fprintf(&b, "The labels have %d classes; NMI is shown for reference and plays no part in the other columns.\n", r.Classes)
+		scored := ""
+		if r.Scored > 0 {
+			scored = fmt.Sprintf(" (on %d labelled rows)", r.Scored)
+		}
+		fmt.Fprintf(&b, "The labels have %d classes; NMI%s is shown for reference and plays no part in the other columns.\n", r.Classes, scored)
 	}
 	return b.String()
 }

@@ -377,7 +377,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 	}
 	if guessedData && p.n >= 3 {
 		switch {
-		case p.labelCol >= 0 && len(p.classes) < p.n && slices.Index(p.labels[1:], p.labels[0]) < 0 &&
+		case p.labelCol >= 0 && p.labels[0] != Unlabelled && len(p.classes) < p.n && slices.Index(p.labels[1:], p.labels[0]) < 0 &&
 			(p.firstRowApart() || p.firstRowNumbersColumns(2) || p.firstLabelAloneText()):
 			// A header of numbers (wavelengths, years, or pandas' 0, 1, 2 for an
 			// array's columns) beside the label's name: its row was a class of its
@@ -424,7 +424,11 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		}
 	}
 	if p.labelCol >= 0 {
-		if err := p.allEmpty(v.N, p.name+": "+p.col(p.labelCol)); err != nil {
+		arg := strconv.Itoa(p.labelCol)
+		if p.names != nil {
+			arg = colArg(p.labelCol, p.names[p.labelCol], p.names)
+		}
+		if err := p.allEmpty(v.N, p.name+": "+p.col(p.labelCol), arg); err != nil {
 			return nil, err
 		}
 		v.Labels, v.Classes = p.sorted()
@@ -903,7 +907,7 @@ func (p *csvParser) row(rec []string, line int) error {
 	return nil
 }
 
-// label appends the id of class s, a trimmed cell; Unlabelled where it is empty.
+// label appends the id of class s, a trimmed cell; Unlabelled where it is empty or NA.
 func (p *csvParser) label(s string) { p.add(s) }
 
 // valueOf is the value of a feature cell, trimmed, and whether it is one: a finite
@@ -963,12 +967,20 @@ type labelSet struct {
 	ids        map[string]int // class name to id in order of first appearance
 	classes    []string       // class names in order of first appearance
 	labels     []int          // first-appearance ids, Unlabelled for empty cells
-	unlabelled int            // empty cells
+	unlabelled int            // cells without a class (missingLabels)
 }
 
-// add appends the id of class s, or Unlabelled where s is empty.
+// missingLabels are the label cells that mark a row without a class: an empty one,
+// and those pandas' read_csv takes for a missing value (R writes NA), but "None",
+// which may name a class.
+var missingLabels = map[string]bool{"": true, "NA": true, "N/A": true, "n/a": true, "#N/A": true, "#N/A N/A": true,
+	"#NA": true, "<NA>": true, "NULL": true, "null": true, "NaN": true, "-NaN": true, "nan": true, "-nan": true,
+	"1.#IND": true, "-1.#IND": true, "1.#QNAN": true, "-1.#QNAN": true}
+
+// add appends the id of class s, or Unlabelled where s marks a missing value
+// (missingLabels).
 func (p *labelSet) add(s string) {
-	if s == "" {
+	if missingLabels[strings.TrimSpace(s)] {
 		p.labels = append(p.labels, Unlabelled)
 		p.unlabelled++
 		return
@@ -1029,13 +1041,14 @@ func (p *labelSet) sorted() (labels []int, classes []string) {
 	return labels, classes
 }
 
-// allEmpty says why a label column of n rows none of whose cells holds a class cannot
-// be one; nil where some do.
-func (p *labelSet) allEmpty(n int, col string) error {
+// allEmpty says why col, a label column of n rows none of which has a class, cannot
+// be one; nil where some do. arg names it for --drop-cols: left out of --label-col
+// alone, its empty cells would be read as a feature's.
+func (p *labelSet) allEmpty(n int, col, arg string) error {
 	if n == 0 || p.unlabelled < n {
 		return nil
 	}
-	return fmt.Errorf("%s: every one of the %d label cells is empty: no classes to score against (leave out --label-col)", col, n)
+	return fmt.Errorf("%s: no row has a class (every label cell is empty or NA); to cluster without scoring, give --drop-cols %s in place of --label-col", col, arg)
 }
 
 // sniffComma guesses the delimiter from the first line of head that is neither

@@ -87,6 +87,28 @@ func TestReadCSV(t *testing.T) {
 			classes: []string{"a", "b"},
 		},
 		{
+			// Missing values as pandas reads them, and R writes them; "None" may be a class.
+			name:    "NA label cells",
+			content: "x,y\n1,NA\n2,b\n3,NaN\n4,None\n5,<NA>\n6,null\n",
+			opt:     CSVOptions{LabelCol: "y"},
+			n:       6, d: 1,
+			x:        []float32{1, 2, 3, 4, 5, 6},
+			labels:   []int{Unlabelled, 1, Unlabelled, 0, Unlabelled, Unlabelled},
+			classes:  []string{"None", "b"},
+			features: []string{"x"},
+		},
+		{
+			// The first row alone without a class says nothing of a header: it
+			// was read as the class of the header's name, and indexed as one.
+			name:    "first row alone unlabelled",
+			content: "1.0,2.0,\n1.1,2.1,0\n5.0,6.0,1\n5.1,6.1,1\n1.2,2.2,0\n",
+			opt:     CSVOptions{LabelCol: "-1"},
+			n:       5, d: 2,
+			x:       []float32{1, 2, 1.1, 2.1, 5, 6, 5.1, 6.1, 1.2, 2.2},
+			labels:  []int{Unlabelled, 0, 1, 1, 0},
+			classes: []string{"0", "1"},
+		},
+		{
 			name:    "byte-order mark before a header",
 			content: "\ufeffa,label\n1,x\n3,y\n",
 			opt:     CSVOptions{LabelCol: "label"},
@@ -488,7 +510,7 @@ func TestReadCSVErrors(t *testing.T) {
 			name:    "every label cell empty",
 			content: "1,\n2, \n",
 			opt:     CSVOptions{LabelCol: "-1"},
-			want:    []string{"x.csv: column 1: every one of the 2 label cells is empty", "leave out --label-col"},
+			want:    []string{"x.csv: column 1: no row has a class (every label cell is empty or NA); to cluster without scoring, give --drop-cols 1 in place of --label-col"},
 		},
 		{
 			name:    "csv syntax error",

@@ -25,9 +25,9 @@ type Vectors struct {
 	RowCounters []Column
 }
 
-// Unlabelled is the label of a row whose label cell is empty: a table labelled in
-// part is clustered whole and scored on the rows that have a class
-// (eval.ScoreLabelled).
+// Unlabelled is the label of a row whose label cell is empty or NA (missingLabels):
+// a table labelled in part is clustered whole and scored on the rows that have a
+// class (eval.ScoreLabelled).
 const Unlabelled = -1
 
 // CountLabelled is how many of labels name a class, not Unlabelled.
@@ -87,4 +87,6 @@ type Images struct {
 	// LeftOut describes the files of an image folder that were not PNG or JPEG and
 	// so were left out ("12 .webp"), for the user to see; "" for none.
 	LeftOut string
+	// Empty are its class folders without an image, which make no class.
+	Empty []string
 }

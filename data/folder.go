@@ -82,6 +82,16 @@ func listImageFiles(dir string) ([]string, map[string]int, error) {
 		if err != nil {
 			return err
 		}
+		// A pipe would block the load until written to, and a device has no end.
+		mode := d.Type()
+		if mode&fs.ModeSymlink != 0 {
+			if fi, err := os.Stat(path); err == nil {
+				mode = fi.Mode().Type()
+			}
+		}
+		if mode&(fs.ModeNamedPipe|fs.ModeSocket|fs.ModeDevice|fs.ModeCharDevice|fs.ModeIrregular) != 0 {
+			return fmt.Errorf("%s is not a file but a pipe, socket or device; emclust reads images from files", filepath.Join(dir, rel))
+		}
 		files = append(files, rel)
 		return nil
 	})
@@ -158,6 +168,15 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 	if err != nil {
 		return nil, err
 	}
+	var empty []string // class folders without an image: a copy that failed, say
+	if classes != nil {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && !slices.Contains(classes, e.Name()) {
+				empty = append(empty, e.Name())
+			}
+		}
+	}
 	c := 3
 	if gray {
 		c = 1
@@ -188,6 +207,7 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 		Source:  dir,
 		Files:   files,
 		LeftOut: otherFiles(others),
+		Empty:   empty,
 	}
 	imgBytes := c * h * w
 	put := func(i int, img image.Image) error {

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -56,6 +57,30 @@ func TestListImageFiles(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("got %q, want %q", got, want)
+	}
+
+	// A pipe named as an image, or a link to one, is refused by name: opening it
+	// blocked the load until something wrote to it.
+	for _, link := range []bool{false, true} {
+		pipes := t.TempDir()
+		imgWriteFile(t, filepath.Join(pipes, "a", "0.png"), []byte("x"))
+		fifo, name := filepath.Join(pipes, "b", "3.png"), filepath.Join(pipes, "b", "3.png")
+		if link {
+			fifo = filepath.Join(t.TempDir(), "pipe")
+		}
+		if err := os.MkdirAll(filepath.Join(pipes, "b"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if link {
+			if err := os.Symlink(fifo, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := LoadImageFolder(pipes, 0, false)
+		imgWantErr(t, err, name+" is not a file but a pipe, socket or device")
 	}
 }
 
@@ -277,6 +302,20 @@ func TestLoadImageFolderLeftOut(t *testing.T) {
 	}
 	if want := "3 .webp, 1 without an extension, 1 .txt"; im.N != 2 || im.LeftOut != want {
 		t.Errorf("%d images, left out %q; want 2, %q", im.N, im.LeftOut, want)
+	}
+	if im.Empty != nil {
+		t.Errorf("empty class folders %q, want none", im.Empty)
+	}
+	// Class folders without an image (c holds a note alone) make no class, and are
+	// named; hidden ones are not.
+	for _, name := range []string{"c/notes.txt", "d/e/x.webp", ".git/HEAD"} {
+		imgWriteFile(t, filepath.Join(dir, filepath.FromSlash(name)), []byte("x"))
+	}
+	if im, err = LoadImageFolder(dir, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(im.Classes, []string{"a", "b"}) || !slices.Equal(im.Empty, []string{"c", "d"}) {
+		t.Errorf("classes %q, empty class folders %q; want [a b], [c d]", im.Classes, im.Empty)
 	}
 	only := t.TempDir()
 	imgWriteFile(t, filepath.Join(only, "x.gif"), []byte("x"))

@@ -59,6 +59,7 @@ func FuzzParseCSV(f *testing.F) {
 		"\"a\",\"b\"\n\"1\",2\n",
 		"# comment\n1\t2\n",
 		"x,y\n1e38,-1e38\nNaN,1\n",
+		"1.0,2.0,\n1.1,2.1,0\n5.0,6.0,1\n5.1,6.1,1\n", // the first row alone without a class
 	} {
 		f.Add([]byte(seed), "", "auto", "")
 		f.Add([]byte(seed), "-1", "yes", "")

@@ -175,7 +175,7 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 	if labels.labels != nil {
 		for _, c := range cols {
 			if c.label {
-				if err := labels.allEmpty(v.N, fmt.Sprintf("%s: label column %q", name, c.name)); err != nil {
+				if err := labels.allEmpty(v.N, fmt.Sprintf("%s: label column %q", name, c.name), c.arg); err != nil {
 					return nil, err
 				}
 			}

@@ -555,10 +555,10 @@ func TestReadParquetUnlabelled(t *testing.T) {
 		X float32 `parquet:"x"`
 		Y *string `parquet:"y,optional"`
 	}
-	a, b, blank := "a", "b", ""
+	a, b, blank, na := "a", "b", " ", "NA"
 	dir := t.TempDir()
 	some := filepath.Join(dir, "some.parquet")
-	writeParquet(t, some, []row{{1, &b}, {2, nil}, {3, &a}, {4, &blank}, {5, &b}}, 2)
+	writeParquet(t, some, []row{{1, &b}, {2, nil}, {3, &a}, {4, &blank}, {5, &b}, {6, &na}}, 2)
 	none := filepath.Join(dir, "none.parquet")
 	writeParquet(t, none, []row{{1, nil}, {2, &blank}}, 10)
 
@@ -566,14 +566,28 @@ func TestReadParquetUnlabelled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []int{1, Unlabelled, 0, Unlabelled, 1}; !reflect.DeepEqual(v.Labels, want) || !reflect.DeepEqual(v.Classes, []string{"a", "b"}) {
+	if want := []int{1, Unlabelled, 0, Unlabelled, 1, Unlabelled}; !reflect.DeepEqual(v.Labels, want) || !reflect.DeepEqual(v.Classes, []string{"a", "b"}) {
 		t.Errorf("labels %v, classes %q; want %v, [a b]", v.Labels, v.Classes, want)
 	}
-	if !reflect.DeepEqual(v.X, []float32{1, 2, 3, 4, 5}) {
+	if !reflect.DeepEqual(v.X, []float32{1, 2, 3, 4, 5, 6}) {
 		t.Errorf("values %v", v.X)
 	}
+	// A float label column's NaN is a missing class too.
+	type floatRow struct {
+		X float32 `parquet:"x"`
+		Y float64 `parquet:"y"`
+	}
+	floats := filepath.Join(dir, "floats.parquet")
+	writeParquet(t, floats, []floatRow{{1, 2}, {2, math.NaN()}, {3, 1}}, 10)
+	v, err = LoadVectors(floats, CSVOptions{LabelCol: "y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{1, Unlabelled, 0}; !reflect.DeepEqual(v.Labels, want) {
+		t.Errorf("float labels %v (classes %q), want %v", v.Labels, v.Classes, want)
+	}
 	_, err = LoadVectors(none, CSVOptions{LabelCol: "y"})
-	if want := `none.parquet: label column "y": every one of the 2 label cells is empty`; err == nil || !strings.Contains(err.Error(), want) {
+	if want := `none.parquet: label column "y": no row has a class (every label cell is empty or NA); to cluster without scoring, give --drop-cols y in place of --label-col`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want one with %q", err, want)
 	}
 }

@@ -46,10 +46,9 @@ func readLabels(r io.Reader, name string) ([]int, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, maxLabelLine)
 	var (
-		raw       []string
-		line      int
-		firstGap  int // line number of the first blank line, 0 if none yet
-		allNumber = true
+		raw      []string
+		line     int
+		firstGap int // line number of the first blank line, 0 if none yet
 	)
 	for sc.Scan() {
 		line++
@@ -76,6 +75,25 @@ func readLabels(r io.Reader, name string) ([]int, error) {
 			// A CSV's every line would be a label of its own, and the scores nonsense.
 			return nil, fmt.Errorf("%s:%d: %q is a row of columns, not a label: give one label a line (predict's assignments: the cluster column alone)", name, line, truncate(s, 40))
 		}
+		raw = append(raw, s)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
+	}
+	if len(raw) == 0 {
+		return nil, fmt.Errorf("%s: no labels", name)
+	}
+	return LabelColumn(raw), nil
+}
+
+// LabelColumn numbers labels as ReadLabels numbers a file's lines, each cell
+// trimmed: the cells of a CSV column, which may hold commas (quoted in the file).
+// None may be empty.
+func LabelColumn(cells []string) []int {
+	raw := make([]string, len(cells))
+	allNumber := true
+	for i, s := range cells {
+		s = strings.TrimSpace(s)
 		if f, err := strconv.ParseFloat(s, 64); err == nil && f == math.Trunc(f) && f >= 0 && f < 1<<31 {
 			// pandas writes an integer column with a missing value as floats:
 			// "1.0" is the class "1" of the other file.
@@ -86,21 +104,14 @@ func readLabels(r io.Reader, name string) ([]int, error) {
 				allNumber = false
 			}
 		}
-		raw = append(raw, s)
+		raw[i] = s
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
-	}
-	if len(raw) == 0 {
-		return nil, fmt.Errorf("%s: no labels", name)
-	}
-
 	labels := make([]int, len(raw))
 	if allNumber {
 		for i, s := range raw {
 			labels[i], _ = strconv.Atoi(s) // validated above
 		}
-		return labels, nil
+		return labels
 	}
 	ids := make(map[string]int)
 	for i, s := range raw {
@@ -111,7 +122,7 @@ func readLabels(r io.Reader, name string) ([]int, error) {
 		}
 		labels[i] = id
 	}
-	return labels, nil
+	return labels
 }
 
 // truncate is s cut to at most n bytes, at a character's start, with "…" where it

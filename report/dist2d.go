@@ -157,19 +157,23 @@ type plainPalette []color.Color
 
 func (p plainPalette) Colors() []color.Color { return p }
 
-// clusterScatter draws points coloured by cluster; when focus ≥ 0 that cluster's
-// points are drawn larger and on top.
+// clusterScatter draws points coloured by cluster, or by class with rows without
+// one (negative) grey beneath the rest; when focus ≥ 0 that cluster's points are
+// drawn larger and on top.
 func clusterScatter(pts []float32, cluster []int, k, focus int) (*plotter.Scatter, error) {
+	// Rows without a class (negative) are drawn first, under the rest, and the focus
+	// cluster's last, over them.
 	n := len(cluster)
 	order := make([]int, 0, n)
-	for i := range n {
-		if cluster[i] != focus {
-			order = append(order, i)
-		}
-	}
-	for i := range n {
-		if cluster[i] == focus {
-			order = append(order, i)
+	for _, first := range []func(c int) bool{
+		func(c int) bool { return c < 0 },
+		func(c int) bool { return c >= 0 && c != focus },
+		func(c int) bool { return c >= 0 && c == focus },
+	} {
+		for i, c := range cluster {
+			if first(c) {
+				order = append(order, i)
+			}
 		}
 	}
 	xys := make(plotter.XYs, n)

@@ -293,7 +293,7 @@ func (b *builder) header() error {
 	}
 	row := scoreRow{What: "this report's prediction (eval mode)", Empty: strconv.Itoa(empty)}
 	if b.scores != nil && b.scores.Scored > 0 {
-		row.What += fmt.Sprintf(", scored on the %d labelled rows of %d", b.scores.Scored, len(b.pred.Cluster))
+		row.What += fmt.Sprintf(", scored on %d labelled rows of %d", b.scores.Scored, len(b.pred.Cluster))
 	}
 	if b.scores != nil {
 		row.ACC, row.NMI, row.ARI = f4(b.scores.ACC), f4(b.scores.NMI), f4(b.scores.ARI)
@@ -319,7 +319,7 @@ func (b *builder) curves() error {
 	if hasKL {
 		intro += " and the KL loss of the two-fold objective's consistency step"
 	}
-	sec.text(intro + ". Scores are drawn at the epochs that were evaluated against the labels (all rows, eval mode).")
+	sec.text(intro + ". Scores are drawn at the epochs that were evaluated against the labels (every row with a class, eval mode).")
 	var figs []figure
 	p, err := lossPlot(hist, "Loss ("+b.run.Cfg.Objective+")", "loss", func(m train.EpochMetrics) float64 { return m.Loss })
 	if err != nil {
@@ -652,7 +652,8 @@ func (b *builder) tsne() error {
 	return nil
 }
 
-// scatterPlot draws 2-d points coloured by category.
+// scatterPlot draws 2-d points coloured by category; a negative one is a row without
+// a class (data.Unlabelled).
 func scatterPlot(pts []float32, cat []int, k int, title string) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
@@ -664,6 +665,9 @@ func scatterPlot(pts []float32, cat []int, k int, title string) (*plot.Plot, err
 	if k <= 20 {
 		for j := range k {
 			p.Legend.Add(strconv.Itoa(j), legendDot(categoryColor(j, k)))
+		}
+		if slices.ContainsFunc(cat, func(c int) bool { return c < 0 }) {
+			p.Legend.Add("no class", legendDot(categoryColor(-1, k)))
 		}
 		p.Legend.Top = true
 		p.Legend.Left = false

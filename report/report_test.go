@@ -530,3 +530,33 @@ func TestCheckCompareSpec(t *testing.T) {
 		}
 	}
 }
+
+// Rows without a class are drawn grey and first, beneath the classes; a focus
+// cluster's rows last, over the rest.
+func TestClusterScatterOrder(t *testing.T) {
+	pts := []float32{0, 0, 1, 1, 2, 2, 3, 3, 4, 4}
+	cat := []int{1, -1, 0, -1, 1}
+	for _, tc := range []struct {
+		focus int
+		want  []int // the rows in drawing order
+	}{
+		{-1, []int{1, 3, 0, 2, 4}},
+		{1, []int{1, 3, 2, 0, 4}},
+	} {
+		sc, err := clusterScatter(pts, cat, 2, tc.focus)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for o, i := range tc.want {
+			if sc.XYs[o].X != float64(i) {
+				t.Fatalf("focus %d: point %d drawn is row %v, want row %d (order %v)", tc.focus, o, sc.XYs[o].X, i, tc.want)
+			}
+			if c, want := sc.GlyphStyleFunc(o).Color, categoryColor(cat[i], 2); c != want {
+				t.Errorf("focus %d: row %d coloured %v, want %v", tc.focus, i, c, want)
+			}
+		}
+	}
+	if grey := categoryColor(-1, 2); grey == categoryColor(0, 2) || grey == categoryColor(1, 2) || slices.Contains(tab20, grey) {
+		t.Errorf("no class coloured %v, a class's colour", grey)
+	}
+}

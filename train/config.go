@@ -243,7 +243,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--seed %d: its %d restarts would take seeds past 2⁶⁴−1; give a smaller --seed", c.Seed, c.Restarts)
 	case c.TrialEpochs != 0 && (c.TrialEpochs < 2 || c.TrialEpochs > c.Epochs):
 		// One evaluation has no earlier one to agree with.
-		return fmt.Errorf("--trial-epochs %d: want 0 (no trials) or 2 to the run's %d epochs", c.TrialEpochs, c.Epochs)
+		return fmt.Errorf("--trial-epochs %d: want 0 (no trials), or from 2 up to the run's %d epochs", c.TrialEpochs, c.Epochs)
 	case c.KeepBy != "" && c.KeepBy != KeepBySilhouette && c.KeepBy != KeepByAgreement:
 		return fmt.Errorf("--keep-by %q: want %s or %s", c.KeepBy, KeepBySilhouette, KeepByAgreement)
 	case c.Heads < 0 || c.Heads > model.MaxHeads:

@@ -307,11 +307,11 @@ func LoadModel(path string, dev torch.Device) (*Model, error) {
 		}
 		switch fi, serr := os.Stat(path); {
 		case StoppedInTrials(path):
-			return nil, fmt.Errorf("%s stopped among its trials or restarts, before it had a model: emclust train --resume %s goes on with them", path, path)
+			return nil, fmt.Errorf("%s stopped among its trials or restarts, before it had a model: emclust train --resume %s goes on with them", path, data.ShellQuote(path))
 		case serr != nil:
 			return nil, fmt.Errorf("%s: no such run folder or checkpoint file", path)
 		case fi.IsDir() && isRegular(filepath.Join(path, "config.json")):
-			return nil, fmt.Errorf("%s holds no checkpoint: its run stopped before its first epoch ended, or is still in it (a run saves one after each epoch); a stopped one trains again with --out %s", path, path)
+			return nil, fmt.Errorf("%s holds no checkpoint: its run stopped before its first epoch ended, or is still in it (a run saves one after each epoch); a stopped one trains again with --out %s", path, data.ShellQuote(path))
 		case fi.IsDir():
 			return nil, fmt.Errorf("%s holds no run (no checkpoint.safetensors): name a run folder or checkpoint file", path)
 		}
@@ -391,6 +391,13 @@ func (m *Model) Close() {
 // CheckInput checks that src fits the model's input; the error names both.
 func (m *Model) CheckInput(modelPath string, src Source, cfg *Config) error {
 	want := m.Net.Spec
+	_, vectors := src.(*VectorSource)
+	switch {
+	case vectors && want.Arch != "mlp":
+		return fmt.Errorf("%s is a table, but the model in %s clusters %dx%d images: give it images (--dataset, or --dataset folder --data-dir D)", src.Describe(), modelPath, want.W, want.H)
+	case !vectors && want.Arch == "mlp":
+		return fmt.Errorf("%s: images, but the model in %s clusters the rows of a table of %d features: give it one (--data FILE)", src.Describe(), modelPath, want.In)
+	}
 	got, err := src.Spec(cfg)
 	if err != nil {
 		// Not wrapped: a SettingsError is the command line's, and here the data

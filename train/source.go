@@ -189,6 +189,16 @@ func (is *ImageSource) Describe() string {
 	if is.im.LeftOut != "" {
 		d += fmt.Sprintf(" (left out, not PNG or JPEG: %s)", is.im.LeftOut)
 	}
+	switch n := len(is.im.Empty); {
+	case n == 1:
+		d += fmt.Sprintf(" (class folder %s holds no image: %d classes)", is.im.Empty[0], len(is.im.Classes))
+	case n > 1:
+		names := strings.Join(is.im.Empty[:min(n, 3)], ", ")
+		if n > 3 {
+			names += fmt.Sprintf(" and %d more", n-3)
+		}
+		d += fmt.Sprintf(" (class folders %s hold no image: %d classes)", names, len(is.im.Classes))
+	}
 	return d
 }
 func (is *ImageSource) Close() { is.pix.Free() }
@@ -228,7 +238,7 @@ func (is *ImageSource) Spec(cfg *Config) (model.Spec, error) {
 		a, err := model.ArchFor(is.im.H, is.im.W)
 		switch {
 		case err != nil && cfg.ImageSize > 0:
-			return model.Spec{}, SettingsError{fmt.Errorf("--image-size %d: %w: give --image-size 28, 32 or 96", cfg.ImageSize, err)}
+			return model.Spec{}, SettingsError{fmt.Errorf("--image-size %d: %w: give --image-size 28, 32 or 96, or name a network with --arch (mnist, cifar, stl10) to take them at %d", cfg.ImageSize, err, cfg.ImageSize)}
 		case err != nil && cfg.Dataset == "folder":
 			return model.Spec{}, SettingsError{fmt.Errorf("%w: --image-size 28, 32 or 96 resizes them as they load", err)}
 		case err != nil:

@@ -139,3 +139,26 @@ func TestSpecOfOddImages(t *testing.T) {
 		}
 	}
 }
+
+// An image folder's description names its class folders without an image, which
+// make no class: the K its classes suggest is one short of what the user sees.
+func TestImageSourceDescribesEmptyFolders(t *testing.T) {
+	for _, tc := range []struct {
+		empty []string
+		want  string
+	}{
+		{nil, "imgs: 2 images 1x2x2"},
+		{[]string{"c"}, "imgs: 2 images 1x2x2 (class folder c holds no image: 2 classes)"},
+		{[]string{"c", "d", "e", "f", "g"}, "imgs: 2 images 1x2x2 (class folders c, d, e and 2 more hold no image: 2 classes)"},
+	} {
+		im := &data.Images{Pix: make([]uint8, 8), N: 2, C: 1, H: 2, W: 2, Labels: []int{0, 1}, Classes: []string{"a", "b"}, Source: "imgs", Empty: tc.empty}
+		src, err := NewImageSource(im, torch.CPU)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := src.Describe(); got != tc.want {
+			t.Errorf("Describe() = %q, want %q", got, tc.want)
+		}
+		src.Close()
+	}
+}

@@ -195,7 +195,7 @@ func New(cfg Config, src Source, dev torch.Device, dir string) (*Run, error) {
 				return nil, fmt.Errorf("objective supervised: %s has %d classes but --k is %d: give --k %d", src.Describe(), top+1, cfg.K, top+1)
 			}
 			if n := len(labels) - data.CountLabelled(labels); n > 0 {
-				return nil, fmt.Errorf("objective supervised needs a class for every row: %d of the %d rows of %s have an empty label cell", n, len(labels), src.Describe())
+				return nil, fmt.Errorf("objective supervised needs a class for every row, and %d of the %d rows have an empty or NA label", n, len(labels))
 			}
 		}
 		cfg.Norm = false // cross-entropy on the raw scores
