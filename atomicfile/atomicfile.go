@@ -138,6 +138,16 @@ func resolve(path string) (string, error) {
 	return target, nil
 }
 
+// Folder is the folder Write writes path's temporary file in, and so must be able
+// to write in: path's, or, where path is a symbolic link, its target's.
+func Folder(path string) (string, error) {
+	target, err := resolve(path)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(target), nil
+}
+
 // LinkToNothing is an error naming path and where it leads, where path is a symbolic
 // link to nothing, and nil otherwise: a reader that found no file at path says that
 // the file is missing from where the link points, not from the folder.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -227,5 +228,52 @@ func TestLinkToNothing(t *testing.T) {
 		if (err == nil) != (tc.want == "") || err != nil && !strings.HasSuffix(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// Folder is where Write puts its temporary file: beside a link's target, not the
+// link, as a write through the link showed.
+func TestFolder(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	for _, d := range []string{a, b} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target, link := filepath.Join(b, "out.csv"), filepath.Join(a, "link.csv")
+	if err := os.WriteFile(target, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{filepath.Join(a, "new.csv"), a},
+		{target, b},
+		{link, b},
+	} {
+		got, err := Folder(tc.path)
+		if err != nil || got != tc.want {
+			t.Errorf("Folder(%s) = %q, %v; want %q", tc.path, got, err, tc.want)
+		}
+		if err := Write(tc.path, func(w io.Writer) error {
+			if entries, _ := os.ReadDir(got); !slices.ContainsFunc(entries, func(e os.DirEntry) bool {
+				return IsTemp(e.Name(), filepath.Base(tc.path)) || IsTemp(e.Name(), "out.csv")
+			}) {
+				t.Errorf("writing %s: no temporary file in %s", tc.path, got)
+			}
+			_, err := io.WriteString(w, "y")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Folder(filepath.Join(dir, "nowhere", "x")); err != nil {
+		t.Errorf("a new file's folder: %v", err)
+	}
+	os.Remove(target)
+	if _, err := Folder(link); err == nil {
+		t.Errorf("a link to nothing: no error")
 	}
 }

@@ -259,6 +259,8 @@ func TestFolderAssignmentsNamePaths(t *testing.T) {
 	trainArgs := []string{"train", "--quiet", "--dataset", "folder", "--data-dir", "imgs", "--epochs", "1", "--restarts", "1", "--k", "2", "--device", "cpu", "--out"}
 	// A run among the images would be a class of them the next time.
 	wantError(t, run(t, dir, append(trainArgs, "imgs/runs/r")...), 2, "--out imgs/runs/r is inside the data's folder ", "imgs; name a folder outside the data")
+	wantError(t, run(t, filepath.Join(dir, "imgs"), "train", "--dataset", "folder", "--data-dir", ".", "--epochs", "1"), 2, "the run's folder, under runs/ here, is inside the data's folder")
+	wantError(t, run(t, dir, "compare", "--dataset", "folder", "--data-dir", "imgs", "--k", "2", "--seeds", "1", "--out", "imgs/cmp"), 2, "--out imgs/cmp is inside the data's folder")
 	if _, err := os.Stat(filepath.Join(dir, "imgs", "runs")); !os.IsNotExist(err) {
 		t.Errorf("the refused run made its folder: %v", err)
 	}
@@ -275,12 +277,41 @@ func TestFolderAssignmentsNamePaths(t *testing.T) {
 	// A table for an image model, images for a table's: said as such (was "the model
 	// in r takes 28x28 image input, and ab.csv: …: arch mnist takes images; …").
 	writeBlobTables(t, dir, "a,b", 20, func(_ int, a, b float64) string { return fmt.Sprintf("%g,%g", a, b) })
-	wantError(t, run(t, dir, "predict", "--model", "r", "--data", "ab.csv", "--out", "-"), 1, "ab.csv: 20 rows × 2 features is a table, but the model in r clusters 28x28 images")
+	wantError(t, run(t, dir, "predict", "--model", "r", "--data", "ab.csv", "--out", "-"), 1, "ab.csv: 20 rows × 2 features, but the model in r clusters 28x28 images: give it images")
 	r = run(t, dir, "train", "--quiet", "--data", "ab.csv", "--k", "2", "--restarts", "1", "--epochs", "1", "--out", "v")
 	if noCrash(t, r); r.code != 0 {
 		t.Fatalf("train on ab.csv: exit %d: %s", r.code, r.stderr)
 	}
-	wantError(t, run(t, dir, "predict", "--model", "v", "--dataset", "folder", "--data-dir", "imgs", "--out", "-"), 1, "images, but the model in v clusters the rows of a table of 2 features: give it one (--data FILE)")
+	wantError(t, run(t, dir, "predict", "--model", "v", "--dataset", "folder", "--data-dir", "imgs", "--out", "-"), 1, "6 images 3x28x28, but the model in v clusters the rows of a table of 2 features: give it one (--data FILE)")
+
+	// An image that cannot be read ends the load, unless --skip-bad-images leaves it
+	// out: the run names it, saves the setting, and predict of the folder inherits it.
+	if err := os.CopyFS(filepath.Join(dir, "bad"), os.DirFS(filepath.Join(dir, "imgs"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bad", "dogs", "9.png"), []byte("<html>not found</html>"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badArgs := []string{"train", "--dataset", "folder", "--data-dir", "bad", "--epochs", "1", "--restarts", "1", "--k", "2", "--device", "cpu", "--out"}
+	wantError(t, run(t, dir, append(badArgs, "rb0")...), 1, filepath.Join("dogs", "9.png")+": decode: image: unknown format (--skip-bad-images leaves out the images that cannot be read)")
+	r = run(t, dir, append(badArgs, "rb", "--skip-bad-images")...)
+	if noCrash(t, r); r.code != 0 || !strings.Contains(r.stderr, "6 images 3x28x28 (1 that cannot be read left out)") ||
+		!strings.Contains(r.stderr, "warning: left out 1 image that cannot be read (--skip-bad-images): ") {
+		t.Fatalf("train --skip-bad-images: exit %d: %s", r.code, r.stderr)
+	}
+	var sum struct {
+		Skipped []string `json:"skipped_images"`
+	}
+	readJSON(t, filepath.Join(dir, "rb", "summary.json"), &sum)
+	if len(sum.Skipped) != 1 || !strings.Contains(sum.Skipped[0], filepath.Join("bad", "dogs", "9.png")) || len(readLines(t, filepath.Join(dir, "rb", "assignments.csv"))) != 7 {
+		t.Errorf("summary.json skipped_images %q, want bad/dogs/9.png; assignments of the 6 others", sum.Skipped)
+	}
+	r = run(t, dir, "predict", "--model", "rb", "--quiet", "--out", "-")
+	if noCrash(t, r); r.code != 0 || strings.Count(r.stdout, "\n") != 7 || !strings.Contains(r.stderr, "warning: left out 1 image that cannot be read") {
+		t.Errorf("predict of the run: exit %d, %d lines; stderr %s", r.code, strings.Count(r.stdout, "\n"), r.stderr)
+	}
+	wantError(t, run(t, dir, "predict", "--model", "rb", "--data", "ab.csv", "--skip-bad-images"), 2, "--skip-bad-images is for --dataset folder")
+	wantError(t, run(t, dir, "train", "--dataset", "iris", "--skip-bad-images"), 2, "--skip-bad-images is for --dataset folder")
 
 	// New images of the classes, named with --data-dir alone, are no warning.
 	for _, name := range want[:4] {
@@ -414,6 +445,18 @@ func TestPartialLabels(t *testing.T) {
 	if fromScore != fromEval || fromEval.Scored != labelled {
 		t.Errorf("score gives %+v, eval %+v", fromScore, fromEval)
 	}
+
+	// The same values with a label cell now NA: not the labels the run was scored
+	// against, and the message says what NA now means.
+	b, err := os.ReadFile(filepath.Join(dir, "full.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	na := strings.Replace(string(b), ",c1\n", ",NA\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "na.csv"), []byte(na), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantError(t, run(t, dir, "train", "--resume", "r", "--data", "na.csv", "--epochs", "3"), 2, "na.csv are not those the run in r was scored against", "label cells such as NA, NaN or null now mark rows without a class")
 
 	for _, tc := range []struct {
 		name, content string

@@ -166,11 +166,18 @@ func makeFixtures(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "truncated.safetensors"), ckpt[:len(ckpt)/2], 0o644); err != nil {
 		return err
 	}
-	// A run folder that stopped before its first checkpoint, under a name to quote.
+	// A run folder that stopped before its first checkpoint, under a name to quote,
+	// and one killed while a table's restarts trained, which left its lock alone.
 	if err := os.MkdirAll(filepath.Join(dir, "be gun"), 0o755); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "be gun", "config.json"), []byte("{}\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "locked"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "locked", train.LockName), []byte("4242\n"), 0o644); err != nil {
 		return err
 	}
 	// A run folder whose checkpoint lost its tail.
@@ -649,7 +656,8 @@ func TestErrors(t *testing.T) {
 		{name: "unknown command", args: []string{"trian"}, code: 2, want: []string{`"trian"`}},
 		{name: "positional argument", args: []string{"train", "ten.csv"}, code: 2, want: []string{`"ten.csv"`}},
 		// Was "… no checkpoint.safetensors: its run stopped …; start it again with --out mnist".
-		{name: "resume of a data folder", args: []string{"train", "--resume", "mnist"}, code: 2, want: []string{"resume: mnist holds no run (no config.json, no checkpoint.safetensors)"}},
+		{name: "resume of a data folder", args: []string{"train", "--resume", "mnist"}, code: 1, want: []string{"resume: mnist holds no run (no config.json, no checkpoint.safetensors)"}},
+		{name: "resume of restarts killed", args: []string{"train", "--resume", "locked"}, code: 1, want: []string{"locked has no checkpoint", "the restarts of a table save the kept run once all have trained"}},
 		{name: "resume without checkpoint", args: []string{"train", "--resume", "be gun"}, code: 1, want: []string{"be gun has no checkpoint", "start it again with --out 'be gun'"}},
 		{name: "resume of nothing", args: []string{"train", "--resume", "nowhere"}, code: 1, want: []string{"nowhere", "does not exist"}},
 		{name: "resume with a setting", args: []string{"train", "--resume", "r4", "--lr", "0.1"}, code: 2, want: []string{"--lr", "--resume", "--epochs"}},
@@ -1043,6 +1051,14 @@ func TestScore(t *testing.T) {
 		}
 	}
 	wantError(t, run(t, dir, "score", "--truth", "ids.csv", "--pred", "a.csv"), 1, "ids.csv: emclust's assignments without a label column (columns customer,cluster,p0,p1)")
+	// A truth of NA has no class, and is left out; a prediction of NA is refused.
+	if err := os.WriteFile(filepath.Join(dir, "na.txt"), []byte("0\n0\nNA\n1\n1\n1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := run(t, dir, "score", "--truth", "na.txt", "--pred", filepath.Join(fixtures, "pred.txt")); r.code != 0 || !strings.Contains(r.stdout, "ACC 1.0000 NMI 1.0000 ARI 1.0000 on 5 labelled rows") {
+		t.Errorf("score of a truth with NA: exit %d, %q %s", r.code, r.stdout, r.stderr)
+	}
+	wantError(t, run(t, dir, "score", "--truth", filepath.Join(fixtures, "truth.txt"), "--pred", "na.txt"), 1, "na.txt: label 3 of the predictions is missing (NA or the like)")
 	// A pipe is read once, whatever it holds.
 	for _, file := range []string{filepath.Join(fixtures, "pred.txt"), filepath.Join(dir, "a.csv")} {
 		r := runProgram("bash", dir, nil, slowWait, "-c", fmt.Sprintf("%q score --truth %q --pred <(cat %q)", bin, filepath.Join(fixtures, "truth.txt"), file))
@@ -4046,11 +4062,16 @@ func TestImageSettingsRefused(t *testing.T) {
 		want  []string
 	}{
 		{"no network for the size", nil, []string{"16x16", "--image-size 28, 32 or 96 resizes them"}},
-		{"a size given", []string{"--image-size", "16"}, []string{"--image-size 16:", "give --image-size 28, 32 or 96, or name a network with --arch (mnist, cifar, stl10) to take them at 16"}},
+		{"a size given", []string{"--image-size", "16"}, []string{"--image-size 16:", "give --image-size 28, 32 or 96, or name a network that takes them at 16 with --arch (mnist, cifar, stl10)"}},
+		{"a size no network takes", []string{"--image-size", "30"}, []string{"--image-size 30:", "give --image-size 28, 32 or 96"}},
 		{"the vectors' network", []string{"--image-size", "28", "--arch", "mlp"}, []string{"--arch mlp takes vectors"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wantError(t, run(t, dir, append(slices.Clone(train), tc.extra...)...), 2, tc.want...)
+			r := run(t, dir, append(slices.Clone(train), tc.extra...)...)
+			wantError(t, r, 2, tc.want...)
+			if tc.name == "a size no network takes" && strings.Contains(r.stderr, "--arch") {
+				t.Errorf("a network offered that cannot take 30x30: %s", r.stderr)
+			}
 		})
 	}
 }

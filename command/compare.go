@@ -489,7 +489,7 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 		features = map[bool]string{true: " (standardized)", false: " (raw)"}[cfg.Standardize]
 	}
 	fmt.Fprintf(log, "emclust: %s%s on %s; %s × %s\n", src.Describe(), features, deviceName, strings.Join(methods, ","), plural(len(seeds), "seed"))
-	warnRowCounters(log, src)
+	warnData(log, src)
 	opt := compare.Options{Methods: methods, Seeds: seeds, Train: cfg, Device: dev, Dir: opts.Out, Replace: opts.Force, Resume: opts.Resume, Plan: plan,
 		Done: func(r compare.Result, done, total int) {
 			when := ""
@@ -844,6 +844,9 @@ func checkCompareOutputs(opts compareOptions) error {
 		if _, err := os.Stat(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return usageError{fmt.Errorf("--out %s: %w", dir, err)}
 		}
+		if err := outsideImageFolder("--out "+dir, dir, opts.Run.Config); err != nil {
+			return err
+		}
 		// A folder of anything but comparisons (a run folder, /) is the user's, or a run's.
 		if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 && !holdsComparison(dir) {
 			return usageError{fmt.Errorf("--out %s holds files no comparison wrote (%s); name a new or empty folder", dir, someNames(entryNames(entries)))}
@@ -940,6 +943,15 @@ func foreignInRun(run string) []string {
 func within(path, dir string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// outsideImageFolder refuses out, what names it, inside cfg's image folder
+// (--dataset folder), whose next read would take a run's folder for a class.
+func outsideImageFolder(what, out string, cfg train.Config) error {
+	if dataDir := imageDir(cfg); cfg.Dataset == "folder" && within(realPath(out), realPath(dataDir)) {
+		return usageError{fmt.Errorf("%s is inside the data's folder %s; name a folder outside the data", what, dataDir)}
+	}
+	return nil
 }
 
 // imageDir is the folder of cfg's image set, or "" for a table.
@@ -1073,7 +1085,7 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 	deviceName := deviceLabel(dev)
 	fmt.Fprintf(log, "emclust: %s on %s; %s at K = %s × %s\n", src.Describe(), deviceName, opts.Methods[0],
 		strings.Trim(strings.ReplaceAll(fmt.Sprint(opts.Ks), " ", ","), "[]"), plural(len(opts.Seeds), "seed"))
-	warnRowCounters(log, src)
+	warnData(log, src)
 	opt := compare.SweepOptions{Method: opts.Methods[0], Ks: opts.Ks, Seeds: opts.Seeds, Train: cfg, Device: dev,
 		Done: func(r compare.KRun, done, total int) {
 			nmi := ""

@@ -193,6 +193,12 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 	if images {
 		setInt(&cfg.ImageSize, "image-size")
 		setBool(&cfg.Gray, "gray")
+		setBool(&cfg.SkipBadImages, "skip-bad-images")
+	}
+	if c.IsSet("skip-bad-images") && cfg.Dataset != "folder" {
+		return cfg, usageError{fmt.Errorf("--skip-bad-images is for --dataset folder, and the data here are %s", train.DataName(cfg))}
+	}
+	if images {
 		setBool(&cfg.DataOnHost, "data-on-host")
 	} else if c.IsSet("data-on-host") {
 		return cfg, usageError{errors.New("--data-on-host keeps images in host memory; vectors are held once on the device (docs/RESULTS.md section 36)")}

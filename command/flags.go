@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"emclust/atomicfile"
 	"emclust/data"
 	"emclust/train"
 )
@@ -89,12 +90,16 @@ func checkOutputFlag(flag, out string, force bool, inputs ...string) error {
 	return writableFolder(flag, out)
 }
 
-// writableFolder says why out's folder cannot take the temporary file that is
-// renamed over out, where it cannot: found now, not after the work that fills it.
+// writableFolder says why the folder that takes the temporary file renamed over out
+// (its link's target's, where out is a link) cannot be written, where it cannot:
+// found now, not after the work that fills it.
 func writableFolder(flag, out string) error {
-	dir := filepath.Dir(out)
+	dir, err := atomicfile.Folder(out)
+	if err != nil {
+		return usageError{fmt.Errorf("%s %w", flag, err)}
+	}
 	if err := syscall.Access(dir, 2 /* W_OK */); err != nil {
-		return fmt.Errorf("%s %s: folder %s cannot be written: %w", flag, out, dir, err)
+		return usageError{fmt.Errorf("%s %s: folder %s cannot be written: %w", flag, out, dir, err)}
 	}
 	return nil
 }
@@ -136,6 +141,7 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 		&cli.BoolFlag{Name: "standardize", Usage: "z-score each feature column; --standardize=false keeps them raw", DefaultText: standardize},
 		&cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match)"},
 		&cli.BoolFlag{Name: "gray", Usage: "with --dataset folder: load images as grayscale"},
+		&cli.BoolFlag{Name: "skip-bad-images", Usage: "with --dataset folder: leave out the images that cannot be read (damaged, truncated, not the image their name says), listed in summary.json, rather than stop", DefaultText: "off; as in training for predict, eval and report"},
 	}
 }
 
@@ -223,6 +229,8 @@ func checkDataFlags(c *cli.Context) error {
 		return usageError{errors.New("--image-size is for --dataset folder (images of any size in class folders); other data sets have sizes of their own")}
 	case dataset != "folder" && c.IsSet("gray"):
 		return usageError{errors.New("--gray is for --dataset folder (images in colour or gray in class folders); other data sets have their own channels")}
+	case dataset != "" && dataset != "folder" && c.IsSet("skip-bad-images"):
+		return usageError{errors.New("--skip-bad-images is for --dataset folder (images gathered into class folders); other data sets are read whole")}
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ type dataOptions struct {
 	IDCol                                        *string  // nil: the model's
 	Standardize                                  *bool
 	ImageSize                                    *int
+	SkipBadImages                                *bool
 }
 
 // dataOptionsFrom reads the data flags and checks, before any work, that the data
@@ -77,6 +78,10 @@ func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 		v := c.Int("image-size")
 		d.ImageSize = &v
 	}
+	if c.IsSet("skip-bad-images") {
+		v := c.Bool("skip-bad-images")
+		d.SkipBadImages = &v
+	}
 	return d, nil
 }
 
@@ -121,6 +126,9 @@ func (d dataOptions) configFor(model string, trained *train.Config) (*train.Conf
 		return nil, usageError{fmt.Errorf("--standardize=%v: %s was trained on %s, and new data are read as it was trained; leave --standardize out", *d.Standardize, model, was)}
 	}
 	cfg := d.config(trained)
+	if d.SkipBadImages != nil && cfg.Dataset != "folder" {
+		return nil, usageError{fmt.Errorf("--skip-bad-images is for --dataset folder, and the data here are %s", train.DataName(*cfg))}
+	}
 	if !d.Given && d.DataDir == "" {
 		if err := savedDataGone(model, cfg, false); err != nil {
 			return nil, err
@@ -160,6 +168,9 @@ func savedDataGone(run string, cfg *train.Config, resume bool) error {
 // training data when they name none.
 func (d dataOptions) config(trained *train.Config) *train.Config {
 	cfg := *trained
+	if d.SkipBadImages != nil {
+		cfg.SkipBadImages = *d.SkipBadImages
+	}
 	if !d.Given {
 		if d.DataDir != "" {
 			cfg.DataDir = d.DataDir // where the model's image set lies now
@@ -254,9 +265,10 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 		in.Close()
 		return nil, err
 	}
+	warnSkippedImages(log, in.src)
 	switch {
 	case opts.Data.Given || trainedOn == "" || cfg.DataDigest == trainedOn:
-	case opts.Data.DataDir != "" && cfg.Dataset == "folder":
+	case opts.Data.DataDir != "" && cfg.Dataset == "folder" && realPath(opts.Data.DataDir) != realPath(m.Cfg.DataDir):
 		// New images in a folder of the same classes: what --data-dir is for too.
 		fmt.Fprintf(log, "emclust: %s holds other images than %s trained on (their digest differs): clustering these\n", dataPath(*cfg), opts.Model)
 	default:

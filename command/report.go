@@ -261,8 +261,9 @@ func checkReportDir(out string, force bool) (partial, replaced []string, err err
 	case force || len(figures) == 0 && !hasReport:
 		return partial, nil, nil // removed once the folder's lock is held
 	case !hasReport && hasLock:
-		// A report stopped before its page (Ctrl-C): its lock says the figures are
-		// its own, and the same command draws them again.
+		// A report stopped before its page (Ctrl-C): the lock says an emclust
+		// command wrote the figures (of which run, it cannot say), and a new report
+		// draws them again, as --force would.
 		return partial, nil, nil
 	case hasReport:
 		return nil, nil, usageError{fmt.Errorf("%s holds a report already; pass --force to replace it, or pick another --out", out)}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -240,7 +241,12 @@ func checkResumedData(ckpt *torch.SafeFile, began, beganLabels string, cfg train
 		return usageError{fmt.Errorf("resume: %s are not the data the run in %s began on (their SHA-256 digest differs from the data_digest saved with its checkpoint); a resumed run needs the same data", name, runDir)}
 	}
 	if beganLabels != "" && cfg.LabelsDigest != beganLabels {
-		return usageError{fmt.Errorf("resume: the labels of %s are not those the run in %s was scored against (their SHA-256 digest differs from the labels_digest saved with its checkpoint); a resumed run needs the same labels, or a new run", name, runDir)}
+		why := ""
+		if labels := src.Labels(); data.CountLabelled(labels) < len(labels) {
+			// The data alike, a run of before 2026-11-29 read those cells as a class.
+			why = " (label cells such as NA, NaN or null now mark rows without a class, which emclust read as a class of their own before 2026-11-29)"
+		}
+		return usageError{fmt.Errorf("resume: the labels of %s are not those the run in %s was scored against (their SHA-256 digest differs from the labels_digest saved with its checkpoint)%s; a resumed run needs the same labels, or a new run", name, runDir, why)}
 	}
 	if ckpt == nil {
 		return nil // trials resumed: their checkpoints are checked as each is opened
@@ -249,6 +255,20 @@ func checkResumedData(ckpt *torch.SafeFile, began, beganLabels string, cfg train
 		return usageError{fmt.Errorf("resume: the run in %s trained on %d rows, and %s hold %d; a resumed run needs the data it trained on", runDir, shape[0], name, src.Len())}
 	}
 	return nil
+}
+
+// madeByRun says whether dir holds what a run leaves before its first checkpoint:
+// its config.json, its lock (a table's restarts train in memory, with the folder
+// locked, before the kept one writes it), or a file it was writing.
+func madeByRun(dir string) bool {
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
+		return true
+	}
+	if train.IsRunLock(filepath.Join(dir, train.LockName)) {
+		return true
+	}
+	entries, _ := os.ReadDir(dir)
+	return slices.ContainsFunc(entries, func(e os.DirEntry) bool { return isPartialRunFile(e.Name()) })
 }
 
 // checkRunDir explains a --resume folder without a checkpoint better than the error
@@ -279,10 +299,9 @@ func checkRunDir(dir string) error {
 		if err := atomicfile.LinkToNothing(ckpt); err != nil {
 			return fmt.Errorf("resume: %w", err)
 		}
-		if _, err := os.Stat(filepath.Join(dir, "config.json")); errors.Is(err, os.ErrNotExist) {
-			// Not a run's folder (a run writes config.json as it begins): say so,
-			// not how to train into it.
-			return usageError{fmt.Errorf("resume: %s holds no run (no config.json, no checkpoint.safetensors); --resume takes the folder emclust train --out made", dir)}
+		if !madeByRun(dir) {
+			// Not a run's folder: say so, not how to train into it.
+			return fmt.Errorf("resume: %s holds no run (no config.json, no checkpoint.safetensors); --resume takes the folder emclust train --out made", dir)
 		}
 		// A run killed while writing its first checkpoint left the partial file.
 		if err := train.RemoveStale(dir); err != nil {

@@ -52,6 +52,9 @@ func runScore(_ context.Context, opts scoreOptions, stdout, _ io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if i := slices.IndexFunc(pred, func(c int) bool { return c < 0 }); i >= 0 {
+		return fmt.Errorf("%s: label %d of the predictions is missing (NA or the like): every point has a cluster", opts.Pred, i+1)
+	}
 	if len(truth) != len(pred) {
 		return fmt.Errorf("%s has %d labels but %s has %d", opts.Truth, len(truth), opts.Pred, len(pred))
 	}

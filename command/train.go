@@ -1,6 +1,7 @@
 package command
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -193,8 +194,12 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		runDir = opts.Resume
 	} else if speaks {
 		// A run folder among the images would be read as a class of them next time.
-		if dataDir := imageDir(cfg); cfg.Dataset == "folder" && opts.Out != "" && within(realPath(opts.Out), realPath(dataDir)) {
-			return usageError{fmt.Errorf("--out %s is inside the data's folder %s; name a folder outside the data", opts.Out, dataDir)}
+		what := "--out " + opts.Out
+		if opts.Out == "" {
+			what = "the run's folder, under runs/ here,"
+		}
+		if err := outsideImageFolder(what, cmp.Or(opts.Out, "runs"), cfg); err != nil {
+			return err
 		}
 		folder, err := takeNewRunFolder(opts.Out, train.DataName(cfg))
 		if err != nil {
@@ -332,7 +337,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s, %v)\n", describeData(src, run.Cfg), dev, torch.Version(), plural(torch.NumThreads(), "thread"), run.Net.Compute())
 	if speaks {
-		warnRowCounters(stderr, src) // with --quiet too, as every warning
+		warnData(stderr, src) // with --quiet too, as every warning
 	}
 	fmt.Fprintf(log, "emclust: %s net, %d params, K=%d, objective %s, γ=%.4g, batch %d, %s → %s\n",
 		run.Spec.Layers(), run.Net.NumParams(), run.Cfg.K, run.Cfg.Objective, run.Cfg.GammaVal, run.Cfg.BatchSize, plural(run.Cfg.Epochs, "epoch"), runDir)
@@ -440,7 +445,7 @@ func savedTrials(err error, runDir, what string) error {
 	if !train.StoppedInTrials(runDir) {
 		return err
 	}
-	return fmt.Errorf("%w; the %s saved so far are in %s: emclust train --resume %s goes on with them, or remove %s to start over", err, what, filepath.Join(runDir, train.TrialsDir), data.ShellQuote(runDir), runDir)
+	return fmt.Errorf("%w; the %s saved so far are in %s: emclust train --resume %s goes on with them, or remove %s to start over", err, what, filepath.Join(runDir, train.TrialsDir), data.ShellQuote(runDir), data.ShellQuote(runDir))
 }
 
 // trainTrials trains cfg.Restarts trials of cfg.TrialEpochs epochs, keeps the one
@@ -474,7 +479,7 @@ func trainTrials(ctx context.Context, cfg train.Config, src train.Source, dev to
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %s, then the one whose clustering agreed most with its own earlier evaluations goes on to %s\n",
 		describeData(src, cfg), dev, torch.Version(), plural(torch.NumThreads(), "thread"), how, plural(cfg.EpochsFor(src.Len()), "epoch"))
-	warnRowCounters(warn, src)
+	warnData(warn, src)
 	var trialsDone int
 	hooks := newRestartsProgress(log, log == io.Discard, n, "trials").hooks(func(i int, r train.Restart) {
 		trialsDone = i + 1
@@ -550,7 +555,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	fmt.Fprintf(log, "emclust: %s on %v (libtorch %s, %s); %s%s kept by %s%s\n",
 		describeData(src, cfg), dev, torch.Version(), plural(torch.NumThreads(), "thread"), how, atOnce, by, networks)
-	warnRowCounters(warn, src)
+	warnData(warn, src)
 	done := 0
 	hooks := newRestartsProgress(log, log == io.Discard, total, "restarts").hooks(func(_ int, r train.Restart) {
 		done++
@@ -639,6 +644,9 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 	pred.Posterior = nil // K numbers a row, not needed past the file: let the baselines have the room
 	sum := summary{Run: run.Dir, Epochs: run.EpochsDone(), Seconds: round3(elapsed.Seconds()), K: run.Cfg.K,
 		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K), Criteria: pred.Criteria, Restarts: run.Restarts}
+	if is, ok := src.(*train.ImageSource); ok {
+		sum.SkippedImages = is.Images().Skipped
+	}
 	if h := run.Spec.NumHeads(); h > 1 {
 		sum.Heads = h
 		for _, m := range run.History {
@@ -771,6 +779,8 @@ type summary struct {
 	// evaluation (train.HeadMetrics); Heads is how many it has.
 	Head  *train.HeadMetrics `json:"head,omitempty"`
 	Heads int                `json:"heads,omitempty"`
+	// SkippedImages are the images --skip-bad-images left out, each with why.
+	SkippedImages []string `json:"skipped_images,omitempty"`
 	// emptyHint is what may help a run that left clusters empty (emptyClustersHint).
 	emptyHint string
 }
@@ -947,15 +957,31 @@ func toFloat32(xs []float64) []float32 {
 	return out
 }
 
-// warnRowCounters warns of the feature columns that count the rows: an ID, or the
-// index pandas' to_csv writes, clustered as a feature, splits the rows into bands.
-func warnRowCounters(log io.Writer, src train.Source) {
+// warnData warns of what the data hold that the user may not know: the images
+// --skip-bad-images left out, and the feature columns that count the rows (an ID, or
+// the index pandas' to_csv writes, clustered as a feature, splits the rows into bands).
+func warnData(log io.Writer, src train.Source) {
+	warnSkippedImages(log, src)
 	vs, ok := src.(*train.VectorSource)
 	if !ok {
 		return
 	}
 	for _, c := range vs.RowCounters() {
 		fmt.Fprintf(log, "emclust: warning: %s counts the rows, one up each row, as an ID or the index pandas' to_csv writes does; it is clustered as a feature unless --id-col %s (to name the rows by it) or --drop-cols %s leaves it out\n", c.What, c.Flag, c.Flag)
+	}
+}
+
+// warnSkippedImages warns of the images --skip-bad-images left out of src, which
+// the assignments lack; predict inherits the setting from the run.
+func warnSkippedImages(log io.Writer, src train.Source) {
+	if is, ok := src.(*train.ImageSource); ok {
+		if skipped := is.Images().Skipped; len(skipped) > 0 {
+			more := ""
+			if n := len(skipped); n > 1 {
+				more = fmt.Sprintf(", and %d more", n-1)
+			}
+			fmt.Fprintf(log, "emclust: warning: left out %s that cannot be read (--skip-bad-images): %s%s\n", plural(len(skipped), "image"), skipped[0], more)
+		}
 	}
 }
 

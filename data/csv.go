@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"emclust/eval"
 	"emclust/sysmem"
 )
 
@@ -967,20 +968,13 @@ type labelSet struct {
 	ids        map[string]int // class name to id in order of first appearance
 	classes    []string       // class names in order of first appearance
 	labels     []int          // first-appearance ids, Unlabelled for empty cells
-	unlabelled int            // cells without a class (missingLabels)
+	unlabelled int            // cells without a class (eval.MissingLabel)
 }
 
-// missingLabels are the label cells that mark a row without a class: an empty one,
-// and those pandas' read_csv takes for a missing value (R writes NA), but "None",
-// which may name a class.
-var missingLabels = map[string]bool{"": true, "NA": true, "N/A": true, "n/a": true, "#N/A": true, "#N/A N/A": true,
-	"#NA": true, "<NA>": true, "NULL": true, "null": true, "NaN": true, "-NaN": true, "nan": true, "-nan": true,
-	"1.#IND": true, "-1.#IND": true, "1.#QNAN": true, "-1.#QNAN": true}
-
 // add appends the id of class s, or Unlabelled where s marks a missing value
-// (missingLabels).
+// (eval.MissingLabel: empty, NA, NaN, null, …).
 func (p *labelSet) add(s string) {
-	if missingLabels[strings.TrimSpace(s)] {
+	if eval.MissingLabel(strings.TrimSpace(s)) {
 		p.labels = append(p.labels, Unlabelled)
 		p.unlabelled++
 		return

@@ -25,7 +25,7 @@ type Vectors struct {
 	RowCounters []Column
 }
 
-// Unlabelled is the label of a row whose label cell is empty or NA (missingLabels):
+// Unlabelled is the label of a row whose label cell is empty or NA (eval.MissingLabel):
 // a table labelled in part is clustered whole and scored on the rows that have a
 // class (eval.ScoreLabelled).
 const Unlabelled = -1
@@ -89,4 +89,6 @@ type Images struct {
 	LeftOut string
 	// Empty are its class folders without an image, which make no class.
 	Empty []string
+	// Skipped are the images FolderOptions.SkipBad left out, each with why.
+	Skipped []string
 }

@@ -151,6 +151,28 @@ func comparePaths(a, b string) int {
 // size. They have three channels (RGB; transparency is composited over black) or, when
 // gray is set, one (ITU-R BT.601 luma).
 func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
+	return LoadImageFolderWith(dir, FolderOptions{Size: size, Gray: gray})
+}
+
+// FolderOptions say how LoadImageFolderWith reads an image folder.
+type FolderOptions struct {
+	Size int  // resize to Size×Size; 0 keeps the first image's size
+	Gray bool // one channel
+	// SkipBad leaves out the images that cannot be read (a damaged or truncated file,
+	// one that is not the image its name says, an empty one) and names them in
+	// Images.Skipped: a folder of thousands gathered from the web holds a few. An
+	// image of another size (with Size 0) is still refused: that is a setting's.
+	SkipBad bool
+}
+
+// badImage is an image that cannot be read, which FolderOptions.SkipBad leaves out.
+type badImage struct{ error }
+
+func (e badImage) Unwrap() error { return e.error }
+
+// LoadImageFolderWith is LoadImageFolder with opt.
+func LoadImageFolderWith(dir string, opt FolderOptions) (*Images, error) {
+	size, gray := opt.Size, opt.Gray
 	if size < 0 || size > MaxImageSide {
 		return nil, fmt.Errorf("image folder %s: image size %d, want 0 (keep) to %d", dir, size, MaxImageSide)
 	}
@@ -181,18 +203,31 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 	if gray {
 		c = 1
 	}
-	// The first image fixes the size when size is 0, so it is decoded before the rest.
-	first, _, err := decodeImageFile(dir, files[0], nil)
-	if err != nil {
-		return nil, err
+	// The first image fixes the size when size is 0, so it is decoded before the rest:
+	// the first that can be read, skipping bad ones.
+	errs := make([]error, len(files))
+	var first image.Image
+	at := 0
+	for ; at < len(files); at++ {
+		first, _, err = decodeImageFile(dir, files[at], nil)
+		if err == nil && (first.Bounds().Dx() == 0 || first.Bounds().Dy() == 0) {
+			err = fmt.Errorf("%s: empty image", filepath.Join(dir, files[at]))
+		}
+		if err == nil {
+			break
+		}
+		if !opt.SkipBad {
+			return nil, withSkipHint(badImage{err})
+		}
+		errs[at] = badImage{err}
+	}
+	if at == len(files) {
+		return nil, fmt.Errorf("image folder %s: not one of its %d images can be read, the first: %w", dir, len(files), errs[0])
 	}
 	h, w := size, size
 	if size == 0 {
 		b := first.Bounds()
 		h, w = b.Dy(), b.Dx()
-		if h == 0 || w == 0 {
-			return nil, fmt.Errorf("%s: empty image", filepath.Join(dir, files[0]))
-		}
 	}
 	total, ok := mulWithin(1<<62, len(files), c, h, w)
 	if err := checkMemory(fmt.Sprintf("image folder %s: %d images of %dx%dx%d", dir, len(files), c, h, w), total, ok); err != nil {
@@ -212,12 +247,12 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 	imgBytes := c * h * w
 	put := func(i int, img image.Image) error {
 		b := img.Bounds()
+		if b.Dx() == 0 || b.Dy() == 0 {
+			return badImage{fmt.Errorf("%s: empty image", filepath.Join(dir, files[i]))}
+		}
 		if size == 0 && (b.Dx() != w || b.Dy() != h) {
 			return fmt.Errorf("%s: image is %dx%d, but %s is %dx%d (give --image-size N to resize them all to N×N)",
-				filepath.Join(dir, files[i]), b.Dx(), b.Dy(), filepath.Join(dir, files[0]), w, h)
-		}
-		if b.Dx() == 0 || b.Dy() == 0 {
-			return fmt.Errorf("%s: empty image", filepath.Join(dir, files[i]))
+				filepath.Join(dir, files[i]), b.Dx(), b.Dy(), filepath.Join(dir, files[at]), w, h)
 		}
 		planes := toPlanes(img, gray)
 		dst := im.Pix[i*imgBytes : (i+1)*imgBytes]
@@ -228,7 +263,7 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 		}
 		return nil
 	}
-	if err := put(0, first); err != nil {
+	if err := put(at, first); err != nil {
 		return nil, err
 	}
 	// Decoding dominates (JPEG especially), so the rest is spread over all CPUs, as
@@ -239,10 +274,10 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 	if free, ok := sysmem.Free().Bytes(); ok {
 		budget = &decodeBudget{size: free / 2}
 	}
-	errs := make([]error, len(files))
-	var next atomic.Int64
+	next := atomic.Int64{}
+	next.Store(int64(at))
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(files)-1) {
+	for range min(runtime.GOMAXPROCS(0), len(files)-1-at) {
 		wg.Go(func() {
 			for {
 				i := int(next.Add(1))
@@ -250,7 +285,9 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 					return
 				}
 				img, release, err := decodeImageFile(dir, files[i], budget)
-				if err == nil {
+				if err != nil {
+					err = badImage{err}
+				} else {
 					err = put(i, img)
 					release()
 				}
@@ -260,16 +297,22 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 	}
 	wg.Wait()
 	// Every image that fails is named at once, the first by file order whole: one
-	// a run, a folder of several took as many runs to clean.
+	// a run, a folder of several took as many runs to clean. Bad images alone are
+	// left out where asked.
 	var bad []error
+	skip := opt.SkipBad
 	for _, err := range errs {
 		if err != nil {
 			bad = append(bad, err)
+			skip = skip && errors.As(err, new(badImage))
 		}
+	}
+	if skip && len(bad) > 0 {
+		return im.dropBad(errs, empty)
 	}
 	switch n := len(bad); {
 	case n == 1:
-		return nil, bad[0]
+		return nil, withSkipHint(bad[0])
 	case n > 1:
 		var next []string
 		for _, err := range bad[1:min(n, 3)] {
@@ -279,8 +322,47 @@ func LoadImageFolder(dir string, size int, gray bool) (*Images, error) {
 		if n > 3 {
 			more = fmt.Sprintf("; and %d more", n-3)
 		}
-		return nil, fmt.Errorf("%w; %d images fail in all, and the next: %s%s", bad[0], n, strings.Join(next, "; "), more)
+		return nil, withSkipHint(fmt.Errorf("%w; %d images fail in all, and the next: %s%s", bad[0], n, strings.Join(next, "; "), more))
 	}
+	return im, nil
+}
+
+// withSkipHint adds to err, an image's that cannot be read, the flag that leaves such
+// images out.
+func withSkipHint(err error) error {
+	if !errors.As(err, new(badImage)) {
+		return err
+	}
+	return fmt.Errorf("%w (--skip-bad-images leaves out the images that cannot be read)", err)
+}
+
+// dropBad leaves out of im the images whose errs are set, all bad images, naming
+// them in Skipped; a class folder left without an image joins empty.
+func (im *Images) dropBad(errs []error, empty []string) (*Images, error) {
+	n := im.C * im.H * im.W
+	var kept []string
+	for i, err := range errs {
+		if err != nil {
+			im.Skipped = append(im.Skipped, err.Error())
+			continue
+		}
+		copy(im.Pix[len(kept)*n:], im.Pix[i*n:(i+1)*n]) // down: never over an image not yet moved
+		kept = append(kept, im.Files[i])
+	}
+	im.Pix, im.N, im.Files = im.Pix[:len(kept)*n], len(kept), kept
+	was := im.Classes
+	labels, classes, err := folderLabels(im.Source, kept)
+	if err != nil {
+		return nil, err
+	}
+	im.Labels, im.Classes = labels, classes
+	for _, c := range was {
+		if !slices.Contains(classes, c) {
+			empty = append(empty, c)
+		}
+	}
+	slices.Sort(empty)
+	im.Empty = empty
 	return im, nil
 }
 

@@ -368,3 +368,51 @@ func TestDecodeBudget(t *testing.T) {
 	var none *decodeBudget
 	none.take(1 << 62)() // does not wait
 }
+
+// SkipBad leaves out the images that cannot be read, the first among them, and
+// names them; the rest load as a folder without them does, and a class left with
+// none is named as an empty folder. Another size is still refused.
+func TestLoadImageFolderSkipBad(t *testing.T) {
+	dir, clean := t.TempDir(), t.TempDir()
+	for i, f := range []string{"a/1.png", "b/2.png", "b/4.png"} {
+		b := pngBytes(t, patternImage(i, 4, 3))
+		imgWriteFile(t, filepath.Join(dir, filepath.FromSlash(f)), b)
+		imgWriteFile(t, filepath.Join(clean, filepath.FromSlash(f)), b)
+	}
+	good := pngBytes(t, patternImage(9, 4, 3))
+	for _, f := range []string{"a/0.png", "b/3.png", "c/5.png"} {
+		imgWriteFile(t, filepath.Join(dir, filepath.FromSlash(f)), good[:len(good)/2]) // truncated
+	}
+	_, err := LoadImageFolder(dir, 0, false)
+	imgWantErr(t, err, filepath.Join(dir, "a", "0.png")+": decode:", "(--skip-bad-images leaves out the images that cannot be read)")
+
+	im, err := LoadImageFolderWith(dir, FolderOptions{SkipBad: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := LoadImageFolder(clean, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := im.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if im.N != 3 || !slices.Equal(im.Pix, want.Pix) || !slices.Equal(im.Files, want.Files) || !slices.Equal(im.Labels, want.Labels) ||
+		!slices.Equal(im.Classes, []string{"a", "b"}) || !slices.Equal(im.Empty, []string{"c"}) {
+		t.Errorf("%d images %q, labels %v of %q, empty %q; want those of the folder without the bad ones, and [c] empty",
+			im.N, im.Files, im.Labels, im.Classes, im.Empty)
+	}
+	if len(im.Skipped) != 3 || !strings.Contains(im.Skipped[0], filepath.Join("a", "0.png")+": decode:") || !strings.Contains(im.Skipped[2], filepath.Join("c", "5.png")) {
+		t.Errorf("skipped %q, want a/0.png, b/3.png and c/5.png with why", im.Skipped)
+	}
+
+	// Another size is a setting's: refused, skipping or not.
+	imgWriteFile(t, filepath.Join(dir, "b", "6.png"), pngBytes(t, patternImage(0, 5, 3)))
+	_, err = LoadImageFolderWith(dir, FolderOptions{SkipBad: true})
+	imgWantErr(t, err, "image is 5x3, but")
+	// None that can be read.
+	none := t.TempDir()
+	imgWriteFile(t, filepath.Join(none, "x.png"), []byte("x"))
+	_, err = LoadImageFolderWith(none, FolderOptions{SkipBad: true})
+	imgWantErr(t, err, "not one of its 1 images can be read")
+}

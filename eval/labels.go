@@ -27,8 +27,9 @@ const maxLabelLine = 1 << 20
 //
 // Surrounding white space is ignored and blank lines may end the file, but a
 // blank line followed by a label is an error: it would shift every later
-// label onto the wrong point. Errors name the file and line, as in
-// "labels.txt:7: empty label".
+// label onto the wrong point. A missing value such as NA (MissingLabel) is -1, a
+// point without a class that ScoreLabelled leaves out. Errors name the file and
+// line, as in "labels.txt:7: empty label".
 func ReadLabels(path string) ([]int, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -86,14 +87,27 @@ func readLabels(r io.Reader, name string) ([]int, error) {
 	return LabelColumn(raw), nil
 }
 
+// MissingLabel says whether a label s, trimmed, marks a point without a class: empty,
+// or a missing value as pandas' read_csv takes one (R writes NA), but "None", which
+// may name a class. Such a point is scored by no metric (ScoreLabelled).
+func MissingLabel(s string) bool { return missingLabels[s] }
+
+var missingLabels = map[string]bool{"": true, "NA": true, "N/A": true, "n/a": true, "#N/A": true, "#N/A N/A": true,
+	"#NA": true, "<NA>": true, "NULL": true, "null": true, "NaN": true, "-NaN": true, "nan": true, "-nan": true,
+	"1.#IND": true, "-1.#IND": true, "1.#QNAN": true, "-1.#QNAN": true}
+
 // LabelColumn numbers labels as ReadLabels numbers a file's lines, each cell
 // trimmed: the cells of a CSV column, which may hold commas (quoted in the file).
-// None may be empty.
+// A missing value (MissingLabel) is -1, a point without a class.
 func LabelColumn(cells []string) []int {
 	raw := make([]string, len(cells))
 	allNumber := true
 	for i, s := range cells {
 		s = strings.TrimSpace(s)
+		if MissingLabel(s) {
+			raw[i] = s
+			continue
+		}
 		if f, err := strconv.ParseFloat(s, 64); err == nil && f == math.Trunc(f) && f >= 0 && f < 1<<31 {
 			// pandas writes an integer column with a missing value as floats:
 			// "1.0" is the class "1" of the other file.
@@ -109,12 +123,19 @@ func LabelColumn(cells []string) []int {
 	labels := make([]int, len(raw))
 	if allNumber {
 		for i, s := range raw {
-			labels[i], _ = strconv.Atoi(s) // validated above
+			labels[i] = -1
+			if !MissingLabel(s) {
+				labels[i], _ = strconv.Atoi(s) // validated above
+			}
 		}
 		return labels
 	}
 	ids := make(map[string]int)
 	for i, s := range raw {
+		if MissingLabel(s) {
+			labels[i] = -1
+			continue
+		}
 		id, ok := ids[s]
 		if !ok {
 			id = len(ids)

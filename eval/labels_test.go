@@ -43,6 +43,10 @@ func TestReadLabels(t *testing.T) {
 		// Were three labels: "1.0" is the 1 beside it.
 		{"integers written as floats", "1.0\n1\n2.0\n1e1\n", []int{1, 1, 2, 10}},
 		{"a float among names", "0.5\ncat\n0.5\n", []int{0, 1, 0}},
+		// Missing values are points without a class, whatever the others are;
+		// "None" may name one.
+		{"missing among integers", "3\nNA\n0\nnan\n", []int{3, -1, 0, -1}},
+		{"missing among names", "cat\n<NA>\nNone\nnull\ncat\n", []int{0, -1, 1, -1, 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -198,6 +198,18 @@ func (sp Spec) validate() error {
 	return nil
 }
 
+// ArchsTaking are the paper's clustering networks that take h×w images: those whose
+// pooling divides them.
+func ArchsTaking(h, w int) []string {
+	var archs []string
+	for _, a := range []string{"mnist", "cifar", "stl10"} {
+		if p := 1 << strings.Count(cnnPlans[a], "M"); h > 0 && w > 0 && h%p == 0 && w%p == 0 {
+			archs = append(archs, a)
+		}
+	}
+	return archs
+}
+
 // layer is one stage of a network.
 type layer interface {
 	forward(s *torch.Scope, x *torch.Tensor, train bool) *torch.Tensor

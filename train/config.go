@@ -54,11 +54,14 @@ type Config struct {
 	Features []string `json:"features,omitempty"`
 	// InputMean and InputStd are the training data's column statistics when
 	// Standardize is set; predict applies them to new data.
-	InputMean  []float64 `json:"input_mean,omitempty"`
-	InputStd   []float64 `json:"input_std,omitempty"`    // 0: a constant column
-	ImageSize  int       `json:"image_size,omitempty"`   // folder images: resize to this square size
-	Gray       bool      `json:"gray,omitempty"`         // folder images: load as grayscale
-	DataOnHost bool      `json:"data_on_host,omitempty"` // images stay in host memory; batches are copied over
+	InputMean []float64 `json:"input_mean,omitempty"`
+	InputStd  []float64 `json:"input_std,omitempty"`  // 0: a constant column
+	ImageSize int       `json:"image_size,omitempty"` // folder images: resize to this square size
+	Gray      bool      `json:"gray,omitempty"`       // folder images: load as grayscale
+	// SkipBadImages leaves out a folder's images that cannot be read
+	// (data.FolderOptions.SkipBad).
+	SkipBadImages bool `json:"skip_bad_images,omitempty"`
+	DataOnHost    bool `json:"data_on_host,omitempty"` // images stay in host memory; batches are copied over
 
 	// Model.
 	Arch   string `json:"arch"`             // mlp, mnist, cifar, stl10 (chosen from the data when empty)

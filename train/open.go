@@ -188,7 +188,7 @@ func openSource(cfg *Config, dev torch.Device, features func(d int) error) (Sour
 	var im *data.Images
 	var err error
 	if cfg.Dataset == "folder" {
-		im, err = data.LoadImageFolder(cfg.DataDir, cfg.ImageSize, cfg.Gray)
+		im, err = data.LoadImageFolderWith(cfg.DataDir, data.FolderOptions{Size: cfg.ImageSize, Gray: cfg.Gray, SkipBad: cfg.SkipBadImages})
 	} else {
 		im, err = data.LoadImages(cfg.Dataset, cfg.DataDir)
 	}
@@ -394,9 +394,9 @@ func (m *Model) CheckInput(modelPath string, src Source, cfg *Config) error {
 	_, vectors := src.(*VectorSource)
 	switch {
 	case vectors && want.Arch != "mlp":
-		return fmt.Errorf("%s is a table, but the model in %s clusters %dx%d images: give it images (--dataset, or --dataset folder --data-dir D)", src.Describe(), modelPath, want.W, want.H)
+		return fmt.Errorf("%s, but the model in %s clusters %dx%d images: give it images (--dataset, or --dataset folder --data-dir D)", src.Describe(), modelPath, want.H, want.W)
 	case !vectors && want.Arch == "mlp":
-		return fmt.Errorf("%s: images, but the model in %s clusters the rows of a table of %d features: give it one (--data FILE)", src.Describe(), modelPath, want.In)
+		return fmt.Errorf("%s, but the model in %s clusters the rows of a table of %d features: give it one (--data FILE)", src.Describe(), modelPath, want.In)
 	}
 	got, err := src.Spec(cfg)
 	if err != nil {

@@ -189,6 +189,9 @@ func (is *ImageSource) Describe() string {
 	if is.im.LeftOut != "" {
 		d += fmt.Sprintf(" (left out, not PNG or JPEG: %s)", is.im.LeftOut)
 	}
+	if n := len(is.im.Skipped); n > 0 {
+		d += fmt.Sprintf(" (%d that cannot be read left out)", n)
+	}
 	switch n := len(is.im.Empty); {
 	case n == 1:
 		d += fmt.Sprintf(" (class folder %s holds no image: %d classes)", is.im.Empty[0], len(is.im.Classes))
@@ -238,7 +241,11 @@ func (is *ImageSource) Spec(cfg *Config) (model.Spec, error) {
 		a, err := model.ArchFor(is.im.H, is.im.W)
 		switch {
 		case err != nil && cfg.ImageSize > 0:
-			return model.Spec{}, SettingsError{fmt.Errorf("--image-size %d: %w: give --image-size 28, 32 or 96, or name a network with --arch (mnist, cifar, stl10) to take them at %d", cfg.ImageSize, err, cfg.ImageSize)}
+			also := ""
+			if archs := model.ArchsTaking(cfg.ImageSize, cfg.ImageSize); archs != nil {
+				also = fmt.Sprintf(", or name a network that takes them at %d with --arch (%s)", cfg.ImageSize, strings.Join(archs, ", "))
+			}
+			return model.Spec{}, SettingsError{fmt.Errorf("--image-size %d: %w: give --image-size 28, 32 or 96%s", cfg.ImageSize, err, also)}
 		case err != nil && cfg.Dataset == "folder":
 			return model.Spec{}, SettingsError{fmt.Errorf("%w: --image-size 28, 32 or 96 resizes them as they load", err)}
 		case err != nil:
