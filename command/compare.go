@@ -23,6 +23,7 @@ import (
 	"emclust/atomicfile"
 	"emclust/compare"
 	"emclust/data"
+	"emclust/eval"
 	"emclust/launch"
 	"emclust/torch"
 	"emclust/train"
@@ -533,9 +534,7 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 	}
 	rep := compare.NewReport(dataLabel(cfg), src.Len(), opt, deviceName, results)
 	rep.Standardized = cfg.Standardize
-	if n := data.CountLabelled(src.Labels()); n < src.Len() {
-		rep.Scored = n
-	}
+	rep.Scored = eval.ScoredRows(src.Labels())
 	if interrupted {
 		if len(results) == 0 {
 			return nil, interruptedError{fmt.Errorf("interrupted before the first of %d runs finished; %s", len(methods)*len(seeds), unwritten(opts))}
@@ -1104,9 +1103,7 @@ func runSweep(ctx context.Context, opts compareOptions, dev torch.Device, log, s
 	if rerr != nil {
 		return rerr
 	}
-	if n := data.CountLabelled(src.Labels()); src.Labels() != nil && n < src.Len() {
-		rep.Scored = n
-	}
+	rep.Scored = eval.ScoredRows(src.Labels())
 	if interrupted {
 		if len(runs) > 0 {
 			ks := make([]string, len(opts.Ks))

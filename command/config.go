@@ -195,8 +195,8 @@ func configFromFlags(c *cli.Context) (train.Config, error) {
 		setBool(&cfg.Gray, "gray")
 		setBool(&cfg.SkipBadImages, "skip-bad-images")
 	}
-	if c.IsSet("skip-bad-images") && cfg.Dataset != "folder" {
-		return cfg, usageError{fmt.Errorf("--skip-bad-images is for --dataset folder, and the data here are %s", train.DataName(cfg))}
+	if err := checkSkipBadImages(c.IsSet("skip-bad-images"), cfg); err != nil {
+		return cfg, err
 	}
 	if images {
 		setBool(&cfg.DataOnHost, "data-on-host")

@@ -90,6 +90,15 @@ func checkOutputFlag(flag, out string, force bool, inputs ...string) error {
 	return writableFolder(flag, out)
 }
 
+// checkSkipBadImages refuses --skip-bad-images, where given, for data cfg reads that
+// are not an image folder: a table or an image set is read whole, or not at all.
+func checkSkipBadImages(given bool, cfg train.Config) error {
+	if given && cfg.Dataset != "folder" {
+		return usageError{fmt.Errorf("--skip-bad-images is for --dataset folder, and the data here are %s", train.DataName(cfg))}
+	}
+	return nil
+}
+
 // writableFolder says why the folder that takes the temporary file renamed over out
 // (its link's target's, where out is a link) cannot be written, where it cannot:
 // found now, not after the work that fills it.
@@ -229,8 +238,6 @@ func checkDataFlags(c *cli.Context) error {
 		return usageError{errors.New("--image-size is for --dataset folder (images of any size in class folders); other data sets have sizes of their own")}
 	case dataset != "folder" && c.IsSet("gray"):
 		return usageError{errors.New("--gray is for --dataset folder (images in colour or gray in class folders); other data sets have their own channels")}
-	case dataset != "" && dataset != "folder" && c.IsSet("skip-bad-images"):
-		return usageError{errors.New("--skip-bad-images is for --dataset folder (images gathered into class folders); other data sets are read whole")}
 	}
 	return nil
 }

@@ -126,8 +126,8 @@ func (d dataOptions) configFor(model string, trained *train.Config) (*train.Conf
 		return nil, usageError{fmt.Errorf("--standardize=%v: %s was trained on %s, and new data are read as it was trained; leave --standardize out", *d.Standardize, model, was)}
 	}
 	cfg := d.config(trained)
-	if d.SkipBadImages != nil && cfg.Dataset != "folder" {
-		return nil, usageError{fmt.Errorf("--skip-bad-images is for --dataset folder, and the data here are %s", train.DataName(*cfg))}
+	if err := checkSkipBadImages(d.SkipBadImages != nil, *cfg); err != nil {
+		return nil, err
 	}
 	if !d.Given && d.DataDir == "" {
 		if err := savedDataGone(model, cfg, false); err != nil {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"emclust/data"
 	"emclust/eval"
 )
 
@@ -97,34 +96,18 @@ func readScored(path, col string) ([]int, error) {
 		return nil, fmt.Errorf("%s: emclust's assignments without a %s column (columns %s)", path, col, strings.Join(rows[0], ","))
 	}
 	// The cells are numbered as they are, commas and all (a class name may hold one).
-	// A label cell is empty where the row had no class: it is left out of the scores
-	// (data.Unlabelled), as it was when the run was scored.
-	var cells []string
-	var empty []int
-	for i, r := range rows[1:] {
-		if strings.TrimSpace(r[at]) == "" {
-			if col != "label" {
-				return nil, fmt.Errorf("%s:%d: empty %s cell", path, i+2, col)
-			}
-			empty = append(empty, i)
-			continue
-		}
-		cells = append(cells, r[at])
-	}
-	switch {
-	case len(rows) == 1:
+	// A label cell is empty where the row had no class: -1, left out of the scores,
+	// as it was when the run was scored (a prediction's is refused by runScore).
+	if len(rows) == 1 {
 		return nil, fmt.Errorf("%s: no rows", path)
-	case len(cells) == 0:
-		return nil, fmt.Errorf("%s: no row has a class (every cell of the %s column is empty)", path, col)
 	}
-	got := eval.LabelColumn(cells)
-	labels := make([]int, 0, len(rows)-1)
-	for i := range rows[1:] {
-		if len(empty) > 0 && empty[0] == i {
-			labels, empty = append(labels, data.Unlabelled), empty[1:]
-			continue
-		}
-		labels, got = append(labels, got[0]), got[1:]
+	cells := make([]string, len(rows)-1)
+	for i, r := range rows[1:] {
+		cells[i] = r[at]
+	}
+	labels := eval.LabelColumn(cells)
+	if !slices.ContainsFunc(labels, func(l int) bool { return l >= 0 }) {
+		return nil, fmt.Errorf("%s: no row has a class (every cell of the %s column is empty or NA)", path, col)
 	}
 	return labels, nil
 }

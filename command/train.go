@@ -663,10 +663,8 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 		ch := run.Chosen()
 		sum.Chosen = &chosenEpoch{Chosen: *ch, Model: chosen}
 		if m := run.History[ch.Epoch-1]; m.ACC != nil {
-			sum.Chosen.Scores = &eval.Scores{ACC: *m.ACC, NMI: *m.NMI, ARI: *m.ARI}
-			if n := data.CountLabelled(labels); n < len(labels) {
-				sum.Chosen.Scores.Scored = n // as eval.ScoreLabelled scored the epoch
-			}
+			// Scored as eval.ScoreLabelled scored the epoch.
+			sum.Chosen.Scores = &eval.Scores{ACC: *m.ACC, NMI: *m.NMI, ARI: *m.ARI, Scored: eval.ScoredRows(labels)}
 		}
 	}
 	baselinesInterrupted := false

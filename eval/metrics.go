@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 )
 
 // ACC returns the clustering accuracy of pred against truth: the fraction
@@ -226,17 +227,12 @@ func ScoreLabelled(truth, pred []int) (Scores, error) {
 	if len(truth) != len(pred) {
 		return Scores{}, fmt.Errorf("score: truth has %d labels but pred has %d", len(truth), len(pred))
 	}
-	n := 0
-	for _, t := range truth {
-		if t >= 0 {
-			n++
-		}
-	}
-	if n == len(truth) {
-		return Score(truth, pred)
-	}
+	n := ScoredRows(truth)
 	if n == 0 {
-		return Scores{}, errors.New("score: no point has a class to score against")
+		if slices.ContainsFunc(truth, func(t int) bool { return t < 0 }) {
+			return Scores{}, errors.New("score: no point has a class to score against")
+		}
+		return Score(truth, pred)
 	}
 	t, p := make([]int, 0, n), make([]int, 0, n)
 	for i, l := range truth {
@@ -247,6 +243,21 @@ func ScoreLabelled(truth, pred []int) (Scores, error) {
 	s, err := Score(t, p)
 	s.Scored = n
 	return s, err
+}
+
+// ScoredRows is how many points of truth ScoreLabelled scores where it leaves some
+// out (a negative truth), and 0 where it scores them all: Scores.Scored.
+func ScoredRows(truth []int) int {
+	n := 0
+	for _, t := range truth {
+		if t >= 0 {
+			n++
+		}
+	}
+	if n == len(truth) {
+		return 0
+	}
+	return n
 }
 
 // String formats s as "ACC 0.8123 NMI 0.7710 ARI 0.6934", the form used in

@@ -84,6 +84,23 @@ func TestMetricsAgainstSklearn(t *testing.T) {
 	}
 }
 
+// ScoredRows counts the points ScoreLabelled scores, and is 0 where it scores all.
+func TestScoredRows(t *testing.T) {
+	for _, tc := range []struct {
+		truth []int
+		want  int
+	}{
+		{nil, 0},
+		{[]int{0, 1, 1}, 0},
+		{[]int{0, -1, 1}, 2},
+		{[]int{-1, -1}, 0},
+	} {
+		if got := ScoredRows(tc.truth); got != tc.want {
+			t.Errorf("ScoredRows(%v) = %d, want %d", tc.truth, got, tc.want)
+		}
+	}
+}
+
 // TestScoreLabelled checks that points of a negative truth are left out, and counted
 // out, and that a fully labelled truth scores as Score does.
 func TestScoreLabelled(t *testing.T) {

@@ -188,9 +188,8 @@ func (sp Spec) validate() error {
 		if sp.InC < 1 || sp.H < 1 || sp.W < 1 {
 			return fmt.Errorf("model: %s needs input planes and size, got %dx%dx%d", sp.Arch, sp.InC, sp.H, sp.W)
 		}
-		pools := strings.Count(cnnPlans[sp.Arch], "M")
-		if sp.H%(1<<pools) != 0 || sp.W%(1<<pools) != 0 {
-			return fmt.Errorf("model: %s pools %d times; %dx%d is not divisible by %d", sp.Arch, pools, sp.H, sp.W, 1<<pools)
+		if p := poolFactor(sp.Arch); sp.H%p != 0 || sp.W%p != 0 {
+			return fmt.Errorf("model: %s pools %d times; %dx%d is not divisible by %d", sp.Arch, strings.Count(cnnPlans[sp.Arch], "M"), sp.H, sp.W, p)
 		}
 	default:
 		return fmt.Errorf("model: unknown arch %q (want one of %s)", sp.Arch, strings.Join(Archs, ", "))
@@ -198,12 +197,16 @@ func (sp Spec) validate() error {
 	return nil
 }
 
+// poolFactor is what a CNN's poolings divide its input's sides by: they must be
+// multiples of it.
+func poolFactor(arch string) int { return 1 << strings.Count(cnnPlans[arch], "M") }
+
 // ArchsTaking are the paper's clustering networks that take h×w images: those whose
 // pooling divides them.
 func ArchsTaking(h, w int) []string {
 	var archs []string
 	for _, a := range []string{"mnist", "cifar", "stl10"} {
-		if p := 1 << strings.Count(cnnPlans[a], "M"); h > 0 && w > 0 && h%p == 0 && w%p == 0 {
+		if p := poolFactor(a); h > 0 && w > 0 && h%p == 0 && w%p == 0 {
 			archs = append(archs, a)
 		}
 	}
