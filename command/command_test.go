@@ -2515,6 +2515,48 @@ func TestEmbedToStdout(t *testing.T) {
 	}
 }
 
+// embed of an image folder names each point's class as the folder does, as the
+// assignments do (was its number).
+func TestEmbedNamesFolderClasses(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 8 {
+		class := []string{"cats", "dogs"}[i%2]
+		im := image.NewGray(image.Rect(0, 0, 28, 28))
+		im.Pix[i] = 255
+		var b bytes.Buffer
+		if err := png.Encode(&b, im); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, "imgs", class), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "imgs", class, fmt.Sprintf("%d.png", i)), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := run(t, dir, "train", "--quiet", "--dataset", "folder", "--data-dir", "imgs", "--gray", "--device", "cpu", "--arch", "mnist2d",
+		"--objective", "supervised", "--epochs", "1", "--batch-size", "4", "--out", "sup")
+	if tr.code != 0 {
+		t.Fatalf("train: exit %d: %s", tr.code, tr.stderr)
+	}
+	r := run(t, dir, "embed", "--model", "sup", "--out", "-")
+	if noCrash(t, r); r.code != 0 {
+		t.Fatalf("embed: exit %d: %s", r.code, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if len(lines) != 9 || lines[0] != "x,y,label" {
+		t.Fatalf("embed: %d lines, header %q", len(lines), lines[0])
+	}
+	var got []string
+	for _, line := range lines[1:] {
+		got = append(got, line[strings.LastIndexByte(line, ',')+1:])
+	}
+	// The folder's order: cats/0, cats/2, cats/4, cats/6, then the dogs.
+	if want := []string{"cats", "cats", "cats", "cats", "dogs", "dogs", "dogs", "dogs"}; !slices.Equal(got, want) {
+		t.Errorf("labels %q, want %q", got, want)
+	}
+}
+
 // An interrupted comparison's JSON says so: it was valid JSON of the runs done,
 // which a script could take for the whole.
 func TestPrintPartialJSON(t *testing.T) {

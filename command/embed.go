@@ -76,7 +76,7 @@ func runEmbed(_ context.Context, opts embedOptions, stdout, stderr io.Writer) er
 	if len(points) != 2*n {
 		return errors.New("embed: bottleneck is not 2-d")
 	}
-	labels := src.Labels()
+	labels, classes := labelsOf(src)
 	err = writeOut(opts.Out, stdout, func(w io.Writer) error {
 		head := "x,y"
 		if labels != nil {
@@ -89,10 +89,7 @@ func runEmbed(_ context.Context, opts embedOptions, stdout, stderr io.Writer) er
 			buf = append(buf, ',')
 			buf = strconv.AppendFloat(buf, float64(points[2*i+1]), 'g', 7, 32)
 			if labels != nil {
-				buf = append(buf, ',')
-				if l := labels[i]; l != data.Unlabelled { // empty where the data's is
-					buf = strconv.AppendInt(buf, int64(l), 10)
-				}
+				buf = appendLabel(append(buf, ','), labels[i], classes)
 			}
 			buf = append(buf, '\n')
 			if _, err := w.Write(buf); err != nil {

@@ -26,11 +26,7 @@ func writeAssignments(path string, pred *train.Prediction, src train.Source) err
 // writeClusters writes the assignments, or with all every cluster's posterior
 // (p0..pK-1) instead of the winner's, to path, or to stdout where path is "-".
 func writeClusters(path string, stdout io.Writer, pred *train.Prediction, src train.Source, all bool) error {
-	labels := src.Labels()
-	var classes []string
-	if c, ok := src.(interface{ Classes() []string }); ok && labels != nil {
-		classes = c.Classes()
-	}
+	labels, classes := labelsOf(src)
 	var ids []string
 	first := "index"
 	if named, ok := src.(interface{ IDs() ([]string, string) }); ok {
@@ -71,14 +67,7 @@ func writeClusters(path string, stdout io.Writer, pred *train.Prediction, src tr
 				buf = strconv.AppendFloat(buf, float64(p), 'f', 6, 32)
 			}
 			if labels != nil {
-				buf = append(buf, ',')
-				switch l := labels[i]; {
-				case l == data.Unlabelled: // the cell stays empty, as in the data
-				case l < len(classes):
-					buf = appendCSVField(buf, classes[l])
-				default:
-					buf = strconv.AppendInt(buf, int64(l), 10)
-				}
+				buf = appendLabel(append(buf, ','), labels[i], classes)
 			}
 			buf = append(buf, '\n')
 			if _, err := w.Write(buf); err != nil {
@@ -87,6 +76,30 @@ func writeClusters(path string, stdout io.Writer, pred *train.Prediction, src tr
 		}
 		return nil
 	})
+}
+
+// labelsOf returns src's labels (nil where it has none) and its classes' names, as
+// the data give them (an image folder's class folders, a table's label cells), where
+// known.
+func labelsOf(src train.Source) (labels []int, classes []string) {
+	labels = src.Labels()
+	if c, ok := src.(interface{ Classes() []string }); ok && labels != nil {
+		classes = c.Classes()
+	}
+	return labels, classes
+}
+
+// appendLabel appends label l as one CSV field: its class's name where classes has
+// it, else its id, and nothing for a row without a class, as in the data.
+func appendLabel(buf []byte, l int, classes []string) []byte {
+	switch {
+	case l == data.Unlabelled:
+		return buf
+	case l >= 0 && l < len(classes):
+		return appendCSVField(buf, classes[l])
+	default:
+		return strconv.AppendInt(buf, int64(l), 10)
+	}
 }
 
 // writeOut writes path atomically with fill, or, where path is "-" and stdout is
