@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"image"
-	"image/png"
 	"math"
 	"os"
 	"path/filepath"
@@ -237,25 +235,7 @@ func TestIDCol(t *testing.T) {
 // train's and in predict's.
 func TestFolderAssignmentsNamePaths(t *testing.T) {
 	dir := t.TempDir()
-	var want []string
-	for i := range 6 {
-		class := []string{"cats", "dogs"}[i%2]
-		im := image.NewGray(image.Rect(0, 0, 28, 28))
-		im.Pix[i] = 255
-		var b bytes.Buffer
-		if err := png.Encode(&b, im); err != nil {
-			t.Fatal(err)
-		}
-		name := filepath.Join(class, fmt.Sprintf("%d.png", i))
-		if err := os.MkdirAll(filepath.Join(dir, "imgs", class), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "imgs", name), b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, name)
-	}
-	slices.Sort(want) // the folder's order: cats/0, cats/2, …, dogs/1, …
+	want := writeGrayImages(t, filepath.Join(dir, "imgs"), 28, 6, "cats", "dogs") // cats/0, cats/2, …, dogs/1, …
 	trainArgs := []string{"train", "--quiet", "--dataset", "folder", "--data-dir", "imgs", "--epochs", "1", "--restarts", "1", "--k", "2", "--device", "cpu", "--out"}
 	// A run among the images would be a class of them the next time.
 	wantError(t, run(t, dir, append(trainArgs, "imgs/runs/r")...), 2, "--out imgs/runs/r is inside the data's folder ", "imgs; name a folder outside the data")

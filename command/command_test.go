@@ -361,6 +361,35 @@ func run(t *testing.T, dir string, args ...string) result {
 	return runMain(args...)
 }
 
+// writeGrayImages writes n gray PNGs of size×size, image i with pixel i lit, as
+// folder/classes[i mod len]/i.png, or folder/i.png without classes, and returns
+// their names under folder in the folder's order.
+func writeGrayImages(t *testing.T, folder string, size, n int, classes ...string) []string {
+	t.Helper()
+	var names []string
+	for i := range n {
+		im := image.NewGray(image.Rect(0, 0, size, size))
+		im.Pix[i] = 255
+		var b bytes.Buffer
+		if err := png.Encode(&b, im); err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("%d.png", i)
+		if classes != nil {
+			name = filepath.Join(classes[i%len(classes)], name)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(folder, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(folder, name), b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // noCrash fails the test when the output shows a Go panic or a signal.
 func noCrash(t *testing.T, r result) {
 	t.Helper()
@@ -2519,21 +2548,7 @@ func TestEmbedToStdout(t *testing.T) {
 // assignments do (was its number).
 func TestEmbedNamesFolderClasses(t *testing.T) {
 	dir := t.TempDir()
-	for i := range 8 {
-		class := []string{"cats", "dogs"}[i%2]
-		im := image.NewGray(image.Rect(0, 0, 28, 28))
-		im.Pix[i] = 255
-		var b bytes.Buffer
-		if err := png.Encode(&b, im); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Join(dir, "imgs", class), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "imgs", class, fmt.Sprintf("%d.png", i)), b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeGrayImages(t, filepath.Join(dir, "imgs"), 28, 8, "cats", "dogs")
 	tr := run(t, dir, "train", "--quiet", "--dataset", "folder", "--data-dir", "imgs", "--gray", "--device", "cpu", "--arch", "mnist2d",
 		"--objective", "supervised", "--epochs", "1", "--batch-size", "4", "--out", "sup")
 	if tr.code != 0 {
@@ -4083,20 +4098,7 @@ func TestCompareLocksOut(t *testing.T) {
 func TestImageSettingsRefused(t *testing.T) {
 	dir := t.TempDir()
 	imgs := filepath.Join(dir, "imgs")
-	if err := os.MkdirAll(imgs, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 4 {
-		im := image.NewGray(image.Rect(0, 0, 16, 16))
-		im.Pix[i] = 255
-		var b bytes.Buffer
-		if err := png.Encode(&b, im); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(imgs, fmt.Sprintf("%d.png", i)), b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeGrayImages(t, imgs, 16, 4)
 	train := []string{"train", "--quiet", "--dataset", "folder", "--data-dir", imgs, "--epochs", "1", "--restarts", "1", "--k", "2", "--device", "cpu"}
 	for _, tc := range []struct {
 		name  string
