@@ -3953,6 +3953,48 @@ func TestInterruptBaselines(t *testing.T) {
 	noCrash(t, result{stderr: stderr.String()})
 }
 
+// An interrupt that comes after training and before the k-means beside an unlabelled
+// run ends the command as interrupted, the summary naming the k-means left out (it
+// was skipped without a word, exit 0).
+func TestInterruptBeforeUnlabelledBaseline(t *testing.T) {
+	dir := t.TempDir()
+	writeBlobTables(t, dir, "a,b", 40, func(_ int, a, b float64) string { return fmt.Sprintf("%g,%g", a, b) })
+	if r := run(t, dir, "train", "--quiet", "--data", "ab.csv", "--k", "2", "--restarts", "1", "--epochs", "1", "--device", "cpu", "--out", "r"); r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	f, cfg, _, err := train.ReadCheckpoint(filepath.Join(dir, "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := train.OpenSource(cfg, torch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	r, err := train.New(*cfg, src, torch.CPU, filepath.Join(dir, "r"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Restore(f); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, log bytes.Buffer
+	err = finishRun(ctx, r, src, torch.CPU, 0, false, &stdout, &log, &log)
+	if ie := (interruptedError{}); !errors.As(err, &ie) {
+		t.Errorf("finishRun after an interrupt: %v, want it interrupted", err)
+	}
+	var sum struct {
+		Skipped []string `json:"baselines_skipped"`
+	}
+	readJSON(t, filepath.Join(dir, "r", "summary.json"), &sum)
+	if !slices.Equal(sum.Skipped, []string{"k-means beside the run: interrupted"}) {
+		t.Errorf("baselines_skipped %q, want the k-means beside the run interrupted", sum.Skipped)
+	}
+}
+
 // bench times every configuration asked for, each once: the MLP, which has no
 // layout, once whatever --channels-last lists (left out for "true" alone, it was
 // missing from compare.sh's table without a word).

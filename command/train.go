@@ -722,10 +722,14 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 			}
 		}
 	}
-	if vs, ok := src.(*train.VectorSource); ok && labels == nil && run.Cfg.KMeans && ctx.Err() == nil {
+	if vs, ok := src.(*train.VectorSource); ok && labels == nil && run.Cfg.KMeans {
 		// Without labels a user cannot see how k-means would do: show how compact
-		// and apart each clustering is, and how far the two agree.
-		if sum.Unlabelled, err = kmeansBeside(ctx, vs, run.Cfg, pred.Cluster); err != nil {
+		// and apart each clustering is, and how far the two agree. Interrupted
+		// already, it is left out as interrupted (was skipped without a word, exit 0).
+		if err = ctx.Err(); err == nil {
+			sum.Unlabelled, err = kmeansBeside(ctx, vs, run.Cfg, pred.Cluster)
+		}
+		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				baselinesInterrupted = true
 				err = errors.New("interrupted")
