@@ -179,11 +179,7 @@ func contingencyPlot(ct *contingency, classNames []string) (*plot.Plot, error) {
 	}
 	ynames := make([]string, nr)
 	for r, i := range ct.classes {
-		name := strconv.Itoa(i)
-		if i < len(classNames) && classNames[i] != "" && classNames[i] != name {
-			name = fmt.Sprintf("%s (%d)", classNames[i], i)
-		}
-		ynames[nr-1-r] = name
+		ynames[nr-1-r] = categoryName(i, classNames)
 	}
 	if nr > 30 {
 		ynames = thin(ynames, 30)

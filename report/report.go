@@ -437,10 +437,12 @@ func (b *builder) clusters() error {
 	return nil
 }
 
-// classNames returns the data set's class names when it has them.
+// classNames returns the data's class names when it has them: an image set's or
+// folder's, or a table's label cells, by label id (was the images' alone, so a
+// table's classes showed as their ids, which follow the names' sorted order).
 func (b *builder) classNames() []string {
-	if is, ok := b.src.(*train.ImageSource); ok {
-		return is.Images().Classes
+	if c, ok := b.src.(interface{ Classes() []string }); ok {
+		return c.Classes()
 	}
 	return nil
 }
@@ -612,7 +614,7 @@ func (b *builder) tsne() error {
 	for o, i := range idx {
 		clusters[o] = b.pred.Cluster[i]
 	}
-	byCluster, err := scatterPlot(pts, clusters, k, "coloured by cluster")
+	byCluster, err := scatterPlot(pts, clusters, k, nil, "coloured by cluster")
 	if err != nil {
 		return err
 	}
@@ -624,7 +626,7 @@ func (b *builder) tsne() error {
 			cls[o] = labels[i]
 			nc = max(nc, labels[i]+1)
 		}
-		byClass, err := scatterPlot(pts, cls, nc, "coloured by true class")
+		byClass, err := scatterPlot(pts, cls, nc, b.classNames(), "coloured by true class")
 		if err != nil {
 			return err
 		}
@@ -652,9 +654,9 @@ func (b *builder) tsne() error {
 	return nil
 }
 
-// scatterPlot draws 2-d points coloured by category; a negative one is a row without
-// a class (data.Unlabelled).
-func scatterPlot(pts []float32, cat []int, k int, title string) (*plot.Plot, error) {
+// scatterPlot draws 2-d points coloured by category, named in the legend by names
+// where it has them; a negative category is a row without a class (data.Unlabelled).
+func scatterPlot(pts []float32, cat []int, k int, names []string, title string) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = title
 	sc, err := clusterScatter(pts, cat, k, -1)
@@ -664,7 +666,7 @@ func scatterPlot(pts []float32, cat []int, k int, title string) (*plot.Plot, err
 	p.Add(sc)
 	if k <= 20 {
 		for j := range k {
-			p.Legend.Add(strconv.Itoa(j), legendDot(categoryColor(j, k)))
+			p.Legend.Add(categoryName(j, names), legendDot(categoryColor(j, k)))
 		}
 		if slices.ContainsFunc(cat, func(c int) bool { return c < 0 }) {
 			p.Legend.Add("no class", legendDot(categoryColor(-1, k)))
@@ -675,6 +677,16 @@ func scatterPlot(pts []float32, cat []int, k int, title string) (*plot.Plot, err
 		p.Legend.TextStyle.Font.Size = vg.Points(8)
 	}
 	return p, nil
+}
+
+// categoryName names category j by names[j] where it has one, as "name (j)" where
+// the two differ, so that the legend and the contingency table's rows agree.
+func categoryName(j int, names []string) string {
+	id := strconv.Itoa(j)
+	if j < len(names) && names[j] != "" && names[j] != id {
+		return fmt.Sprintf("%s (%d)", names[j], j)
+	}
+	return id
 }
 
 func (b *builder) plane() error {
@@ -719,13 +731,13 @@ func (b *builder) plane() error {
 		for _, l := range labels {
 			nc = max(nc, l+1)
 		}
-		p, err := scatterPlot(pts, pick(labels), nc, "input space, coloured by true class")
+		p, err := scatterPlot(pts, pick(labels), nc, b.classNames(), "input space, coloured by true class")
 		if err != nil {
 			return err
 		}
 		spaces = append(spaces, p)
 	}
-	p, err := scatterPlot(pts, pick(b.pred.Cluster), k, "categorised space, coloured by cluster")
+	p, err := scatterPlot(pts, pick(b.pred.Cluster), k, nil, "categorised space, coloured by cluster")
 	if err != nil {
 		return err
 	}

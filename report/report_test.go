@@ -270,6 +270,43 @@ func TestReportPlaneCompare(t *testing.T) {
 	}
 }
 
+// A table's class names label the contingency table's rows, with their ids: the ids
+// alone (were all a table's report showed) follow the names' sorted order, c10
+// before c2, and read as the wrong classes.
+func TestReportNamesTableClasses(t *testing.T) {
+	v := blobs2d(96)
+	v.Classes = []string{"c0", "c1", "c10"}
+	src, err := train.NewVectorSource(v, testDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	cfg := train.VectorDefaults()
+	cfg.MinSteps, cfg.MaxSteps = 0, 0 // the epochs as set
+	cfg.K, cfg.Epochs, cfg.Hidden, cfg.KMeans = 3, 1, []int{8}, false
+	out := filepath.Join(t.TempDir(), "r")
+	if _, err := Write(trainRun(t, cfg, src), src, Options{Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	svg, err := os.ReadFile(filepath.Join(out, "contingency.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"c0 (0)", "c1 (1)", "c10 (2)"} {
+		if !bytes.Contains(svg, []byte(">"+name+"<")) {
+			t.Errorf("contingency.svg does not name class %q", name)
+		}
+	}
+	for j, want := range []string{"c0 (0)", "c1 (1)", "c10 (2)", "3"} {
+		if got := categoryName(j, v.Classes); got != want {
+			t.Errorf("category %d named %q, want %q", j, got, want)
+		}
+	}
+	if got := categoryName(1, []string{"0", "1"}); got != "1" {
+		t.Errorf("a class named as its id: %q, want it once", got)
+	}
+}
+
 // h_j is a sigmoid, so the grids lie in (0, 1), and the grid spans the box given.
 func TestDistributionGrids(t *testing.T) {
 	torch.ManualSeed(1)
