@@ -231,6 +231,56 @@ func TestIDCol(t *testing.T) {
 	}
 }
 
+// New rows of the training file's layout are read as it was: a label column given by
+// name is the model's too, where the new rows have it (it was read as a feature, and
+// refused as "empty cell" or by its width). Rows without it are read without it.
+func TestPredictInheritsLabelCol(t *testing.T) {
+	dir := t.TempDir()
+	writeBlobTables(t, dir, "id,a,b,label", 40, func(i int, a, b float64) string {
+		label := fmt.Sprintf("c%d", i%2)
+		if i%5 == 1 {
+			label = "" // labelled in part
+		}
+		return fmt.Sprintf("r%d,%g,%g,%s", i, a, b, label)
+	})
+	for name, body := range map[string]string{
+		"noheader.csv": "0,0\n6,-4\n",
+		"ids.csv":      "id,a,b\nx,0,0\ny,6,-4\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := run(t, dir, "train", "--quiet", "--data", "full.csv", "--label-col", "label", "--id-col", "id", "--k", "2", "--restarts", "1", "--epochs", "2", "--out", "r")
+	if noCrash(t, r); r.code != 0 {
+		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
+	}
+	trained := readLines(t, filepath.Join(dir, "r", "assignments.csv"))
+	r = run(t, dir, "predict", "--model", "r", "--data", "full.csv", "--out", "-")
+	if noCrash(t, r); r.code != 0 {
+		t.Fatalf("predict of the training layout: exit %d: %s", r.code, r.stderr)
+	}
+	if got := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n"); !slices.Equal(got, trained) {
+		t.Errorf("predict of the training file: %q …, want the run's assignments %q …", got[:3], trained[:3])
+	}
+	if r := run(t, dir, "eval", "--model", "r", "--data", "full.csv"); r.code != 0 || !strings.Contains(r.stdout, "on 32 labelled rows") {
+		t.Errorf("eval of the training layout: exit %d, %q %s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, dir, "predict", "--model", "r", "--data", "ids.csv", "--out", "-")
+	if noCrash(t, r); r.code != 0 || !strings.HasPrefix(r.stdout, "id,cluster,posterior\nx,") {
+		t.Errorf("predict of rows without the label column: exit %d, %q %s", r.code, r.stdout, r.stderr)
+	}
+	// Given, it is the user's: a column the rows lack is refused.
+	wantError(t, run(t, dir, "predict", "--model", "r", "--data", "ids.csv", "--label-col", "label", "--out", "-"), 1, `ids.csv: no column "label"; columns are: id, a, b`)
+	// Rows without a header: the model's ID column, not given here, is said to be.
+	wantError(t, run(t, dir, "predict", "--model", "r", "--data", "noheader.csv", "--out", "-"), 1,
+		`noheader.csv: ID column "id" is given by name, but line 1 is data, not a header (new data are read as the model's were, with --id-col id; for data without those columns pass --id-col none)`)
+	r = run(t, dir, "predict", "--model", "r", "--data", "noheader.csv", "--id-col", "none", "--out", "-")
+	if noCrash(t, r); r.code != 0 || r.stdout == "" {
+		t.Errorf("predict of rows without a header, --id-col none: exit %d, %q %s", r.code, r.stdout, r.stderr)
+	}
+}
+
 // An image folder's assignments name each image by its path under the folder, in
 // train's and in predict's.
 func TestFolderAssignmentsNamePaths(t *testing.T) {

@@ -150,7 +150,7 @@ func dataFlags(dflt, standardize string) []cli.Flag {
 		&cli.BoolFlag{Name: "standardize", Usage: "z-score each feature column; --standardize=false keeps them raw", DefaultText: standardize},
 		&cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match)"},
 		&cli.BoolFlag{Name: "gray", Usage: "with --dataset folder: load images as grayscale"},
-		&cli.BoolFlag{Name: "skip-bad-images", Usage: "with --dataset folder: leave out the images that cannot be read (damaged, truncated, not the image their name says), listed in summary.json, rather than stop", DefaultText: "off; as in training for predict, eval and report"},
+		&cli.BoolFlag{Name: "skip-bad-images", Usage: "with --dataset folder: leave out the images that cannot be read (damaged, truncated, not the image their name says), rather than stop: warned of, and listed in a run's summary.json", DefaultText: "off; as in training for predict, eval and report"},
 	}
 }
 
@@ -166,8 +166,10 @@ func inferenceDataFlags(dflt string) []cli.Flag {
 			flags[i] = &cli.IntFlag{Name: "image-size", Usage: "with --dataset folder: resize images to this square size (0: keep, all must match the model's input)", DefaultText: "as in training"}
 		case "standardize":
 			flags[i] = &cli.BoolFlag{Name: "standardize", Usage: "new rows are z-scored by the training data's statistics where the model trained on z-scores, else read raw; another setting than the model's is refused", DefaultText: "as in training"}
+		case "label-col":
+			flags[i] = &cli.StringFlag{Name: "label-col", Usage: "CSV or Parquet column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring, over the rows whose label cell is not empty or NA", DefaultText: "the model's, given by name, where the new rows have a column of that name; else none"}
 		case "id-col":
-			flags[i] = &cli.StringFlag{Name: "id-col", Usage: "CSV or Parquet column of row IDs, by name or 0-based index, which the assignments name each row by; --id-col none reads none", DefaultText: "as in training"}
+			flags[i] = &cli.StringFlag{Name: "id-col", Usage: "CSV or Parquet column of row IDs, by name or 0-based index, which predict's assignments name each row by; --id-col none reads none", DefaultText: "as in training"}
 		case "drop-cols":
 			flags[i] = &cli.StringSliceFlag{Name: "drop-cols", Usage: "CSV or Parquet columns that are neither features nor labels, by name or 0-based index, comma-separated; --drop-cols none drops none", DefaultText: "as in training"}
 		case "header":

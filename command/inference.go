@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -22,6 +23,7 @@ import (
 type dataOptions struct {
 	Given                                        bool // --data or --dataset was given
 	Dataset, DataDir, DataFile, LabelCol, Header string
+	LabelColGiven                                bool     // else a table's is the model's where it has one
 	DropCols                                     []string // nil: the model's
 	IDCol                                        *string  // nil: the model's
 	Standardize                                  *bool
@@ -34,7 +36,7 @@ type dataOptions struct {
 func dataOptionsFrom(c *cli.Context) (dataOptions, error) {
 	d := dataOptions{Given: c.IsSet("data") || c.IsSet("dataset"),
 		Dataset: c.String("dataset"), DataDir: c.String("data-dir"), DataFile: c.String("data"),
-		LabelCol: c.String("label-col"), Header: c.String("header")}
+		LabelCol: c.String("label-col"), LabelColGiven: c.IsSet("label-col"), Header: c.String("header")}
 	if err := checkDataFlags(c); err != nil {
 		return d, err
 	}
@@ -103,6 +105,18 @@ func (d dataOptions) explainDropped(err error, cfg *train.Config) error {
 	}
 	return fmt.Errorf("%w (new data are read as the model's were, with %s %s; for data without those columns pass %s none)",
 		err, missing.Flag, given, missing.Flag)
+}
+
+// openModelData opens the data cfg names for the model m (saved at path): a label
+// column taken from the model that the new rows lack is left out, and a column the
+// model's data left out that they lack is explained (dataOptions.explainDropped).
+func openModelData(m *train.Model, path string, cfg *train.Config, d dataOptions, dev torch.Device) (train.Source, error) {
+	src, err := m.OpenSource(path, cfg, dev)
+	if missing := (*data.MissingColumnError)(nil); cfg.LabelColFromModel && errors.As(err, &missing) && missing.Flag == "--label-col" {
+		cfg.LabelCol, cfg.LabelColFromModel = "", false
+		src, err = m.OpenSource(path, cfg, dev)
+	}
+	return src, d.explainDropped(err, cfg)
 }
 
 // deref is *s, or "" for nil.
@@ -180,8 +194,15 @@ func (d dataOptions) config(trained *train.Config) *train.Config {
 	cfg.DataFile, cfg.Dataset, cfg.DataDir = d.DataFile, d.Dataset, d.DataDir
 	cfg.LabelCol = d.LabelCol
 	// Where not given, the columns the model's data left out, of a table.
-	if table := cfg.DataFile != "" && !strings.EqualFold(filepath.Ext(cfg.DataFile), ".npy"); !table {
+	table := cfg.DataFile != "" && !strings.EqualFold(filepath.Ext(cfg.DataFile), ".npy")
+	if !table {
 		cfg.DropCols, cfg.IDCol = nil, ""
+	}
+	// And its label column, given by name, where the new rows have it (new rows of the
+	// training file's layout were refused: the labels read as a feature). Not of a
+	// pipe, which cannot be read again without it.
+	if _, index := strconv.Atoi(trained.LabelCol); !d.LabelColGiven && table && trained.LabelCol != "" && index != nil && !data.IsStream(cfg.DataFile) {
+		cfg.LabelCol, cfg.LabelColFromModel = trained.LabelCol, true
 	}
 	cfg.ColumnsFromModel = len(cfg.DropCols) > 0 && d.DropCols == nil || cfg.IDCol != "" && d.IDCol == nil
 	if d.DropCols != nil {
@@ -256,8 +277,7 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 	}
 	in := &inference{Model: m, path: opts.Model, dev: dev, log: log, bar: !opts.Quiet}
 	trainedOn := m.Cfg.DataDigest
-	in.src, err = m.OpenSource(opts.Model, cfg, dev)
-	err = opts.Data.explainDropped(err, cfg)
+	in.src, err = openModelData(m, opts.Model, cfg, opts.Data, dev)
 	if err == nil {
 		err = m.CheckInput(opts.Model, in.src, cfg)
 	}

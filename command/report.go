@@ -144,8 +144,8 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 	if dataDir := imageDir(*cfg); dataDir != "" && within(realPath(out), realPath(dataDir)) {
 		return usageError{fmt.Errorf("--out %s is inside the data's folder %s; name a folder outside the data", out, dataDir)}
 	}
-	src, err := m.OpenSource(runDir, cfg, dev)
-	if err = opts.Data.explainDropped(err, cfg); err != nil {
+	src, err := openModelData(m, runDir, cfg, opts.Data, dev)
+	if err != nil {
 		return err
 	}
 	defer src.Close()

@@ -280,7 +280,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 	if hdr == "auto" {
 		if len(byName) > 0 {
 			if !p.looksLikeHeader(rec) {
-				return nil, fmt.Errorf("%s: %s %q is given by name, but line %d is data, not a header", name, byName[0].what(), byName[0].spec, line)
+				return nil, &MissingColumnError{fmt.Sprintf("%s: %s %q is given by name, but line %d is data, not a header", name, byName[0].what(), byName[0].spec, line), byName[0].flag()}
 			}
 			header = true
 		} else {
@@ -293,7 +293,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		}
 	}
 	if len(byName) > 0 && !header {
-		return nil, fmt.Errorf("%s: %s %q is given by name, but the file has no header (header option %q)", name, byName[0].what(), byName[0].spec, hdr)
+		return nil, &MissingColumnError{fmt.Sprintf("%s: %s %q is given by name, but the file has no header (header option %q)", name, byName[0].what(), byName[0].spec, hdr), byName[0].flag()}
 	}
 
 	if header {
@@ -669,6 +669,24 @@ func (p *csvParser) labelHint(j int) string {
 	return notFeatureHint(arg, p.col(j), p.labelCol < 0, p.idCol < 0)
 }
 
+// emptyHint says what an empty cell in feature column j may be: a missing value, or
+// a row without a class in a column of labels (the cells a user left empty where
+// they labelled only some rows), which --label-col reads as such.
+func (p *csvParser) emptyHint(j int) string {
+	if p.ncol == 1 {
+		return ""
+	}
+	arg := strconv.Itoa(j)
+	if p.names != nil {
+		arg = colArg(j, p.names[j], p.names)
+	}
+	hint := " (a missing value: fill it, or leave the row out"
+	if p.labelCol < 0 {
+		hint += fmt.Sprintf("; if %s holds class labels, some left empty, pass --label-col %s", p.col(j), arg)
+	}
+	return hint + fmt.Sprintf("; if it is no feature, --drop-cols %s)", arg)
+}
+
 // notFeatureHint names the flags that would take column arg, called what, out of the
 // features: --label-col and --id-col where they are free, and --drop-cols.
 func notFeatureHint(arg, what string, label, id bool) string {
@@ -731,7 +749,7 @@ func (p *csvParser) named(s, role string) (int, error) {
 		case roleID:
 			return -1, &MissingColumnError{fmt.Sprintf("%s: no column %q for the IDs; columns are: %s", p.name, s, strings.Join(p.names, ", ")), "--id-col"}
 		}
-		return -1, fmt.Errorf("%s: no column %q; columns are: %s", p.name, s, strings.Join(p.names, ", "))
+		return -1, &MissingColumnError{fmt.Sprintf("%s: no column %q; columns are: %s", p.name, s, strings.Join(p.names, ", ")), "--label-col"}
 	}
 	if slices.Index(p.names[j+1:], s) >= 0 {
 		return -1, fmt.Errorf("%s: %s %q is ambiguous: the header has it more than once", p.name, colSpec{s, role}.what(), s)
@@ -927,7 +945,7 @@ func (p *csvParser) cellError(s string, j, line int) error {
 	f, err := parseNumber(s)
 	switch {
 	case s == "":
-		return fmt.Errorf("%s:%d: %s: empty cell", p.name, line, p.col(j))
+		return fmt.Errorf("%s:%d: %s: empty cell%s", p.name, line, p.col(j), p.emptyHint(j))
 	case err != nil && !errors.Is(err, strconv.ErrRange):
 		hint := p.labelHint(j)
 		if _, err := parseNumber(strings.Replace(s, ",", ".", 1)); err == nil && strings.Count(s, ",") == 1 {

@@ -391,6 +391,7 @@ func TestReadCSVErrors(t *testing.T) {
 		content string
 		opt     CSVOptions
 		want    []string // substrings of the error, besides the file name
+		missing string   // the flag of a MissingColumnError, which new data may lack
 	}{
 		{
 			name:    "not a number, with header name",
@@ -448,7 +449,26 @@ func TestReadCSVErrors(t *testing.T) {
 		{
 			name:    "empty cell",
 			content: "1,2\n4,\n",
-			want:    []string{"x.csv:2: column 1: empty cell"},
+			want:    []string{"x.csv:2: column 1: empty cell (a missing value: fill it, or leave the row out; if column 1 holds class labels, some left empty, pass --label-col 1; if it is no feature, --drop-cols 1)"},
+		},
+		{
+			// Was "empty cell" alone: a table labelled in part, its label column unnamed.
+			name:    "empty cell in a named column",
+			content: "id,a,label\nx,1,c0\ny,2,\n",
+			opt:     CSVOptions{IDCol: "id"},
+			want:    []string{`x.csv:2: column 2 ("label"): "c0" is not a number`},
+		},
+		{
+			name:    "empty cell in a named column first",
+			content: "id,a,label\nx,1,\ny,2,c0\n",
+			opt:     CSVOptions{IDCol: "id"},
+			want:    []string{`x.csv:2: column 2 ("label"): empty cell (a missing value: fill it, or leave the row out; if column 2 ("label") holds class labels, some left empty, pass --label-col label; if it is no feature, --drop-cols label)`},
+		},
+		{
+			name:    "empty cell with a label column",
+			content: "a,b,label\n1,,c0\n",
+			opt:     CSVOptions{LabelCol: "label"},
+			want:    []string{`x.csv:2: column 1 ("b"): empty cell (a missing value: fill it, or leave the row out; if it is no feature, --drop-cols b)`},
 		},
 		{
 			name:    "ragged",
@@ -475,18 +495,21 @@ func TestReadCSVErrors(t *testing.T) {
 			content: "a,b,c\n1,2,3\n",
 			opt:     CSVOptions{LabelCol: "foo"},
 			want:    []string{`x.csv: no column "foo"; columns are: a, b, c`},
+			missing: "--label-col",
 		},
 		{
 			name:    "label column name but no header",
 			content: "1,2,3\n1,2,3\n",
 			opt:     CSVOptions{LabelCol: "foo"},
 			want:    []string{`x.csv: label column "foo" is given by name, but line 1 is data`},
+			missing: "--label-col",
 		},
 		{
 			name:    "label column name with header no",
 			content: "a,b\n1,2\n",
 			opt:     CSVOptions{LabelCol: "a", Header: "no"},
 			want:    []string{`x.csv: label column "a" is given by name, but the file has no header`},
+			missing: "--label-col",
 		},
 		{
 			name:    "label index out of range",
@@ -534,18 +557,21 @@ func TestReadCSVErrors(t *testing.T) {
 			content: "a,b,c\n1,2,3\n",
 			opt:     CSVOptions{DropCols: []string{"a", "foo"}},
 			want:    []string{`x.csv: no column "foo" to drop; columns are: a, b, c`},
+			missing: "--drop-cols",
 		},
 		{
 			name:    "dropped column name but no header",
 			content: "1,2,3\n1,2,3\n",
 			opt:     CSVOptions{DropCols: []string{"a"}},
 			want:    []string{`x.csv: dropped column "a" is given by name, but line 1 is data`},
+			missing: "--drop-cols",
 		},
 		{
 			name:    "dropped index out of range",
 			content: "1,2,3\n",
 			opt:     CSVOptions{DropCols: []string{"-4"}},
 			want:    []string{"x.csv: dropped column -4 out of range: line 1 has 3 columns"},
+			missing: "--drop-cols",
 		},
 		{
 			name:    "the label dropped by index",
@@ -582,6 +608,7 @@ func TestReadCSVErrors(t *testing.T) {
 			content: "a,2020\n1,2\n",
 			opt:     CSVOptions{DropCols: []string{"2020"}},
 			want:    []string{"x.csv: dropped column 2020 out of range: line 1 has 2 columns (a column named 2020 is given by its index, 1)"},
+			missing: "--drop-cols",
 		},
 		{
 			name:    "first line of empty cells but the dropped ones",
@@ -752,6 +779,10 @@ func TestReadCSVErrors(t *testing.T) {
 				if !strings.Contains(msg, w) {
 					t.Errorf("error %q does not contain %q", msg, w)
 				}
+			}
+			var missing *MissingColumnError
+			if errors.As(err, &missing) != (tt.missing != "") || tt.missing != "" && missing.Flag != tt.missing {
+				t.Errorf("error %q: a missing column of %v, want one of %q", msg, missing, tt.missing)
 			}
 		})
 	}

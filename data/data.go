@@ -41,8 +41,9 @@ func CountLabelled(labels []int) int {
 	return n
 }
 
-// MissingColumnError is a --drop-cols or --id-col column (Flag says which), by name
-// or index, that a table does not have.
+// MissingColumnError is a --drop-cols, --id-col or --label-col column (Flag says
+// which), by name or index, that a table does not have, or a name given for a file
+// without a header. A model's own columns may be missing from new data.
 type MissingColumnError struct{ msg, Flag string }
 
 func (e *MissingColumnError) Error() string { return e.msg }

@@ -224,11 +224,7 @@ func parquetColumns(f *parquet.File, name string, opt CSVOptions) (cols []parque
 		if found >= 0 {
 			return found, nil
 		}
-		msg := fmt.Sprintf("%s: no column %q for %s; its columns are %s", name, s, flag, columnNames(top))
-		if flag != "--label-col" {
-			return -1, &MissingColumnError{msg, flag}
-		}
-		return -1, errors.New(msg)
+		return -1, &MissingColumnError{fmt.Sprintf("%s: no column %q for %s; its columns are %s", name, s, flag, columnNames(top)), flag}
 	}
 	// The role of each column that is not a feature, as --label-col, --id-col and
 	// --drop-cols give them.

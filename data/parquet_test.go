@@ -3,6 +3,7 @@ package data
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -299,6 +300,11 @@ func TestReadParquetErrors(t *testing.T) {
 			}
 			if strings.Count(err.Error(), "\n") > 0 {
 				t.Errorf("error of more than one line: %q", err)
+			}
+			// A label column named that the file lacks: a model's, new data may lack it.
+			var missing *MissingColumnError
+			if want := c.labelCol == "nope"; errors.As(err, &missing) != want || want && missing.Flag != "--label-col" {
+				t.Errorf("error %q: a missing column of %v, want one %v", err, missing, want)
 			}
 		})
 	}

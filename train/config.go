@@ -34,9 +34,12 @@ type Config struct {
 	IDCol string `json:"id_col,omitempty"`
 	// ColumnsFromModel says DropCols and IDCol are a trained model's, applied to new
 	// data (data.CSVOptions.ColumnsFromModel).
-	ColumnsFromModel bool   `json:"-"`
-	Header           string `json:"header,omitempty"`
-	Standardize      bool   `json:"standardize"`
+	ColumnsFromModel bool `json:"-"`
+	// LabelColFromModel says LabelCol is a trained model's, named for new data that
+	// may not have it: an open that finds no such column is tried again without it.
+	LabelColFromModel bool   `json:"-"`
+	Header            string `json:"header,omitempty"`
+	Standardize       bool   `json:"standardize"`
 	// StandardizeAuto leaves Standardize to the data: OpenSource sets it when the
 	// FeatureSpread of the vectors exceeds data.SpreadToStandardize or their
 	// FeatureOffset data.OffsetToStandardize, and records both.
