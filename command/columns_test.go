@@ -397,6 +397,20 @@ func TestPartialLabels(t *testing.T) {
 	if !strings.Contains(r.stderr, fmt.Sprintf("60 rows × 2 features, %d of them labelled", labelled)) || !strings.Contains(r.stdout, scored) {
 		t.Errorf("train does not say what it scored:\nstdout %s\nstderr %s", r.stdout, r.stderr)
 	}
+	if strings.Contains(r.stderr, "K = ") {
+		t.Errorf("train --k 2 warns of K: %s", r.stderr)
+	}
+	// K from the labels counts the classes of the labelled rows alone: said, on
+	// --quiet too, by train and compare.
+	kWarning := fmt.Sprintf("emclust: warning: K = 2, the classes among the %d rows with a label; the other %d may hold more: give --k if they do\n", labelled, 60-labelled)
+	r = run(t, dir, "train", "--quiet", "--data", "full.csv", "--label-col", "label", "--restarts", "1", "--epochs", "1", "--out", "rk")
+	if noCrash(t, r); r.code != 0 || r.stderr != kWarning {
+		t.Errorf("train without --k: exit %d, stderr %q, want %q", r.code, r.stderr, kWarning)
+	}
+	r = run(t, dir, "compare", "--data", "full.csv", "--label-col", "label", "--methods", "kmeans", "--seeds", "1")
+	if noCrash(t, r); r.code != 0 || !strings.Contains(r.stderr, kWarning) {
+		t.Errorf("compare without --k: exit %d, stderr %q, want %q in it", r.code, r.stderr, kWarning)
+	}
 
 	// The scores are those of the labelled rows alone, counted here from the
 	// assignments, whose label cell is empty where the data's was.

@@ -477,6 +477,9 @@ func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev t
 		return nil, err
 	}
 	defer src.Close()
+	if w := opts.Run.partialKWarning(&cfg, src); w != "" {
+		fmt.Fprintln(log, w)
+	}
 	plan := ""
 	if opts.Out != "" {
 		if plan, err = keepPlan(opts, cfg, src.Len(), dev); err != nil {

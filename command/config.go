@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"emclust/data"
 	"emclust/loss"
 	"emclust/model"
 	"emclust/torch"
@@ -360,6 +361,22 @@ func (n newRun) resolve(cfg *train.Config, dev torch.Device, src train.Source) e
 		}
 	}
 	return nil
+}
+
+// partialKWarning warns, where K was not given and came from labels that only some
+// rows have, that it counts the classes among those rows alone: a user who labelled
+// a sample of three classes got K = 3 for data of twelve, without a word.
+func (n newRun) partialKWarning(cfg *train.Config, src train.Source) string {
+	labels := src.Labels()
+	if n.KSet || labels == nil {
+		return ""
+	}
+	scored := data.CountLabelled(labels)
+	if scored == len(labels) {
+		return ""
+	}
+	return fmt.Sprintf("emclust: warning: K = %d, the classes among the %s with a label; the other %d may hold more: give --k if they do",
+		cfg.K, plural(scored, "row"), len(labels)-scored)
 }
 
 // checkK refuses data of no rows, and a K above the rows of src for the one K a run

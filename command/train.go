@@ -252,6 +252,9 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		if err := opts.New.resolve(&cfg, dev, src); err != nil {
 			return err
 		}
+		if w := opts.New.partialKWarning(&cfg, src); w != "" {
+			fmt.Fprintln(stderr, w) // on --quiet too
+		}
 	} else if err := checkResumedData(ckpt, began, beganLabels, cfg, src, runDir); err != nil {
 		return err
 	}
