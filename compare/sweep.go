@@ -283,8 +283,9 @@ func (r *SweepReport) Markdown() string {
 		"the best supported, and on the embedded tables it was the number of classes. size balance:\n" +
 		"entropy of the cluster sizes over log K (1: equal sizes). The relevance normalisation keeps\n" +
 		"clusters near equal in size, so balance and the log-likelihood move little with K, and the max\n" +
-		"posterior falls as K grows: read them for a run that went wrong, not to pick K. README's\n" +
-		"\"Choosing K\" says what was measured.\n")
+		"posterior tracks how sure the network is, not whether K is right (it fell with K on the digits,\n" +
+		"and may rise): read them for a run that went wrong, not to pick K. README's \"Choosing K\" says\n" +
+		"what was measured.\n")
 	if len(r.Seeds) < 2 {
 		b.WriteString("One seed: no agreement to compare; give --seeds 5 or more.\n")
 	}
