@@ -1098,6 +1098,21 @@ func TestScore(t *testing.T) {
 	wantError(t, run(t, dir, "score", "--truth", "comma.csv", "--pred", "other.csv"), 1, `other.csv: path "c.png" of comma.csv (row 3) is not among its rows`)
 	wantError(t, run(t, dir, "score", "--truth", "comma.csv", "--pred", "twice.csv"), 1, `twice.csv: path "f.png" names two rows`)
 	wantError(t, run(t, dir, "score", "--truth", "header.txt", "--pred", "a.csv"), 1, "header.txt has 7 labels but a.csv has 6 (a plain list's every line is a label: has one a header line?)")
+	// NumPy arrays of labels, as a script saves them (were "UTF-16 text or a binary file").
+	for name, b := range map[string][]byte{
+		"truth.npy": datatest.NPY(6, 1, func(i, _ int) float32 { return float32(7 * (i / 3)) }),
+		"wide.npy":  datatest.NPY(6, 2, func(i, _ int) float32 { return float32(i / 3) }),
+		"half.npy":  datatest.NPY(6, 1, func(i, _ int) float32 { return float32(i) / 2 }),
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := wantScoreLine(t, run(t, dir, "score", "--truth", "truth.npy", "--pred", filepath.Join(fixtures, "pred.txt"))); got != "ACC 0.8333 NMI 0.4787 ARI 0.3243" {
+		t.Errorf("score --truth truth.npy: %q, want ACC 0.8333 NMI 0.4787 ARI 0.3243", got)
+	}
+	wantError(t, run(t, dir, "score", "--truth", "wide.npy", "--pred", "a.csv"), 1, "wide.npy: an array of 2 values a row; want one label a row")
+	wantError(t, run(t, dir, "score", "--truth", "a.csv", "--pred", "half.npy"), 1, "half.npy: row 1: 0.5 is not a whole number")
 	// A truth of NA has no class, and is left out; a prediction of NA is refused.
 	if err := os.WriteFile(filepath.Join(dir, "na.txt"), []byte("0\n0\nNA\n1\n1\n1\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -2,17 +2,21 @@ package command
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"emclust/data"
 	"emclust/eval"
 )
 
@@ -24,11 +28,11 @@ type scoreOptions struct {
 func scoreCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "score",
-		Usage:     "compare two label files (one label per line, or predict's assignments): prints ACC NMI ARI",
+		Usage:     "compare two label files (one label per line, a NumPy array of them, or predict's assignments): prints ACC NMI ARI",
 		UsageText: "emclust score --truth LABELS --pred LABELS [--json]",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "truth", Usage: "file of ground-truth labels, one per line, or assignments with a label column (required)"},
-			&cli.StringFlag{Name: "pred", Usage: "file of predicted clusters, one per line, or emclust's assignments (their cluster column; where --truth is assignments too whose first column has the same name, the rows are paired by it, not by line) (required)"},
+			&cli.StringFlag{Name: "truth", Usage: "file of ground-truth labels, one per line (or a NumPy .npy array of them), or assignments with a label column (required)"},
+			&cli.StringFlag{Name: "pred", Usage: "file of predicted clusters, one per line (or a .npy array), or emclust's assignments (their cluster column; where --truth is assignments too whose first column has the same name, the rows are paired by it, not by line) (required)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the scores as JSON"},
 		},
 		Action: action(scoreOptionsFrom, runScore),
@@ -97,6 +101,10 @@ func readScored(path, col string) (scored, error) {
 	defer f.Close()
 	br := bufio.NewReader(f)
 	head, _ := br.Peek(4096)
+	if bytes.HasPrefix(head, []byte("\x93NUMPY")) {
+		labels, err := npyLabels(br, path)
+		return scored{labels: labels}, err
+	}
 	first, _, _ := strings.Cut(string(head), "\n")
 	fields, err := csv.NewReader(strings.NewReader(first)).Read()
 	if err != nil || len(fields) < 2 || fields[1] != "cluster" {
@@ -128,6 +136,26 @@ func readScored(path, col string) (scored, error) {
 		return scored{}, fmt.Errorf("%s: no row has a class (every cell of the %s column is empty or NA)", path, col)
 	}
 	return scored{labels: labels, keys: keys, keyName: rows[0][0]}, nil
+}
+
+// npyLabels reads a NumPy array of one label a row, of whole numbers (was "UTF-16
+// text or a binary file"): the labels or clusters a Python script saved.
+func npyLabels(r io.Reader, path string) ([]int, error) {
+	v, err := data.ParseNPY(r, path)
+	if err != nil {
+		return nil, err
+	}
+	if v.D != 1 {
+		return nil, fmt.Errorf("%s: an array of %d values a row; want one label a row (shape (N,))", path, v.D)
+	}
+	cells := make([]string, v.N)
+	for i, x := range v.X {
+		if x != float32(math.Trunc(float64(x))) || math.Abs(float64(x)) > 1<<24 {
+			return nil, fmt.Errorf("%s: row %d: %g is not a whole number; labels are class or cluster numbers", path, i, x)
+		}
+		cells[i] = strconv.Itoa(int(x))
+	}
+	return eval.LabelColumn(cells), nil
 }
 
 // alignTo puts s's rows (read from path) in the order of to's (from toPath) where
