@@ -119,6 +119,7 @@ func makeFixtures(dir string) error {
 		"huge.csv":            hugeCSV(),
 		"ten.csv":             randomCSV(10, 4, 2, 1, true),
 		"four.csv":            randomCSV(200, 4, 2, 2, true),
+		"four-noheader.csv":   randomCSV(200, 4, 2, 2, false),
 		"four-unlabelled.csv": randomCSV(50, 4, 0, 3, false),
 		"three.csv":           randomCSV(20, 3, 0, 4, false),
 		// score: truth 000111 against pred 001111 (worked by hand below).
@@ -622,7 +623,9 @@ func TestErrors(t *testing.T) {
 		{name: "lr 1e20", args: append(ten, "--lr", "1e20", "--restarts", "1"), code: 1,
 			want: []string{"epoch 1", "outputs are not finite", "diverged", "--lr"}},
 		// Was a NaN posterior with exit 0 at --k 1: the batch was lowered to the 1 row.
-		{name: "one row", args: append(train, "--data", "one.csv", "--k", "2"), code: 2, want: []string{"more clusters than the 1 row of", "one.csv"}},
+		{name: "one row", args: append(train, "--data", "one.csv", "--k", "2"), code: 2, want: []string{"--k 2: more clusters than the 1 row of", "one.csv"}},
+		// Was "--k 10: …; give a smaller --k (10 where not given …)" whether given or not.
+		{name: "one row, K not given", args: append(train, "--data", "one.csv"), code: 2, want: []string{"K = 10, the default for data without labels, is more clusters than the 1 row of", "one.csv; give a smaller --k"}},
 		// Was accepted, then failed writing config.json without naming the flag.
 		{name: "lr inf", args: append(ten, "--lr", "inf"), code: 2, want: []string{"lr +Inf", "finite"}},
 		{name: "lr-kl NaN", args: append(train, "--dataset", "mnist", "--data-dir", "mnist", "--lr-kl", "NaN"), code: 2, want: []string{"lr-kl NaN", "finite"}},
@@ -697,8 +700,9 @@ func TestErrors(t *testing.T) {
 		{name: "predict without model", args: []string{"predict", "--data", "three.csv"}, code: 2, want: []string{"--model", "required"}},
 		{name: "predict on other features", args: []string{"predict", "--model", "r4", "--data", "three.csv", "--out", "p.csv"}, code: 1,
 			want: []string{"three.csv has 3 feature columns", "4-feature", "r4"}},
-		{name: "predict with the label as feature", args: []string{"predict", "--model", "r4", "--data", "four.csv", "--out", "p.csv"}, code: 1,
-			want: []string{"four.csv has 5 feature columns", "4-feature", "--label-col"}},
+		// Rows with a header read the model's label column by its name (TestPredictInheritsLabelCol).
+		{name: "predict with the label as feature", args: []string{"predict", "--model", "r4", "--data", "four-noheader.csv", "--out", "p.csv"}, code: 1,
+			want: []string{"four-noheader.csv has 5 feature columns", "4-feature", "it trained with --label-col label: give it again"}},
 		{name: "predict with a garbage checkpoint", args: []string{"predict", "--model", "garbage.safetensors", "--data", "three.csv"}, code: 1,
 			want: []string{"garbage.safetensors"}},
 		{name: "predict with a truncated checkpoint", args: []string{"predict", "--model", "truncated.safetensors", "--data", "three.csv"}, code: 1,

@@ -459,7 +459,7 @@ func openCompared(opts compareOptions, cfg *train.Config, dev torch.Device) (tra
 		err = opts.Run.resolve(cfg, dev, src)
 	}
 	if err == nil {
-		err = checkK(cfg, src)
+		err = checkK(cfg, src, opts.Run.KSet)
 	}
 	if err != nil {
 		src.Close()

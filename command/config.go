@@ -380,13 +380,16 @@ func (n newRun) partialKWarning(cfg *train.Config, src train.Source) string {
 }
 
 // checkK refuses data of no rows, and a K above the rows of src for the one K a run
-// trains (a sweep's are compare.CheckKs').
-func checkK(cfg *train.Config, src train.Source) error {
+// trains (a sweep's are compare.CheckKs'); given says whether --k gave it.
+func checkK(cfg *train.Config, src train.Source, given bool) error {
 	if err := checkRows(cfg, src); err != nil {
 		return err
 	}
 	if cfg.K > src.Len() {
-		return usageError{fmt.Errorf("--k %d: more clusters than the %s of %s; give a smaller --k (10 where not given and the data have no labels)", cfg.K, plural(src.Len(), "row"), dataPath(*cfg))}
+		if !given {
+			return usageError{fmt.Errorf("K = %d, the default for data without labels, is more clusters than the %s of %s; give a smaller --k", cfg.K, plural(src.Len(), "row"), dataPath(*cfg))}
+		}
+		return usageError{fmt.Errorf("--k %d: more clusters than the %s of %s; give a smaller --k", cfg.K, plural(src.Len(), "row"), dataPath(*cfg))}
 	}
 	return nil
 }

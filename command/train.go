@@ -258,7 +258,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	} else if err := checkResumedData(ckpt, began, beganLabels, cfg, src, runDir); err != nil {
 		return err
 	}
-	if err := checkK(&cfg, src); err != nil {
+	if err := checkK(&cfg, src, opts.New.KSet || ckpt != nil || resumeTrials); err != nil {
 		return err
 	}
 	log := stderr
