@@ -3686,7 +3686,8 @@ func TestNewRunDirName(t *testing.T) {
 	}
 }
 
-// predict and eval say when the model is a run's checkpoint before its last epoch.
+// predict, eval and report say when the model is a run's checkpoint before its last
+// epoch.
 func TestInferenceWarnsOfUnfinishedRuns(t *testing.T) {
 	dir := t.TempDir()
 	if r := run(t, dir, "train", "--dataset", "iris", "--restarts", "1", "--epochs", "3", "--kmeans=false", "--quiet", "--device", "cpu", "--out", "done"); r.code != 0 {
@@ -3701,6 +3702,8 @@ func TestInferenceWarnsOfUnfinishedRuns(t *testing.T) {
 		{[]string{"predict", "--model", "done", "--out", "a.csv"}, false},
 		{[]string{"predict", "--model", "stopped", "--out", "b.csv"}, true},
 		{[]string{"eval", "--model", "stopped"}, true},
+		{[]string{"report", "done", "--out", "rd", "--no-tsne"}, false},
+		{[]string{"report", "stopped", "--out", "rs", "--no-tsne"}, true},
 	} {
 		r := run(t, dir, tc.args...)
 		if r.code != 0 {

@@ -107,6 +107,19 @@ func (d dataOptions) explainDropped(err error, cfg *train.Config) error {
 		err, missing.Flag, given, missing.Flag)
 }
 
+// warnUnfinished warns where the model saved at path is a run's checkpoint before
+// its last epoch.
+func warnUnfinished(log io.Writer, m *train.Model, path string) {
+	if !m.Unfinished() {
+		return
+	}
+	run := path
+	if st, err := os.Stat(run); err == nil && !st.IsDir() {
+		run = filepath.Dir(run) // --resume takes the folder
+	}
+	fmt.Fprintf(log, "emclust: warning: %s holds epoch %d of %d: its run was stopped, or is still training (continue it with emclust train --resume %s)\n", path, m.Epoch, m.Cfg.Epochs, data.ShellQuote(run))
+}
+
 // openModelData opens the data cfg names for the model m (saved at path): a label
 // column taken from the model that the new rows lack is left out, and a column the
 // model's data left out that they lack is explained (dataOptions.explainDropped).
@@ -263,13 +276,7 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.Unfinished() {
-		run := opts.Model
-		if st, err := os.Stat(run); err == nil && !st.IsDir() {
-			run = filepath.Dir(run) // --resume takes the folder
-		}
-		fmt.Fprintf(log, "emclust: warning: %s holds epoch %d of %d: its run was stopped, or is still training (continue it with emclust train --resume %s)\n", opts.Model, m.Epoch, m.Cfg.Epochs, data.ShellQuote(run))
-	}
+	warnUnfinished(log, m, opts.Model)
 	cfg, err := opts.Data.configFor(opts.Model, m.Cfg)
 	if err != nil {
 		m.Close()

@@ -116,6 +116,7 @@ func runReport(_ context.Context, opts reportOptions, stdout, stderr io.Writer) 
 		return err
 	}
 	defer m.Close()
+	warnUnfinished(stderr, m, runDir)
 	if err := report.CheckPlane(m.Net.Spec, opts.Report.Clusters, opts.CompareRun != ""); err != nil {
 		return usageError{err}
 	}
