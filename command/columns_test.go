@@ -246,6 +246,7 @@ func TestPredictInheritsLabelCol(t *testing.T) {
 	for name, body := range map[string]string{
 		"noheader.csv": "0,0\n6,-4\n",
 		"ids.csv":      "id,a,b\nx,0,0\ny,6,-4\n",
+		"blank.csv":    "id,a,b,label\nx,0,0,\ny,6,-4,\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -270,6 +271,16 @@ func TestPredictInheritsLabelCol(t *testing.T) {
 	if noCrash(t, r); r.code != 0 || !strings.HasPrefix(r.stdout, "id,cluster,posterior\nx,") {
 		t.Errorf("predict of rows without the label column: exit %d, %q %s", r.code, r.stdout, r.stderr)
 	}
+	// New rows of the layout, their label cells left empty: assigned, with no label
+	// column (was "no row has a class"); eval has nothing to score.
+	for _, args := range [][]string{{"--data", "blank.csv"}, {"--data", "blank.csv", "--label-col", "label"}} {
+		r = run(t, dir, append([]string{"predict", "--model", "r", "--out", "-"}, args...)...)
+		if noCrash(t, r); r.code != 0 || !strings.HasPrefix(r.stdout, "id,cluster,posterior\nx,") {
+			t.Errorf("predict %v: exit %d, %q %s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	wantError(t, run(t, dir, "eval", "--model", "r", "--data", "blank.csv"), 2, "blank.csv: 2 rows × 2 features has no labels to score against (no row of its label column label has a class)")
+	wantError(t, run(t, dir, "train", "--data", "blank.csv", "--label-col", "label", "--id-col", "id", "--k", "2", "--out", "rb"), 1, "no row has a class")
 	// Given, it is the user's: a column the rows lack is refused.
 	wantError(t, run(t, dir, "predict", "--model", "r", "--data", "ids.csv", "--label-col", "label", "--out", "-"), 1, `ids.csv: no column "label"; columns are: id, a, b`)
 	// Rows without a header: the model's ID column, not given here, is said to be.

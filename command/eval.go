@@ -45,7 +45,10 @@ func runEval(_ context.Context, opts evalOptions, stdout, stderr io.Writer) erro
 	labels := in.src.Labels()
 	if labels == nil {
 		hint := ""
-		if in.Cfg.DataFile != "" {
+		switch {
+		case in.Cfg.LabelCol != "":
+			hint = fmt.Sprintf(" (no row of its label column %s has a class)", in.Cfg.LabelCol)
+		case in.Cfg.DataFile != "":
 			hint = " (give --label-col for a CSV or Parquet file)"
 		}
 		return usageError{fmt.Errorf("%s has no labels to score against%s", in.src.Describe(), hint)}

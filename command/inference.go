@@ -195,6 +195,7 @@ func savedDataGone(run string, cfg *train.Config, resume bool) error {
 // training data when they name none.
 func (d dataOptions) config(trained *train.Config) *train.Config {
 	cfg := *trained
+	cfg.ForModel = true
 	if d.SkipBadImages != nil {
 		cfg.SkipBadImages = *d.SkipBadImages
 	}

@@ -54,6 +54,11 @@ type CSVOptions struct {
 	// is read without them rather than refused.
 	ColumnsFromModel bool
 
+	// ClasslessLabels reads a label column in which no row has a class as no labels,
+	// for new rows a model assigns (their label cells left empty), where training
+	// refuses it.
+	ClasslessLabels bool
+
 	// Comma is the field delimiter. Zero detects it from the first data line:
 	// the most frequent of ',', '\t' and ';' outside quotes, or runs of blanks
 	// when the line has none of them but does have spaces (np.savetxt's
@@ -429,10 +434,11 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		if p.names != nil {
 			arg = colArg(p.labelCol, p.names[p.labelCol], p.names)
 		}
-		if err := p.allEmpty(v.N, p.name+": "+p.col(p.labelCol), arg); err != nil {
+		if err := p.allEmpty(v.N, p.name+": "+p.col(p.labelCol), arg); err == nil {
+			v.Labels, v.Classes = p.sorted()
+		} else if !opt.ClasslessLabels {
 			return nil, err
 		}
-		v.Labels, v.Classes = p.sorted()
 	}
 	return v, nil
 }

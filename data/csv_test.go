@@ -87,6 +87,16 @@ func TestReadCSV(t *testing.T) {
 			classes: []string{"a", "b"},
 		},
 		{
+			// New rows for a model to assign, their label cells left empty: no labels
+			// (training refuses such a column: TestReadCSVErrors).
+			name:    "a classless label column of new rows",
+			content: "x,y,label\n1,2,\n3,4,NA\n",
+			opt:     CSVOptions{LabelCol: "label", ClasslessLabels: true},
+			n:       2, d: 2,
+			x:        []float32{1, 2, 3, 4},
+			features: []string{"x", "y"},
+		},
+		{
 			// Missing values as pandas reads them, and R writes them; "None" may be a class.
 			name:    "NA label cells",
 			content: "x,y\n1,NA\n2,b\n3,NaN\n4,None\n5,<NA>\n6,null\n",

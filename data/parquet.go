@@ -176,7 +176,10 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		for _, c := range cols {
 			if c.label {
 				if err := labels.allEmpty(v.N, fmt.Sprintf("%s: label column %q", name, c.name), c.arg); err != nil {
-					return nil, err
+					if !opt.ClasslessLabels {
+						return nil, err
+					}
+					return v, nil
 				}
 			}
 		}

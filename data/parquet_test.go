@@ -596,4 +596,8 @@ func TestReadParquetUnlabelled(t *testing.T) {
 	if want := `none.parquet: label column "y": no row has a class (every label cell is empty or NA); to cluster without scoring, give --drop-cols y in place of --label-col`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("error %v, want one with %q", err, want)
 	}
+	// New rows for a model to assign: no labels, the column still no feature.
+	if v, err := LoadVectors(none, CSVOptions{LabelCol: "y", ClasslessLabels: true}); err != nil || v.Labels != nil || v.D != 1 {
+		t.Errorf("classless labels of new rows: %v, %+v", err, v)
+	}
 }

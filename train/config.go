@@ -37,9 +37,12 @@ type Config struct {
 	ColumnsFromModel bool `json:"-"`
 	// LabelColFromModel says LabelCol is a trained model's, named for new data that
 	// may not have it: an open that finds no such column is tried again without it.
-	LabelColFromModel bool   `json:"-"`
-	Header            string `json:"header,omitempty"`
-	Standardize       bool   `json:"standardize"`
+	LabelColFromModel bool `json:"-"`
+	// ForModel says the data are read for a trained model to assign: a label column
+	// in which no row has a class is read as no labels (data.CSVOptions.ClasslessLabels).
+	ForModel    bool   `json:"-"`
+	Header      string `json:"header,omitempty"`
+	Standardize bool   `json:"standardize"`
 	// StandardizeAuto leaves Standardize to the data: OpenSource sets it when the
 	// FeatureSpread of the vectors exceeds data.SpreadToStandardize or their
 	// FeatureOffset data.OffsetToStandardize, and records both.

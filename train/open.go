@@ -151,7 +151,7 @@ func openSource(cfg *Config, dev torch.Device, features func(d int) error) (Sour
 			return h.Slice()
 		}
 		if cfg.DataFile != "" {
-			v, err = data.LoadVectors(cfg.DataFile, data.CSVOptions{Header: cfg.Header, LabelCol: cfg.LabelCol, DropCols: cfg.DropCols, IDCol: cfg.IDCol, ColumnsFromModel: cfg.ColumnsFromModel, Features: features, Alloc: alloc})
+			v, err = data.LoadVectors(cfg.DataFile, data.CSVOptions{Header: cfg.Header, LabelCol: cfg.LabelCol, DropCols: cfg.DropCols, IDCol: cfg.IDCol, ColumnsFromModel: cfg.ColumnsFromModel, ClasslessLabels: cfg.ForModel, Features: features, Alloc: alloc})
 		} else {
 			name := cfg.Dataset
 			if name == "" {
