@@ -247,6 +247,7 @@ func TestPredictInheritsLabelCol(t *testing.T) {
 		"noheader.csv": "0,0\n6,-4\n",
 		"ids.csv":      "id,a,b\nx,0,0\ny,6,-4\n",
 		"blank.csv":    "id,a,b,label\nx,0,0,\ny,6,-4,\n",
+		"less.csv":     "id,a,label\nx,0,c0\ny,6,c1\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -281,6 +282,8 @@ func TestPredictInheritsLabelCol(t *testing.T) {
 	}
 	wantError(t, run(t, dir, "eval", "--model", "r", "--data", "blank.csv"), 2, "blank.csv: 2 rows × 2 features has no labels to score against (no row of its label column label has a class)")
 	wantError(t, run(t, dir, "train", "--data", "blank.csv", "--label-col", "label", "--id-col", "id", "--k", "2", "--out", "rb"), 1, "no row has a class")
+	// A column the model took is missing: named (was the count alone).
+	wantError(t, run(t, dir, "predict", "--model", "r", "--data", "less.csv", "--out", "-"), 1, `less.csv has 1 feature columns, but the model in r takes 2-feature input (they lack "b")`)
 	// Given, it is the user's: a column the rows lack is refused.
 	wantError(t, run(t, dir, "predict", "--model", "r", "--data", "ids.csv", "--label-col", "label", "--out", "-"), 1, `ids.csv: no column "label"; columns are: id, a, b`)
 	// Rows without a header: the model's ID column, not given here, is said to be.

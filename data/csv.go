@@ -65,11 +65,12 @@ type CSVOptions struct {
 	// default). ' ' asks for blank-separated fields explicitly.
 	Comma rune
 
-	// Features, when set, hears how many feature columns the table has as soon as
-	// its first line shows it, before the other lines are read; an error it returns
-	// ends the read. A caller that needs one width (a model's) refuses a table of
-	// another at once rather than after parsing all of it.
-	Features func(d int) error
+	// Features, when set, hears how many feature columns the table has, and their
+	// names where it has them (else nil), as soon as its first line shows them, before
+	// the other lines are read; an error it returns ends the read. A caller that needs
+	// one width (a model's) refuses a table of another at once rather than after
+	// parsing all of it, and can name the columns that differ.
+	Features func(d int, names []string) error
 
 	// Alloc, when set, allocates the array a large table's values are parsed into,
 	// of room for n values (nil: Go's make), so that the caller can hand them on
@@ -350,7 +351,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		}
 	}
 	if opt.Features != nil {
-		if err := opt.Features(p.d); err != nil {
+		if err := opt.Features(p.d, p.featureNames()); err != nil {
 			return nil, err
 		}
 	}
@@ -399,15 +400,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		}
 	}
 
-	v := &Vectors{X: p.x, N: p.n, D: p.d, Source: name}
-	if p.names != nil {
-		v.Features = make([]string, 0, p.d)
-		for j, s := range p.names {
-			if !p.skip[j] {
-				v.Features = append(v.Features, s)
-			}
-		}
-	}
+	v := &Vectors{X: p.x, N: p.n, D: p.d, Source: name, Features: p.featureNames()}
 	feature := 0
 	for j, skip := range p.skip {
 		switch {
@@ -441,6 +434,20 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 		}
 	}
 	return v, nil
+}
+
+// featureNames are the header's names of the feature columns; nil without a header.
+func (p *csvParser) featureNames() []string {
+	if p.names == nil {
+		return nil
+	}
+	names := make([]string, 0, p.d)
+	for j, s := range p.names {
+		if !p.skip[j] {
+			names = append(names, s)
+		}
+	}
+	return names
 }
 
 // firstRowApart says whether every value of the first row lies further from the

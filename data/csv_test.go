@@ -816,8 +816,11 @@ func TestParseCSVFeatures(t *testing.T) {
 		{"no label column: the first row's error first", "", true, "t.csv:2:", 0},
 	} {
 		heard := 0
-		_, err := ParseCSV(strings.NewReader(table), "t.csv", CSVOptions{LabelCol: tc.labelCol, Header: "yes", Features: func(d int) error {
+		_, err := ParseCSV(strings.NewReader(table), "t.csv", CSVOptions{LabelCol: tc.labelCol, Header: "yes", Features: func(d int, names []string) error {
 			heard = d
+			if want := []string{"a", "b"}; !slices.Equal(names, want) {
+				t.Errorf("%s: heard the names %q, want %q", tc.name, names, want)
+			}
 			if tc.refuse {
 				return stop
 			}

@@ -120,8 +120,20 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		}
 		return nil, fmt.Errorf("%s: no feature columns (only the label column %q)", name, opt.LabelCol)
 	}
+	var features []string
+	for _, c := range cols {
+		if c.feature() {
+			for j := range c.width {
+				if c.list {
+					features = append(features, fmt.Sprintf("%s[%d]", c.name, j))
+				} else {
+					features = append(features, c.name)
+				}
+			}
+		}
+	}
 	if opt.Features != nil {
-		if err := opt.Features(d); err != nil {
+		if err := opt.Features(d, features); err != nil {
 			return nil, err
 		}
 	}
@@ -146,7 +158,7 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		}
 		x = x[:count]
 	}
-	v = &Vectors{N: int(n), D: d, Source: name, Dropped: dropped}
+	v = &Vectors{N: int(n), D: d, Source: name, Dropped: dropped, Features: features}
 	var labels labelSet
 	for _, c := range cols {
 		rd := parquetColumnReader{col: c, d: d, n: count, x: &x, labels: &labels, ids: &v.IDs}
@@ -155,15 +167,6 @@ func parseParquet(r io.ReaderAt, size int64, name string, opt CSVOptions) (v *Ve
 		}
 		if err := rd.read(f); err != nil {
 			return nil, fmt.Errorf("%s: column %q: %w", name, c.name, err)
-		}
-		if c.feature() {
-			for j := range c.width {
-				if c.list {
-					v.Features = append(v.Features, fmt.Sprintf("%s[%d]", c.name, j))
-				} else {
-					v.Features = append(v.Features, c.name)
-				}
-			}
 		}
 	}
 	v.X = x

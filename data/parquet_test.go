@@ -145,7 +145,7 @@ func TestReadParquet(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.file+" "+c.labelCol, func(t *testing.T) {
 			widths := 0
-			opt := CSVOptions{LabelCol: c.labelCol, Features: func(d int) error { widths = d; return nil }}
+			opt := CSVOptions{LabelCol: c.labelCol, Features: func(d int, _ []string) error { widths = d; return nil }}
 			v, err := LoadVectors(filepath.Join(dir, c.file), opt)
 			if err != nil {
 				t.Fatal(err)

@@ -100,12 +100,60 @@ func (m *Model) OpenSource(modelPath string, cfg *Config, dev torch.Device) (Sou
 	if want.Arch != "mlp" {
 		return openSource(cfg, dev, nil)
 	}
-	return openSource(cfg, dev, func(d int) error {
+	return openSource(cfg, dev, func(d int, names []string) error {
 		if d == want.In {
 			return nil
 		}
-		return widthError(fmt.Sprintf("%s has %d feature columns", cfg.DataFile, d), fmt.Sprintf("the model in %s", modelPath), d, want.In, cfg, m.Cfg.LabelCol)
+		err := widthError(fmt.Sprintf("%s has %d feature columns", cfg.DataFile, d), fmt.Sprintf("the model in %s", modelPath), d, want.In, cfg, m.Cfg.LabelCol)
+		if diff := columnsDiffer(m.Cfg.Features, names); diff != "" {
+			err = fmt.Errorf("%w (%s)", err, diff)
+		}
+		return err
 	})
+}
+
+// columnsDiffer names the feature columns, by the names of both headers, that the
+// training data had and new data lack, and those the new data have beyond them
+// (was a count alone: "127 feature columns, but … takes 128"); "" where either has
+// no names or none differ.
+func columnsDiffer(trained, got []string) string {
+	if trained == nil || got == nil {
+		return ""
+	}
+	some := func(names []string) string {
+		const most = 3
+		q := make([]string, 0, most)
+		for _, n := range names[:min(len(names), most)] {
+			q = append(q, strconv.Quote(n))
+		}
+		if len(names) > most {
+			q = append(q, fmt.Sprintf("and %d more", len(names)-most))
+		}
+		return strings.Join(q, ", ")
+	}
+	var parts []string
+	if lack := without(trained, got); len(lack) > 0 {
+		parts = append(parts, "they lack "+some(lack))
+	}
+	if extra := without(got, trained); len(extra) > 0 {
+		parts = append(parts, "the model took no "+some(extra))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// without is the names in a that b lacks, in a's order.
+func without(a, b []string) []string {
+	in := make(map[string]bool, len(b))
+	for _, n := range b {
+		in[n] = true
+	}
+	var out []string
+	for _, n := range a {
+		if !in[n] {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // widthError says that input, of have feature columns, are not the want that model
@@ -127,7 +175,7 @@ func widthError(input, model string, have, want int, cfg *Config, trainedLabel s
 	return errors.New(msg)
 }
 
-func openSource(cfg *Config, dev torch.Device, features func(d int) error) (Source, error) {
+func openSource(cfg *Config, dev torch.Device, features func(d int, names []string) error) (Source, error) {
 	if err := CheckData(cfg); err != nil {
 		return nil, err
 	}

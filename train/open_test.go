@@ -206,3 +206,25 @@ func TestLoadModelWithoutCheckpoint(t *testing.T) {
 		}
 	}
 }
+
+// A table of another width than the model's names the columns that differ, where
+// both have names.
+func TestColumnsDiffer(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		trained, got []string
+		want         string
+	}{
+		{"one lacking", []string{"a", "b", "c"}, []string{"a", "b"}, `they lack "c"`},
+		{"one more", []string{"a", "b"}, []string{"a", "x", "b"}, `the model took no "x"`},
+		{"both", []string{"a", "b"}, []string{"a", "x", "y"}, `they lack "b"; the model took no "x", "y"`},
+		{"many lacking", []string{"a", "b", "c", "d", "e", "f"}, []string{"a"}, `they lack "b", "c", "d", and 2 more`},
+		{"no names", []string{"a", "b"}, nil, ""},
+		{"no names saved", nil, []string{"a"}, ""},
+		{"a name twice", []string{"a", "a", "b"}, []string{"a", "b"}, ""},
+	} {
+		if got := columnsDiffer(tc.trained, tc.got); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
