@@ -248,6 +248,7 @@ func TestPredictInheritsLabelCol(t *testing.T) {
 		"ids.csv":      "id,a,b\nx,0,0\ny,6,-4\n",
 		"blank.csv":    "id,a,b,label\nx,0,0,\ny,6,-4,\n",
 		"less.csv":     "id,a,label\nx,0,c0\ny,6,c1\n",
+		"renamed.csv":  "id,a,b,class\nx,0,0,0\ny,6,-4,1\n",
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -268,6 +269,7 @@ func TestPredictInheritsLabelCol(t *testing.T) {
 	if r := run(t, dir, "eval", "--model", "r", "--data", "full.csv"); r.code != 0 || !strings.Contains(r.stdout, "on 32 labelled rows") {
 		t.Errorf("eval of the training layout: exit %d, %q %s", r.code, r.stdout, r.stderr)
 	}
+	wantError(t, run(t, dir, "eval", "--model", "r", "--data", "ids.csv"), 2, `ids.csv: 2 rows × 2 features has no labels to score against (the model's label column "label" was not found there: give --label-col`)
 	r = run(t, dir, "predict", "--model", "r", "--data", "ids.csv", "--out", "-")
 	if noCrash(t, r); r.code != 0 || !strings.HasPrefix(r.stdout, "id,cluster,posterior\nx,") {
 		t.Errorf("predict of rows without the label column: exit %d, %q %s", r.code, r.stdout, r.stderr)
@@ -280,10 +282,22 @@ func TestPredictInheritsLabelCol(t *testing.T) {
 			t.Errorf("predict %v: exit %d, %q %s", args, r.code, r.stdout, r.stderr)
 		}
 	}
-	wantError(t, run(t, dir, "eval", "--model", "r", "--data", "blank.csv"), 2, "blank.csv: 2 rows × 2 features has no labels to score against (no row of its label column label has a class)")
+	wantError(t, run(t, dir, "eval", "--model", "r", "--data", "blank.csv"), 2, "blank.csv: 2 rows × 2 features has no labels to score against (no row of its label column \"label\" has a class)")
 	wantError(t, run(t, dir, "train", "--data", "blank.csv", "--label-col", "label", "--id-col", "id", "--k", "2", "--out", "rb"), 1, "no row has a class")
 	// A column the model took is missing: named (was the count alone).
 	wantError(t, run(t, dir, "predict", "--model", "r", "--data", "less.csv", "--out", "-"), 1, `less.csv has 1 feature columns, but the model in r takes 2-feature input (they lack "b")`)
+	// The model's label column under another name: said so (was "give it again",
+	// which named a column the rows lack).
+	wantError(t, run(t, dir, "predict", "--model", "r", "--data", "renamed.csv", "--out", "-"), 1,
+		`renamed.csv has 3 feature columns, but the model in r takes 2-feature input (it trained with --label-col label, a column these data lack: if one of theirs holds labels, name it with --label-col) (the model took no "class")`)
+	// The user's --drop-cols or --id-col of the model's label column: theirs, read
+	// without labels (was "column 3 ("label") is both the label column and a dropped column").
+	for _, args := range [][]string{{"--drop-cols", "label"}, {"--drop-cols", "3"}, {"--id-col", "label", "--drop-cols", "id"}} {
+		r = run(t, dir, append([]string{"predict", "--model", "r", "--data", "full.csv", "--out", "-"}, args...)...)
+		if noCrash(t, r); r.code != 0 || strings.Contains(strings.SplitN(r.stdout, "\n", 2)[0], ",label") {
+			t.Errorf("predict %v: exit %d, %.40q %s", args, r.code, r.stdout, r.stderr)
+		}
+	}
 	// Given, it is the user's: a column the rows lack is refused.
 	wantError(t, run(t, dir, "predict", "--model", "r", "--data", "ids.csv", "--label-col", "label", "--out", "-"), 1, `ids.csv: no column "label"; columns are: id, a, b`)
 	// Rows without a header: the model's ID column, not given here, is said to be.
@@ -421,9 +435,13 @@ func TestPartialLabels(t *testing.T) {
 	if noCrash(t, r); r.code != 0 || r.stderr != kWarning {
 		t.Errorf("train without --k: exit %d, stderr %q, want %q", r.code, r.stderr, kWarning)
 	}
-	r = run(t, dir, "compare", "--data", "full.csv", "--label-col", "label", "--methods", "kmeans", "--seeds", "1")
-	if noCrash(t, r); r.code != 0 || !strings.Contains(r.stderr, kWarning) {
-		t.Errorf("compare without --k: exit %d, stderr %q, want %q in it", r.code, r.stderr, kWarning)
+	// Once, though the baselines run again on the other features (was twice), and
+	// on --quiet too (was not).
+	for _, quiet := range []string{"--quiet=false", "--quiet"} {
+		r = run(t, dir, "compare", "--data", "full.csv", "--label-col", "label", "--methods", "kmeans", "--seeds", "1", quiet)
+		if noCrash(t, r); r.code != 0 || strings.Count(r.stderr, kWarning) != 1 {
+			t.Errorf("compare %s without --k: exit %d, stderr %q, want %q in it once", quiet, r.code, r.stderr, kWarning)
+		}
 	}
 
 	// The scores are those of the labelled rows alone, counted here from the

@@ -702,7 +702,7 @@ func TestErrors(t *testing.T) {
 			want: []string{"three.csv has 3 feature columns", "4-feature", "r4"}},
 		// Rows with a header read the model's label column by its name (TestPredictInheritsLabelCol).
 		{name: "predict with the label as feature", args: []string{"predict", "--model", "r4", "--data", "four-noheader.csv", "--out", "p.csv"}, code: 1,
-			want: []string{"four-noheader.csv has 5 feature columns", "4-feature", "it trained with --label-col label: give it again"}},
+			want: []string{"four-noheader.csv has 5 feature columns", "4-feature", "it trained with --label-col label, a name, and these data have no header: if a column holds labels, give its index with --label-col"}},
 		{name: "predict with a garbage checkpoint", args: []string{"predict", "--model", "garbage.safetensors", "--data", "three.csv"}, code: 1,
 			want: []string{"garbage.safetensors"}},
 		{name: "predict with a truncated checkpoint", args: []string{"predict", "--model", "truncated.safetensors", "--data", "three.csv"}, code: 1,
@@ -1107,6 +1107,7 @@ func TestScore(t *testing.T) {
 		"truth.npy": datatest.NPY(6, 1, func(i, _ int) float32 { return float32(7 * (i / 3)) }),
 		"wide.npy":  datatest.NPY(6, 2, func(i, _ int) float32 { return float32(i / 3) }),
 		"half.npy":  datatest.NPY(6, 1, func(i, _ int) float32 { return float32(i) / 2 }),
+		"big.npy":   datatest.NPY(6, 1, func(i, _ int) float32 { return 1 << 24 }),
 	} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			t.Fatal(err)
@@ -1117,6 +1118,7 @@ func TestScore(t *testing.T) {
 	}
 	wantError(t, run(t, dir, "score", "--truth", "wide.npy", "--pred", "a.csv"), 1, "wide.npy: an array of 2 values a row; want one label a row")
 	wantError(t, run(t, dir, "score", "--truth", "a.csv", "--pred", "half.npy"), 1, "half.npy: row 1: 0.5 is not a whole number")
+	wantError(t, run(t, dir, "score", "--truth", "big.npy", "--pred", "a.csv"), 1, "big.npy: row 0: 16777216 is too large a label to read exactly from an array")
 	// A truth of NA has no class, and is left out; a prediction of NA is refused.
 	if err := os.WriteFile(filepath.Join(dir, "na.txt"), []byte("0\n0\nNA\n1\n1\n1\n"), 0o644); err != nil {
 		t.Fatal(err)

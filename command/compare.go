@@ -252,7 +252,7 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 			src.Close()
 		}
 		for _, cfg := range cfgs {
-			rep, err := compareOn(ctx, opts, cfg, dev, log)
+			rep, err := compareOn(ctx, opts, cfg, dev, log, stderr)
 			if err == nil {
 				err = baselinesOnOtherFeatures(ctx, opts, cfg, rep, dev, log)
 			}
@@ -269,7 +269,7 @@ func runCompare(ctx context.Context, opts compareOptions, stdout, stderr io.Writ
 		}
 		return writeSuite(reps, opts, stdout)
 	}
-	rep, err := compareOn(ctx, opts, opts.Run.Config, dev, log)
+	rep, err := compareOn(ctx, opts, opts.Run.Config, dev, log, stderr)
 	var ie interruptedError
 	if errors.As(err, &ie) && rep != nil && len(rep.Runs) > 0 {
 		// Print what finished, but write no files: a partial table saved under the
@@ -437,7 +437,8 @@ func baselinesOnOtherFeatures(ctx context.Context, opts compareOptions, cfg trai
 	cfg.StandardizeAuto, cfg.Standardize = false, !rep.Standardized
 	opts.Methods = baselines
 	opts.Out = "" // baselines keep no folders, and the plan is the comparison's
-	other, err := compareOn(ctx, opts, cfg, dev, log)
+	// Warned of by the comparison these baselines join.
+	other, err := compareOn(ctx, opts, cfg, dev, log, nil)
 	if err != nil {
 		return err
 	}
@@ -468,17 +469,18 @@ func openCompared(opts compareOptions, cfg *train.Config, dev torch.Device) (tra
 	return src, nil
 }
 
-// compareOn runs every method and seed of opts on the data cfg names. Interrupted, it
-// returns the report of the runs that finished and an interruptedError.
-func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev torch.Device, log io.Writer) (*compare.Report, error) {
+// compareOn runs every method and seed of opts on the data cfg names, warning on warn
+// (nil: not) of what the data make of the settings. Interrupted, it returns the report
+// of the runs that finished and an interruptedError.
+func compareOn(ctx context.Context, opts compareOptions, cfg train.Config, dev torch.Device, log, warn io.Writer) (*compare.Report, error) {
 	methods, seeds := opts.Methods, opts.Seeds
 	src, err := openCompared(opts, &cfg, dev)
 	if err != nil {
 		return nil, err
 	}
 	defer src.Close()
-	if w := opts.Run.partialKWarning(&cfg, src); w != "" {
-		fmt.Fprintln(log, w)
+	if w := opts.Run.partialKWarning(&cfg, src); w != "" && warn != nil {
+		fmt.Fprintln(warn, w) // on --quiet too
 	}
 	plan := ""
 	if opts.Out != "" {

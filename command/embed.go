@@ -24,7 +24,7 @@ func embedCommand() *cli.Command {
 		UsageText: "emclust embed --model RUN [--dataset NAME --data-dir D] --out points.csv",
 		Flags: append(imageDataFlags("the images the model trained on"),
 			&cli.StringFlag{Name: "model", Usage: "run folder of a supervised mnist2d run, as emclust train --arch mnist2d --objective supervised makes (required)"},
-			&cli.StringFlag{Name: "out", Value: "points.csv", Usage: "CSV with columns x,y[,label], written atomically; - writes it to stdout"},
+			&cli.StringFlag{Name: "out", Value: "points.csv", Usage: "CSV with columns x,y[,label] (the class's name where the data name their classes: Fashion-MNIST's, a folder's), written atomically; - writes it to stdout"},
 			deviceFlag(),
 			forceFlag,
 		),

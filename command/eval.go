@@ -45,9 +45,11 @@ func runEval(_ context.Context, opts evalOptions, stdout, stderr io.Writer) erro
 	labels := in.src.Labels()
 	if labels == nil {
 		hint := ""
-		switch {
+		switch trained := in.trainedLabel; {
 		case in.Cfg.LabelCol != "":
-			hint = fmt.Sprintf(" (no row of its label column %s has a class)", in.Cfg.LabelCol)
+			hint = fmt.Sprintf(" (no row of its label column %q has a class)", in.Cfg.LabelCol)
+		case in.Cfg.LabelColFromModel: // looked for, and not there
+			hint = fmt.Sprintf(" (the model's label column %q was not found there: give --label-col for a CSV or Parquet file)", trained)
 		case in.Cfg.DataFile != "":
 			hint = " (give --label-col for a CSV or Parquet file)"
 		}

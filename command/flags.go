@@ -167,7 +167,7 @@ func inferenceDataFlags(dflt string) []cli.Flag {
 		case "standardize":
 			flags[i] = &cli.BoolFlag{Name: "standardize", Usage: "new rows are z-scored by the training data's statistics where the model trained on z-scores, else read raw; another setting than the model's is refused", DefaultText: "as in training"}
 		case "label-col":
-			flags[i] = &cli.StringFlag{Name: "label-col", Usage: "CSV or Parquet column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring, over the rows whose label cell is not empty or NA", DefaultText: "the model's, given by name, where the new rows have a column of that name; else none"}
+			flags[i] = &cli.StringFlag{Name: "label-col", Usage: "CSV or Parquet column holding ground-truth labels, by name or 0-based index (-1: last); used only for scoring, over the rows whose label cell is not empty or NA", DefaultText: "the model's where it named one and the new rows, read from a file (not a pipe), have a column of that name; else none"}
 		case "id-col":
 			flags[i] = &cli.StringFlag{Name: "id-col", Usage: "CSV or Parquet column of row IDs, by name or 0-based index, which predict's assignments name each row by; --id-col none reads none", DefaultText: "as in training"}
 		case "drop-cols":

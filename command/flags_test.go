@@ -60,6 +60,7 @@ func TestCheckOutputUnwritableFolder(t *testing.T) {
 	if err := os.Chmod(ro, 0o555); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { os.Chmod(ro, 0o755) }) // for t.TempDir's removal, where not root
 	if os.Geteuid() == 0 {
 		// The folders are root's: what nobody may write there is what "others" may.
 		if err := os.Chmod(rw, 0o777); err != nil {

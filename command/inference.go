@@ -121,11 +121,19 @@ func warnUnfinished(log io.Writer, m *train.Model, path string) {
 }
 
 // openModelData opens the data cfg names for the model m (saved at path): a label
-// column taken from the model that the new rows lack is left out, and a column the
-// model's data left out that they lack is explained (dataOptions.explainDropped).
+// column taken from the model is left out where the new rows lack it or the user's
+// --drop-cols or --id-col names it, and a column the model's data left out that
+// they lack is explained (dataOptions.explainDropped).
 func openModelData(m *train.Model, path string, cfg *train.Config, d dataOptions, dev torch.Device) (train.Source, error) {
 	src, err := m.OpenSource(path, cfg, dev)
-	if missing := (*data.MissingColumnError)(nil); cfg.LabelColFromModel && errors.As(err, &missing) && missing.Flag == "--label-col" {
+	var missing *data.MissingColumnError
+	var roles *data.RolesError
+	switch {
+	case !cfg.LabelColFromModel:
+	case errors.As(err, &missing) && missing.Flag == "--label-col":
+		cfg.LabelCol = "" // LabelColFromModel stays: the model's was looked for (eval says so)
+		src, err = m.OpenSource(path, cfg, dev)
+	case errors.As(err, &roles) && roles.Label:
 		cfg.LabelCol, cfg.LabelColFromModel = "", false
 		src, err = m.OpenSource(path, cfg, dev)
 	}
@@ -263,6 +271,8 @@ type inference struct {
 	dev  torch.Device
 	log  io.Writer // where a terminal shows predict's progress
 	bar  bool      // whether it may
+	// trainedLabel is the label column the model trained with (Cfg becomes the data's).
+	trainedLabel string
 }
 
 // openInference loads the model on its device and the data the options name (or the
@@ -283,7 +293,7 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 		m.Close()
 		return nil, err
 	}
-	in := &inference{Model: m, path: opts.Model, dev: dev, log: log, bar: !opts.Quiet}
+	in := &inference{Model: m, path: opts.Model, dev: dev, log: log, bar: !opts.Quiet, trainedLabel: m.Cfg.LabelCol}
 	trainedOn := m.Cfg.DataDigest
 	in.src, err = openModelData(m, opts.Model, cfg, opts.Data, dev)
 	if err == nil {

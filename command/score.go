@@ -150,7 +150,11 @@ func npyLabels(r io.Reader, path string) ([]int, error) {
 	}
 	cells := make([]string, v.N)
 	for i, x := range v.X {
-		if x != float32(math.Trunc(float64(x))) || math.Abs(float64(x)) > 1<<24 {
+		switch {
+		case math.Abs(float64(x)) >= 1<<24:
+			// Read as float32: 16777217 came back as 16777216, another class.
+			return nil, fmt.Errorf("%s: row %d: %.0f is too large a label to read exactly from an array (2²⁴ or more); save the labels as text, one a line", path, i, x)
+		case x != float32(math.Trunc(float64(x))):
 			return nil, fmt.Errorf("%s: row %d: %g is not a whole number; labels are class or cluster numbers", path, i, x)
 		}
 		cells[i] = strconv.Itoa(int(x))

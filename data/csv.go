@@ -777,7 +777,7 @@ func (p *csvParser) assign(j int, role string) error {
 		if was == role && role == roleDropped {
 			return nil
 		}
-		return fmt.Errorf("%s: %s is both %s and %s", p.name, p.col(j), was, role)
+		return &RolesError{fmt.Sprintf("%s: %s is both %s and %s", p.name, p.col(j), was, role), was == roleLabel || role == roleLabel}
 	}
 	p.role[j], p.skip[j] = role, true
 	switch role {

@@ -48,6 +48,15 @@ type MissingColumnError struct{ msg, Flag string }
 
 func (e *MissingColumnError) Error() string { return e.msg }
 
+// RolesError is a column given two roles (the label, the IDs, dropped); Label says
+// whether one is the label's, which a model's label column taken for new rows yields.
+type RolesError struct {
+	msg   string
+	Label bool
+}
+
+func (e *RolesError) Error() string { return e.msg }
+
 // Column names a column of a table: What for a message, Flag as --drop-cols takes it.
 type Column struct{ What, Flag string }
 

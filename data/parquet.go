@@ -245,7 +245,7 @@ func parquetColumns(f *parquet.File, name string, opt CSVOptions) (cols []parque
 			return nil, nil, err
 		}
 		if was := role[j]; was != "" && !(was == roleDropped && c.role == roleDropped) {
-			return nil, nil, fmt.Errorf("%s: column %q is both %s and %s", name, top[j].Name(), was, c.role)
+			return nil, nil, &RolesError{fmt.Sprintf("%s: column %q is both %s and %s", name, top[j].Name(), was, c.role), was == roleLabel || c.role == roleLabel}
 		}
 		role[j] = c.role
 		switch c.role {

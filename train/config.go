@@ -36,7 +36,8 @@ type Config struct {
 	// data (data.CSVOptions.ColumnsFromModel).
 	ColumnsFromModel bool `json:"-"`
 	// LabelColFromModel says LabelCol is a trained model's, named for new data that
-	// may not have it: an open that finds no such column is tried again without it.
+	// may not have it: an open that finds no such column is tried again without it
+	// (LabelCol emptied, this left set).
 	LabelColFromModel bool `json:"-"`
 	// ForModel says the data are read for a trained model to assign: a label column
 	// in which no row has a class is read as no labels (data.CSVOptions.ClasslessLabels).

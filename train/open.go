@@ -104,7 +104,7 @@ func (m *Model) OpenSource(modelPath string, cfg *Config, dev torch.Device) (Sou
 		if d == want.In {
 			return nil
 		}
-		err := widthError(fmt.Sprintf("%s has %d feature columns", cfg.DataFile, d), fmt.Sprintf("the model in %s", modelPath), d, want.In, cfg, m.Cfg.LabelCol)
+		err := widthError(fmt.Sprintf("%s has %d feature columns", cfg.DataFile, d), fmt.Sprintf("the model in %s", modelPath), d, want.In, cfg, m.Cfg.LabelCol, &names)
 		if diff := columnsDiffer(m.Cfg.Features, names); diff != "" {
 			err = fmt.Errorf("%w (%s)", err, diff)
 		}
@@ -159,14 +159,22 @@ func without(a, b []string) []string {
 // widthError says that input, of have feature columns, are not the want that model
 // takes; with one too many, that a CSV's label column may be among them (a NumPy
 // array has none, and --label-col is refused for one, as for an embedded table),
-// and which one the model trained with, trainedLabel, where it did.
-func widthError(input, model string, have, want int, cfg *Config, trainedLabel string) error {
+// and which one the model trained with, trainedLabel, where it did. header, where
+// known, points to the names of the feature columns as read (nil: no header line).
+func widthError(input, model string, have, want int, cfg *Config, trainedLabel string, header *[]string) error {
 	msg := fmt.Sprintf("%s, but %s takes %d-feature input", input, model, want)
 	if have == want+1 && cfg.LabelCol == "" && cfg.DataFile != "" && !strings.HasSuffix(strings.ToLower(cfg.DataFile), ".npy") {
-		if trainedLabel != "" {
-			msg += fmt.Sprintf(" (it trained with --label-col %s: give it again for these data)", data.ShellQuote(trainedLabel))
-		} else {
+		_, byIndex := strconv.Atoi(trainedLabel)
+		switch {
+		case trainedLabel == "":
 			msg += " (if one column holds labels, name it with --label-col)"
+		case byIndex == nil || header == nil || data.IsStream(cfg.DataFile):
+			msg += fmt.Sprintf(" (it trained with --label-col %s: give it again for these data)", data.ShellQuote(trainedLabel))
+		case *header == nil:
+			// Read with the model's label column first, by its name (dataOptions.config).
+			msg += fmt.Sprintf(" (it trained with --label-col %s, a name, and these data have no header: if a column holds labels, give its index with --label-col)", data.ShellQuote(trainedLabel))
+		default:
+			msg += fmt.Sprintf(" (it trained with --label-col %s, a column these data lack: if one of theirs holds labels, name it with --label-col)", data.ShellQuote(trainedLabel))
 		}
 	}
 	if have < want && len(cfg.DropCols) > 0 {
@@ -303,7 +311,7 @@ func standardize(cfg *Config, v *data.Vectors) error {
 	if cfg.InputMean != nil {
 		// Said here as CheckInput says it, which runs after this.
 		if d := len(cfg.InputMean); d != v.D {
-			return widthError(fmt.Sprintf("%s has %d feature columns", v.Source, v.D), "the model", v.D, d, cfg, "")
+			return widthError(fmt.Sprintf("%s has %d feature columns", v.Source, v.D), "the model", v.D, d, cfg, "", nil)
 		}
 		return v.ApplyStandardize(cfg.InputMean, cfg.InputStd)
 	}
@@ -454,7 +462,7 @@ func (m *Model) CheckInput(modelPath string, src Source, cfg *Config) error {
 	}
 	if got.In != want.In || got.H != want.H || got.W != want.W || got.InC != want.InC {
 		if want.Arch == "mlp" && got.Arch == "mlp" {
-			return widthError(src.Describe(), "the model in "+modelPath, got.In, want.In, cfg, m.Cfg.LabelCol)
+			return widthError(src.Describe(), "the model in "+modelPath, got.In, want.In, cfg, m.Cfg.LabelCol, nil)
 		}
 		return fmt.Errorf("%s, but the model in %s takes %s input", src.Describe(), modelPath, describeInput(want))
 	}
