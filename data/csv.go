@@ -413,21 +413,13 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 			v.IDs = p.ids
 		case !skip:
 			if countsRows(v.X, v.N, v.D, feature) {
-				arg := strconv.Itoa(j)
-				if p.names != nil {
-					arg = colArg(j, p.names[j], p.names)
-				}
-				v.RowCounters = append(v.RowCounters, Column{p.col(j), arg})
+				v.RowCounters = append(v.RowCounters, Column{p.col(j), p.flagArg(j)})
 			}
 			feature++
 		}
 	}
 	if p.labelCol >= 0 {
-		arg := strconv.Itoa(p.labelCol)
-		if p.names != nil {
-			arg = colArg(p.labelCol, p.names[p.labelCol], p.names)
-		}
-		if err := p.allEmpty(v.N, p.name+": "+p.col(p.labelCol), arg); err == nil {
+		if err := p.allEmpty(v.N, p.name+": "+p.col(p.labelCol), p.flagArg(p.labelCol)); err == nil {
 			v.Labels, v.Classes = p.sorted()
 		} else if !opt.ClasslessLabels {
 			return nil, err
@@ -675,11 +667,17 @@ func (p *csvParser) labelHint(j int) string {
 		// A comma file named .tsv read as one column: "--label-col a,b,c" misled.
 		return " (the file reads as one column: is it separated by another character than its name says? .tsv is read by tabs)"
 	}
-	arg := strconv.Itoa(j)
-	if p.names != nil {
-		arg = colArg(j, p.names[j], p.names)
+	return notFeatureHint(p.flagArg(j), p.col(j), p.labelCol < 0, p.idCol < 0)
+}
+
+// flagArg is column j as a hint's flag names it: by name where the header has one
+// that a shell and --drop-cols' commas leave whole and that selects it alone (colArg),
+// else by index.
+func (p *csvParser) flagArg(j int) string {
+	if p.names == nil {
+		return strconv.Itoa(j)
 	}
-	return notFeatureHint(arg, p.col(j), p.labelCol < 0, p.idCol < 0)
+	return colArg(j, p.names[j], p.names)
 }
 
 // emptyHint says what an empty cell in feature column j may be: a missing value, or
@@ -689,10 +687,7 @@ func (p *csvParser) emptyHint(j int) string {
 	if p.ncol == 1 {
 		return ""
 	}
-	arg := strconv.Itoa(j)
-	if p.names != nil {
-		arg = colArg(j, p.names[j], p.names)
-	}
+	arg := p.flagArg(j)
 	hint := " (a missing value: fill it, or leave the row out"
 	if p.labelCol < 0 {
 		hint += fmt.Sprintf("; if %s holds class labels, some left empty, pass --label-col %s", p.col(j), arg)
