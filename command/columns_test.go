@@ -309,6 +309,35 @@ func TestPredictInheritsLabelCol(t *testing.T) {
 	}
 }
 
+// IDs that name two rows alike are warned of, by train and predict, on --quiet too:
+// score pairs assignments by them, and refuses a name given twice.
+func TestDuplicateIDsWarned(t *testing.T) {
+	dir := t.TempDir()
+	writeBlobTables(t, dir, "customer,a,b", 20, func(i int, a, b float64) string {
+		id := fmt.Sprintf("c%d", i)
+		if i == 7 || i == 12 {
+			id = "c3"
+		}
+		if i == 15 {
+			id = "c1"
+		}
+		return fmt.Sprintf("%s,%g,%g", id, a, b)
+	})
+	want := `emclust: warning: 3 of the IDs in column "customer" name a row named before ("c1" names rows 2 and 16)`
+	r := run(t, dir, "train", "--quiet", "--data", "full.csv", "--id-col", "customer", "--k", "2", "--restarts", "1", "--epochs", "1", "--out", "r")
+	if noCrash(t, r); r.code != 0 || strings.Count(r.stderr, want) != 1 {
+		t.Errorf("train: exit %d, stderr %q, want %q once", r.code, r.stderr, want)
+	}
+	r = run(t, dir, "predict", "--quiet", "--model", "r", "--data", "full.csv", "--out", "-")
+	if noCrash(t, r); r.code != 0 || !strings.Contains(r.stderr, want) {
+		t.Errorf("predict: exit %d, stderr %q, want %q", r.code, r.stderr, want)
+	}
+	r = run(t, dir, "predict", "--quiet", "--model", "r", "--data", "full.csv", "--id-col", "none", "--drop-cols", "customer", "--out", "-")
+	if noCrash(t, r); r.code != 0 || strings.Contains(r.stderr, "IDs") {
+		t.Errorf("predict without IDs: exit %d, stderr %q, want no warning", r.code, r.stderr)
+	}
+}
+
 // An image folder's assignments name each image by its path under the folder, in
 // train's and in predict's.
 func TestFolderAssignmentsNamePaths(t *testing.T) {

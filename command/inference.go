@@ -304,6 +304,7 @@ func openInference(opts modelOptions, log io.Writer) (*inference, error) {
 		return nil, err
 	}
 	warnSkippedImages(log, in.src)
+	warnDuplicateIDs(log, in.src)
 	switch {
 	case opts.Data.Given || trainedOn == "" || cfg.DataDigest == trainedOn:
 	case opts.Data.DataDir != "" && cfg.Dataset == "folder" && realPath(opts.Data.DataDir) != realPath(m.Cfg.DataDir):

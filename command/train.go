@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -967,6 +969,7 @@ func toFloat32(xs []float64) []float32 {
 // the index pandas' to_csv writes, clustered as a feature, splits the rows into bands).
 func warnData(log io.Writer, src train.Source) {
 	warnSkippedImages(log, src)
+	warnDuplicateIDs(log, src)
 	vs, ok := src.(*train.VectorSource)
 	if !ok {
 		return
@@ -974,6 +977,40 @@ func warnData(log io.Writer, src train.Source) {
 	for _, c := range vs.RowCounters() {
 		fmt.Fprintf(log, "emclust: warning: %s counts the rows, one up each row, as an ID or the index pandas' to_csv writes does; it is clustered as a feature unless --id-col %s (to name the rows by it) or --drop-cols %s leaves it out\n", c.What, c.Flag, c.Flag)
 	}
+}
+
+// warnDuplicateIDs warns where src's IDs (--id-col) name two rows alike: the
+// assignments name the rows by them, and score pairs two such files by them (and
+// refuses a name given twice). Sorted row numbers, 4 bytes a row, find them.
+func warnDuplicateIDs(log io.Writer, src train.Source) {
+	named, ok := src.(interface{ IDs() ([]string, string) })
+	if !ok {
+		return
+	}
+	ids, col := named.IDs()
+	if len(ids) < 2 || len(ids) > math.MaxInt32 {
+		return
+	}
+	rows := make([]int32, len(ids))
+	for i := range rows {
+		rows[i] = int32(i)
+	}
+	slices.SortStableFunc(rows, func(a, b int32) int { return strings.Compare(ids[a], ids[b]) })
+	dup, first, second := 0, -1, -1
+	for i := 1; i < len(rows); i++ {
+		if ids[rows[i]] != ids[rows[i-1]] {
+			continue
+		}
+		dup++
+		if a, b := int(rows[i-1]), int(rows[i]); first < 0 || a < first {
+			first, second = a, b
+		}
+	}
+	if dup == 0 {
+		return
+	}
+	fmt.Fprintf(log, "emclust: warning: %d of the IDs in column %q name a row named before (%q names rows %d and %d): the assignments name rows by them, and score cannot pair rows by them\n",
+		dup, col, ids[first], first+1, second+1)
 }
 
 // warnSkippedImages warns of the images --skip-bad-images left out of src, which
