@@ -2,7 +2,6 @@ package command
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -101,7 +100,7 @@ func readScored(path, col string) (scored, error) {
 	defer f.Close()
 	br := bufio.NewReader(f)
 	head, _ := br.Peek(4096)
-	if bytes.HasPrefix(head, []byte("\x93NUMPY")) {
+	if data.IsNPY(head) {
 		labels, err := npyLabels(br, path)
 		return scored{labels: labels}, err
 	}

@@ -194,7 +194,7 @@ func parseCSV(r io.Reader, name string, opt CSVOptions, size, unzipped int64) (*
 	switch {
 	case isUTF16(head):
 		return nil, fmt.Errorf("%s: UTF-16 text; save it as UTF-8 (CSV UTF-8 in a spreadsheet, or iconv -f UTF-16 -t UTF-8)", name)
-	case bytes.HasPrefix(head, []byte(npyMagic)):
+	case IsNPY(head):
 		// Was ":2: 1 fields, want 5" for a renamed (or gzip'd) array.
 		return nil, fmt.Errorf("%s: a NumPy array, not text; give it as a .npy file (gunzipped, if it was gzipped: .npy.gz is not read)", name)
 	case bytes.HasPrefix(head, []byte(parquetMagic)):

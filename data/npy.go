@@ -2,6 +2,7 @@ package data
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -40,6 +41,9 @@ func fileSize(f *os.File) int64 {
 
 // npyMagic starts every .npy file.
 const npyMagic = "\x93NUMPY"
+
+// IsNPY says whether head, a file's first bytes, start a NumPy .npy array.
+func IsNPY(head []byte) bool { return bytes.HasPrefix(head, []byte(npyMagic)) }
 
 // npyMaxHeader bounds the header length a file may claim; NumPy itself
 // refuses headers over 10000 bytes by default.

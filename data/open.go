@@ -77,7 +77,7 @@ func readStream(path string, opt CSVOptions) (*Vectors, error) {
 	if head, _ := br.Peek(len(parquetMagic)); string(head) == parquetMagic {
 		return nil, fmt.Errorf("%s: a Parquet file, which is read from its end; save it to a file and give that", path)
 	}
-	if head, _ := br.Peek(len(npyMagic)); string(head) == npyMagic {
+	if head, _ := br.Peek(len(npyMagic)); IsNPY(head) {
 		if opt.LabelCol != "" {
 			return nil, fmt.Errorf("%s: a NumPy array, which has no label column for --label-col %s; give the labels as a CSV column, or leave --label-col out", path, opt.LabelCol)
 		}
