@@ -3862,32 +3862,42 @@ func TestAssignmentsNameClasses(t *testing.T) {
 // may be nil): a run as an older build, or an interrupt, would have left it.
 func saveRunAs(t *testing.T, from, to string, edit func(*train.Config), editRun func(*train.Run)) {
 	t.Helper()
+	r, _, closeRun := openRunAs(t, from, to, edit)
+	if editRun != nil {
+		editRun(r)
+	}
+	err := r.Save()
+	closeRun()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// openRunAs opens the run saved in from, on its data, as a run in to, its config
+// changed by edit (nil: none) after the data are opened, and restores it from from's
+// checkpoint; closeRun closes the run and then its data.
+func openRunAs(t *testing.T, from, to string, edit func(*train.Config)) (r *train.Run, src train.Source, closeRun func()) {
+	t.Helper()
 	f, cfg, _, err := train.ReadCheckpoint(from)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := train.OpenSource(cfg, torch.CPU)
-	if err != nil {
+	if src, err = train.OpenSource(cfg, torch.CPU); err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
 	if edit != nil {
 		edit(cfg)
 	}
-	r, err := train.New(*cfg, src, torch.CPU, to)
-	if err != nil {
+	if r, err = train.New(*cfg, src, torch.CPU, to); err != nil {
+		src.Close()
 		t.Fatal(err)
 	}
-	if err := r.Restore(f); err == nil {
-		if editRun != nil {
-			editRun(r)
-		}
-		err = r.Save()
-	}
-	r.Close()
-	if err != nil {
+	closeRun = func() { r.Close(); src.Close() }
+	if err := r.Restore(f); err != nil {
+		closeRun()
 		t.Fatal(err)
 	}
+	return r, src, closeRun
 }
 
 // interruptAt runs emclust in dir and sends it SIGINT once a line of its stderr
@@ -4004,27 +4014,12 @@ func TestInterruptBeforeUnlabelledBaseline(t *testing.T) {
 	if r := run(t, dir, "train", "--quiet", "--data", "ab.csv", "--k", "2", "--restarts", "1", "--epochs", "1", "--device", "cpu", "--out", "r"); r.code != 0 {
 		t.Fatalf("train: exit %d: %s", r.code, r.stderr)
 	}
-	f, cfg, _, err := train.ReadCheckpoint(filepath.Join(dir, "r"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := train.OpenSource(cfg, torch.CPU)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	r, err := train.New(*cfg, src, torch.CPU, filepath.Join(dir, "r"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	if err := r.Restore(f); err != nil {
-		t.Fatal(err)
-	}
+	r, src, closeRun := openRunAs(t, filepath.Join(dir, "r"), filepath.Join(dir, "r"), nil)
+	defer closeRun()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	var stdout, log bytes.Buffer
-	err = finishRun(ctx, r, src, torch.CPU, 0, false, &stdout, &log, &log)
+	err := finishRun(ctx, r, src, torch.CPU, 0, false, &stdout, &log, &log)
 	if ie := (interruptedError{}); !errors.As(err, &ie) {
 		t.Errorf("finishRun after an interrupt: %v, want it interrupted", err)
 	}
