@@ -223,7 +223,7 @@ func (d dataOptions) config(trained *train.Config) *train.Config {
 	// And its label column, given by name, where the new rows have it (new rows of the
 	// training file's layout were refused: the labels read as a feature). Not of a
 	// pipe, which cannot be read again without it.
-	if _, index := strconv.Atoi(trained.LabelCol); !d.LabelColGiven && table && trained.LabelCol != "" && index != nil && !data.IsStream(cfg.DataFile) {
+	if _, err := strconv.Atoi(trained.LabelCol); !d.LabelColGiven && table && trained.LabelCol != "" && err != nil /* a name */ && !data.IsStream(cfg.DataFile) {
 		cfg.LabelCol, cfg.LabelColFromModel = trained.LabelCol, true
 	}
 	cfg.ColumnsFromModel = len(cfg.DropCols) > 0 && d.DropCols == nil || cfg.IDCol != "" && d.IDCol == nil

@@ -164,11 +164,12 @@ func without(a, b []string) []string {
 func widthError(input, model string, have, want int, cfg *Config, trainedLabel string, header *[]string) error {
 	msg := fmt.Sprintf("%s, but %s takes %d-feature input", input, model, want)
 	if have == want+1 && cfg.LabelCol == "" && cfg.DataFile != "" && !strings.HasSuffix(strings.ToLower(cfg.DataFile), ".npy") {
-		_, byIndex := strconv.Atoi(trainedLabel)
+		_, err := strconv.Atoi(trainedLabel)
+		byIndex := err == nil
 		switch {
 		case trainedLabel == "":
 			msg += " (if one column holds labels, name it with --label-col)"
-		case byIndex == nil || header == nil || data.IsStream(cfg.DataFile):
+		case byIndex || header == nil || data.IsStream(cfg.DataFile):
 			msg += fmt.Sprintf(" (it trained with --label-col %s: give it again for these data)", data.ShellQuote(trainedLabel))
 		case *header == nil:
 			// Read with the model's label column first, by its name (dataOptions.config).
