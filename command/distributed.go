@@ -16,6 +16,7 @@ import (
 
 	"emclust/launch"
 	"emclust/torch"
+	"emclust/train"
 )
 
 // distFlags are train's multi-process flags. The launch forms are in README.
@@ -124,10 +125,6 @@ func joinGroup(ctx context.Context, role *launch.Role, dev torch.Device, threads
 		return nil, fmt.Errorf("%s: this build of the emtorch shim has no %v (rebuild it with %s)", role.Launcher, backend, need)
 	}
 	iface, _, _ := strings.Cut(os.Getenv("GLOO_SOCKET_IFNAME"), ",")
-	type joined struct {
-		g   *torch.Group
-		err error
-	}
 	done := make(chan joined, 1)
 	go func() {
 		g, err := torch.NewGroup(torch.GroupConfig{
@@ -146,6 +143,10 @@ func joinGroup(ctx context.Context, role *launch.Role, dev torch.Device, threads
 	// at once, and its answer serves the error too.
 	patience := time.NewTimer(min(15*time.Second, o.Timeout/4))
 	defer patience.Stop()
+	// Gloo's connects can outlast the timeout several times over (a RANK given to two
+	// processes kept one waiting 5×), so the wait ends here too, a little after it.
+	overdue := time.NewTimer(o.Timeout + joinGrace)
+	defer overdue.Stop()
 	var lookup chan string // nil until the lookup starts, and once it has answered
 	why := ""              // the lookup's answer: that the name does not resolve, or ""
 	for joining := true; joining; {
@@ -168,21 +169,20 @@ func joinGroup(ctx context.Context, role *launch.Role, dev torch.Device, threads
 			// The join cannot be called off: it waits in libtorch until --dist-timeout
 			// (5 minutes by default), which an interrupt need not. The process leaves
 			// it there, and a group that forms meanwhile is left at once.
-			go func() {
-				if j := <-done; j.g != nil {
-					j.g.Close()
-				}
-			}()
+			abandon(done)
 			return nil, ctx.Err()
+		case <-overdue.C:
+			abandon(done)
+			g, err, joining = nil, errJoinOverdue, false
 		}
 	}
 	if err != nil {
 		hint := ""
-		if msg := strings.ToLower(err.Error()); strings.Contains(msg, "timeout") || strings.Contains(msg, "timed out") {
+		if msg := strings.ToLower(err.Error()); strings.Contains(msg, "timeout") || strings.Contains(msg, "timed out") || errors.Is(err, errJoinOverdue) {
 			if lookup != nil {
 				why = <-lookup // started a quarter of the timeout ago; bounded by its own
 			}
-			hint = fmt.Sprintf(" (the %d ranks did not all come within --dist-timeout %v: were they all started, with the same MASTER_ADDR and MASTER_PORT?)", role.World, o.Timeout)
+			hint = fmt.Sprintf(" (the %d ranks did not all come within --dist-timeout %v: were they all started, each with its own RANK, and the same MASTER_ADDR and MASTER_PORT?)", role.World, o.Timeout)
 			if why != "" {
 				hint = fmt.Sprintf(" (%s)", why)
 			}
@@ -190,6 +190,28 @@ func joinGroup(ctx context.Context, role *launch.Role, dev torch.Device, threads
 		return nil, fmt.Errorf("join %d ranks at %s as rank %d (%s, %v): %w%s", role.World, at, role.Rank, role.Launcher, backend, err, hint)
 	}
 	return g, nil
+}
+
+// joined is what a join returned.
+type joined struct {
+	g   *torch.Group
+	err error
+}
+
+// joinGrace is how long past --dist-timeout joinGroup waits for libtorch's own
+// timeout before it gives up the join itself, with errJoinOverdue.
+const joinGrace = 10 * time.Second
+
+var errJoinOverdue = errors.New("gave up waiting")
+
+// abandon leaves a join that libtorch goes on with: a group that forms later is left
+// at once.
+func abandon(done <-chan joined) {
+	go func() {
+		if j := <-done; j.g != nil {
+			j.g.Close()
+		}
+	}()
 }
 
 // unresolved says, for a waiting rank's line, that host does not resolve: empty when
@@ -226,7 +248,7 @@ func interruptedIn(ctx context.Context, err error) bool {
 // have not are the ones that died (killed, or their machine or network failed). If the
 // store itself is gone, rank 0, which serves it, is.
 func explainLost(g *torch.Group, role *launch.Role, err error) error {
-	storeGone := g.Set(fmt.Sprintf("failed/%d", g.Rank()), "1") != nil
+	storeGone := train.PublishFailure(g, err) != nil
 	var lost []string
 	if !storeGone {
 		time.Sleep(time.Second)

@@ -330,6 +330,9 @@ func TestDistributedErrors(t *testing.T) {
 	port := unusedPort(t)
 	images := filepath.Join(dir, "images")
 	writeIDXSet(t, images, 48, 16)
+	if err := os.WriteFile(filepath.Join(dir, "ten.csv"), []byte(randomCSV(10, 4, 2, 1, true)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		envs [][]string
@@ -342,11 +345,18 @@ func TestDistributedErrors(t *testing.T) {
 		{"no other rank", [][]string{rankEnv(0, 2, unusedPort(t))}, [][]string{append(train, "--out", "a0")}, "did not all come within --dist-timeout 3s", 0},
 		{"port in use", [][]string{rankEnv(0, 2, busyPort)}, [][]string{append(train, "--out", "b")}, "rank 0: join 2 ranks", 0},
 		{"different flags", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
-			[][]string{append(both, "--out", "c"), append(both, "--out", "c", "--lr", "0.01")}, "config differs", 2},
+			[][]string{append(both, "--out", "c"), append(both, "--out", "c", "--lr", "0.01")}, `'s config differs from rank`, 2},
+		{"different flags named", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
+			[][]string{append(both, "--out", "c2", "--epochs", "3"), append(both, "--out", "c2", "--epochs", "4")}, `'s in "epochs" (`, 2},
+		// A machine without the data: rank 0 heard why at once (was "read rank 1's
+		// config: torch: store_get: Socket Timeout" after --dist-timeout, longer where
+		// interrupted).
+		{"a rank without its data", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
+			[][]string{append(both, "--out", "n", "--data", "ten.csv"), append(both, "--out", "n", "--data", "nope.csv")}, "nope.csv: no such file or directory", 0},
 		{"batch does not split", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
 			[][]string{append(both, "--out", "d", "--batch-size", "127")}, "does not split over 2 ranks", 2},
-		{"bad variable", [][]string{append(os.Environ(), "RANK=x", "WORLD_SIZE=2")}, [][]string{append(train, "--out", "e")}, `RANK="x"`, 0},
-		{"rank beyond world", [][]string{rankEnv(2, 2, port)}, [][]string{append(train, "--out", "f")}, "rank 2 (RANK) of a world of 2 (WORLD_SIZE)", 0},
+		{"bad variable", [][]string{append(os.Environ(), "RANK=x", "WORLD_SIZE=2")}, [][]string{append(train, "--out", "e")}, `RANK="x"`, 2},
+		{"rank beyond world", [][]string{rankEnv(2, 2, port)}, [][]string{append(train, "--out", "f")}, "rank 2 (RANK) of a world of 2 (WORLD_SIZE)", 2},
 		{"restarts", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)}, [][]string{append(both, "--out", "g", "--restarts", "2")}, "--restarts, --trial-epochs or --keep-by with 2 processes", 0},
 		{"trials", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
 			[][]string{append(both, "--out", "h", "--dataset", "mnist", "--data-dir", images, "--trial-epochs", "2")}, "--restarts, --trial-epochs or --keep-by with 2 processes", 0},
@@ -390,8 +400,8 @@ func TestWaitingRankSaysSo(t *testing.T) {
 	}
 }
 
-// A rank killed mid-run stops the run: --nproc names the lost rank, and the last
-// checkpoint stays loadable and resumable.
+// A rank killed mid-run stops the run: --nproc names the lost rank and how to
+// resume, and the last checkpoint stays loadable and resumable.
 func TestLostRank(t *testing.T) {
 	dir := t.TempDir()
 	bigCSV(t, dir)
@@ -410,8 +420,9 @@ func TestLostRank(t *testing.T) {
 		t.Fatal("the run went on 60 s after a rank was killed")
 	}
 	t.Logf("stopped %.1fs after the kill: %s", time.Since(start).Seconds(), stderr.String())
-	if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(stderr.String(), "rank 1 of 2 was killed") {
-		t.Errorf("exit %d, stderr %q; want a failure naming rank 1", cmd.ProcessState.ExitCode(), stderr.String())
+	if cmd.ProcessState.ExitCode() == 0 || !strings.Contains(stderr.String(), "rank 1 of 2 was killed (SIGKILL") ||
+		!strings.Contains(stderr.String(), "continue from run's last checkpoint with emclust train --resume run --nproc 2") {
+		t.Errorf("exit %d, stderr %q; want a failure naming rank 1 and how to resume", cmd.ProcessState.ExitCode(), stderr.String())
 	}
 	checkRunUsable(t, dir)
 }

@@ -128,7 +128,7 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 	}()
 	role, err := launch.FromEnv(os.Getenv)
 	if err != nil {
-		return err
+		return usageError{err} // the launch variables, set as a command line is
 	}
 	if role == nil && opts.Dist.NProc > 1 {
 		// Said once, before any rank starts, as each rank would say it (runRank).
@@ -145,7 +145,12 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		if err := streamInRanks(file, opts.Dist.NProc); err != nil {
 			return err
 		}
-		return spawnRanks(ctx, opts.Dist, stdout, stderr)
+		err := spawnRanks(ctx, opts.Dist, stdout, stderr)
+		dir := cmp.Or(opts.Resume, opts.Out)
+		if killed := (*launch.KilledError)(nil); errors.As(err, &killed) && dir != "" && exists(filepath.Join(dir, "checkpoint.safetensors")) {
+			err = fmt.Errorf("%w: continue from %s's last checkpoint with emclust train --resume %s --nproc %d", err, dir, data.ShellQuote(dir), opts.Dist.NProc)
+		}
+		return err
 	}
 	if role != nil {
 		// Rank 0 speaks for the run; the others report only their errors, and that
@@ -171,7 +176,7 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 }
 
 // runRank trains the run alone (role nil) or as one rank of several.
-func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, stderr io.Writer) error {
+func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, stderr io.Writer) (err error) {
 	cfg, runDir := opts.New.Config, opts.Out
 	speaks := role == nil || role.Rank == 0 // writes the run folder and the summary
 	var ckpt *torch.SafeFile
@@ -232,14 +237,18 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		}
 		if group, err = joinGroup(ctx, role, dev, cfg.Threads, opts.Dist); err != nil {
 			if interruptedIn(ctx, err) {
-				if opts.Resume != "" {
-					return interruptedError{fmt.Errorf("interrupted while the ranks joined; %s is as it was: continue with emclust train --resume %s", opts.Resume, data.ShellQuote(opts.Resume))}
-				}
-				return interruptedError{errors.New("interrupted while the ranks joined, before any training: start the run again")}
+				return interruptedJoining(opts.Resume)
 			}
 			return err
 		}
 		defer group.Close()
+		// A rank that stops says why to the others, which may be waiting for it: a
+		// machine without the data would otherwise keep them for --dist-timeout.
+		defer func() {
+			if err != nil {
+				train.PublishFailure(group, err) // no store: rank 0 is gone, and they hear that
+			}
+		}()
 		cfg.WorldSize, cfg.LocalRanks = role.World, role.LocalWorld
 	} else {
 		cfg.WorldSize = 1
@@ -318,11 +327,16 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		}
 	}
 	if group != nil {
-		if err := run.Join(group); err != nil {
-			if errors.As(err, new(train.SettingsError)) {
+		if err := run.Join(ctx, group); err != nil {
+			switch {
+			case errors.As(err, new(train.SettingsError)):
 				return usageError{err}
+			case ctx.Err() != nil:
+				return interruptedJoining(opts.Resume)
+			case errors.As(err, new(train.RankFailedError)):
+				return err
 			}
-			return err
+			return explainLost(group, role, err)
 		}
 		stats := "global batch statistics"
 		if cfg.LocalStats {
@@ -367,6 +381,15 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		return nil
 	}
 	return finishRun(ctx, run, src, dev, time.Since(start), opts.JSON, stdout, log, stderr)
+}
+
+// interruptedJoining is the error of an interrupt before the ranks trained: the run
+// to resume, if any, is as it was.
+func interruptedJoining(resume string) error {
+	if resume != "" {
+		return interruptedError{fmt.Errorf("interrupted while the ranks joined; %s is as it was: continue with emclust train --resume %s", resume, data.ShellQuote(resume))}
+	}
+	return interruptedError{errors.New("interrupted while the ranks joined, before any training: start the run again")}
 }
 
 // precisionHint says, once, what the precision will cost a CNN on this CPU. Where it

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
 
@@ -139,7 +140,7 @@ func Spawn(ctx context.Context, exe string, args []string, n, storePort int, std
 				// it had not begun to train, nor had the others without it.
 				return fmt.Errorf("rank %d of %d was starting: %w", first.rank, n, ErrInterruptedStarting)
 			}
-			return fmt.Errorf("rank %d of %d was killed (%v); stopped the other ranks", first.rank, n, st.Signal())
+			return &KilledError{Rank: first.rank, World: n, Signal: st.Signal()}
 		}
 		return &RankError{Rank: first.rank, World: n, Code: ee.ExitCode(), Said: said[first.rank].text != ""}
 	}
@@ -153,6 +154,17 @@ func exitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+// KilledError is a rank that a signal ended, not an error of its own: killed, or a
+// crash. Spawn stopped the others.
+type KilledError struct {
+	Rank, World int
+	Signal      syscall.Signal
+}
+
+func (e *KilledError) Error() string {
+	return fmt.Sprintf("rank %d of %d was killed (%s, %v); stopped the other ranks", e.Rank, e.World, unix.SignalName(e.Signal), e.Signal)
 }
 
 // ErrInterruptedStarting is an interrupt that Spawn passed on to a rank still

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -49,7 +50,8 @@ func TestSpawnSignals(t *testing.T) {
 	}
 
 	err = Spawn(context.Background(), "/bin/sh", []string{"-c", "kill -KILL $$"}, 2, 0, io.Discard, io.Discard)
-	if err == nil || errors.Is(err, ErrInterruptedStarting) || !strings.Contains(err.Error(), "was killed (killed)") {
+	var killed *KilledError
+	if !errors.As(err, &killed) || killed.Signal != syscall.SIGKILL || !strings.Contains(err.Error(), "rank 0 of 2 was killed (SIGKILL, killed)") && !strings.Contains(err.Error(), "rank 1 of 2 was killed (SIGKILL, killed)") {
 		t.Errorf("a rank killed: %v", err)
 	}
 }

@@ -67,6 +67,7 @@ type Group struct {
 	h           C.et_group
 	rank, world int
 	backend     Backend
+	timeout     time.Duration
 }
 
 // AllowInProcessRanks makes it safe for several ranks to share one process, as tests'
@@ -120,7 +121,7 @@ func NewGroup(cfg GroupConfig) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Group{h: h, rank: cfg.Rank, world: cfg.World, backend: cfg.Backend}, nil
+	return &Group{h: h, rank: cfg.Rank, world: cfg.World, backend: cfg.Backend, timeout: cfg.Timeout}, nil
 }
 
 // Store is a TCPStore that this process serves for ranks joining it as clients
@@ -163,6 +164,9 @@ func (s *Store) Close() {
 
 // Backend is the group's collective backend.
 func (g *Group) Backend() Backend { return g.backend }
+
+// Timeout is the group's GroupConfig.Timeout, which bounds each of its waits.
+func (g *Group) Timeout() time.Duration { return g.timeout }
 
 // Rank is this process's rank, 0 to Size()-1.
 func (g *Group) Rank() int { return g.rank }

@@ -2,10 +2,11 @@ package train
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"emclust/torch"
 )
@@ -41,7 +42,7 @@ func (e SettingsError) Unwrap() error { return e.Err }
 // with the same config, then copies rank 0's network, optimiser state and prior to
 // the others, so they start identical whatever their seeds; ranks resumed from
 // checkpoints of different epochs are refused.
-func (r *Run) Join(g *torch.Group) error {
+func (r *Run) Join(ctx context.Context, g *torch.Group) error {
 	w := g.Size()
 	if r.Cfg.WorldSize != w {
 		return fmt.Errorf("config says world size %d, but the group has %d ranks", r.Cfg.WorldSize, w)
@@ -52,10 +53,10 @@ func (r *Run) Join(g *torch.Group) error {
 	if r.Cfg.LocalStats && r.Cfg.BatchSize/w < 2 {
 		return SettingsError{fmt.Errorf("batch size %d over %d ranks leaves %d row per rank, and local statistics need at least 2", r.Cfg.BatchSize, w, r.Cfg.BatchSize/w)}
 	}
-	if err := sameConfig(g, r.Cfg); err != nil {
+	if err := sameConfig(ctx, g, r.Cfg); err != nil {
 		return err
 	}
-	if err := sameProgress(g, r.progress()); err != nil {
+	if err := sameProgress(ctx, g, r.progress()); err != nil {
 		return err
 	}
 	var state []*torch.Tensor
@@ -93,18 +94,60 @@ func (r *Run) Join(g *torch.Group) error {
 	return nil
 }
 
-// sameConfig compares a hash of the training config with every other rank's, so that
-// ranks started with different flags fail at once rather than train apart.
-func sameConfig(g *torch.Group, cfg Config) error {
+// sameConfig compares the training config with every other rank's, so that ranks
+// started with different flags fail at once rather than train apart, naming what
+// differs. The data are compared by their digest where one was taken, so that the
+// same file under another mount point on another machine is the same data.
+func sameConfig(ctx context.Context, g *torch.Group, cfg Config) error {
 	// Where and how fast each rank computes may differ; what it computes may not.
 	cfg.Device, cfg.Threads, cfg.Deterministic = "", 0, false
-	b, _ := json.Marshal(cfg)
-	sum := sha256.Sum256(b)
-	q, _, err := firstOther(g, "config", hex.EncodeToString(sum[:8]))
+	if cfg.DataDigest != "" {
+		cfg.DataFile, cfg.DataDir = "", ""
+	}
+	mine, _ := json.Marshal(cfg)
+	q, theirs, err := firstOther(ctx, g, "config", string(mine))
 	if err == nil && q >= 0 {
-		err = SettingsError{fmt.Errorf("rank %d's config differs from rank %d's: start every rank with the same flags and data", q, g.Rank())}
+		err = SettingsError{fmt.Errorf("rank %d's config differs from rank %d's in %s: start every rank with the same flags and data", q, g.Rank(), configDiff(mine, []byte(theirs)))}
 	}
 	return err
+}
+
+// configDiff names the fields in which two configs as JSON differ, with the first
+// one's values.
+func configDiff(mine, theirs []byte) string {
+	var a, b map[string]json.RawMessage
+	if json.Unmarshal(mine, &a) != nil || json.Unmarshal(theirs, &b) != nil {
+		return "a config this rank cannot read"
+	}
+	var keys []string
+	for k := range a {
+		if string(a[k]) != string(b[k]) {
+			keys = append(keys, k)
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return "the order of its fields" // never, for one build
+	}
+	slices.Sort(keys)
+	show := func(v json.RawMessage) string {
+		if v == nil {
+			return "none"
+		}
+		if s := string(v); len(s) <= 40 {
+			return s
+		}
+		return string(v[:37]) + "..."
+	}
+	diff := fmt.Sprintf("%q (%s here, %s there)", keys[0], show(a[keys[0]]), show(b[keys[0]]))
+	if len(keys) > 1 {
+		diff += fmt.Sprintf(" and %d more: %s", len(keys)-1, strings.Join(keys[1:], ", "))
+	}
+	return diff
 }
 
 // progress is how far the run has trained: its epochs and each optimiser's steps,
@@ -124,8 +167,8 @@ func (r *Run) progress() string {
 
 // sameProgress refuses ranks resumed from checkpoints of different epochs, as a
 // stale copy of the run folder on one machine gives.
-func sameProgress(g *torch.Group, mine string) error {
-	q, theirs, err := firstOther(g, "progress", mine)
+func sameProgress(ctx context.Context, g *torch.Group, mine string) error {
+	q, theirs, err := firstOther(ctx, g, "progress", mine)
 	if err == nil && q >= 0 {
 		err = fmt.Errorf("rank %d resumes after %s, rank %d after %s: every machine must see the same run folder", q, theirs, g.Rank(), mine)
 	}
@@ -138,13 +181,13 @@ func sameProgress(g *torch.Group, mine string) error {
 // has read: on a difference rank 0 exits and takes the store with it, and a rank
 // still reading failed with "Broken pipe" instead of the difference (1 run in 140
 // under load).
-func firstOther(g *torch.Group, key, mine string) (int, string, error) {
+func firstOther(ctx context.Context, g *torch.Group, key, mine string) (int, string, error) {
 	if err := g.Set(fmt.Sprintf("%s/%d", key, g.Rank()), mine); err != nil {
 		return 0, "", fmt.Errorf("publish %s: %w", key, err) // the caller names this rank
 	}
 	first, value := -1, ""
 	for q := 0; q < g.Size() && first < 0; q++ {
-		theirs, err := g.Get(fmt.Sprintf("%s/%d", key, q))
+		theirs, err := await(ctx, g, q, fmt.Sprintf("%s/%d", key, q))
 		if err != nil {
 			return 0, "", fmt.Errorf("read rank %d's %s: %w", q, key, err)
 		}
@@ -159,11 +202,73 @@ func firstOther(g *torch.Group, key, mine string) (int, string, error) {
 		return first, value, nil
 	}
 	for q := 1; q < g.Size(); q++ {
-		if _, err := g.Get(fmt.Sprintf("%s-read/%d", key, q)); err != nil {
+		if _, err := await(ctx, g, q, fmt.Sprintf("%s-read/%d", key, q)); err != nil {
 			return 0, "", fmt.Errorf("wait for rank %d to read the %s: %w", q, key, err)
 		}
 	}
 	return first, value, nil
+}
+
+// RankFailedError is what a rank met while another waited for it: the error that
+// rank published (PublishFailure) before it stopped.
+type RankFailedError struct {
+	Rank int
+	Err  string
+}
+
+func (e RankFailedError) Error() string { return fmt.Sprintf("rank %d stopped: %s", e.Rank, e.Err) }
+
+// failedKey is where rank q's failure is published in the group's store.
+func failedKey(q int) string { return fmt.Sprintf("failed/%d", q) }
+
+// PublishFailure tells the other ranks, through the store, that this rank stops on
+// err, so that one waiting for it says why at once rather than after --dist-timeout.
+// It returns the store's error: none where the store is gone (rank 0 served it).
+func PublishFailure(g *torch.Group, err error) error {
+	return g.Set(failedKey(g.Rank()), err.Error())
+}
+
+// Failed reports whether rank q published a failure, and its error.
+func Failed(g *torch.Group, q int) (string, bool, error) {
+	ok, err := g.Has(failedKey(q))
+	if !ok || err != nil {
+		return "", false, err
+	}
+	msg, err := g.Get(failedKey(q))
+	return msg, err == nil, err
+}
+
+// awaitPoll is how often await looks at the store.
+const awaitPoll = 20 * time.Millisecond
+
+// await returns rank q's value of key in g's store, waiting up to g's timeout. It
+// polls where a get would block in libtorch, so that an interrupt (ctx) ends the wait
+// at once, and so does rank q's failure (PublishFailure): a blocking get waited out
+// the whole --dist-timeout, and a signal started that wait again.
+func await(ctx context.Context, g *torch.Group, q int, key string) (string, error) {
+	deadline := time.Now().Add(g.Timeout())
+	for {
+		ok, err := g.Has(key)
+		switch {
+		case err != nil:
+			return "", err
+		case ok:
+			return g.Get(key)
+		}
+		if msg, failed, err := Failed(g, q); err != nil {
+			return "", err
+		} else if failed {
+			return "", RankFailedError{Rank: q, Err: msg}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no answer within --dist-timeout %v", g.Timeout())
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(awaitPoll):
+		}
+	}
 }
 
 // syncGroup is the group whose batch statistics the losses use, or nil.

@@ -28,25 +28,32 @@ func joinRanks(t *testing.T, runs []*Run) {
 // tryJoin is joinRanks returning each rank's error. The groups close with the test.
 func tryJoin(t *testing.T, runs []*Run) []error {
 	t.Helper()
-	st, err := torch.ServeStore("127.0.0.1", 0, len(runs), 20*time.Second)
+	return inGroups(t, len(runs), func(r int, g *torch.Group) error { return runs[r].Join(context.Background(), g) })
+}
+
+// inGroups joins n ranks, one goroutine each, and calls rank r's function with its
+// group; it returns each rank's error. The groups close with the test.
+func inGroups(t *testing.T, n int, rank func(r int, g *torch.Group) error) []error {
+	t.Helper()
+	st, err := torch.ServeStore("127.0.0.1", 0, n, 20*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	errs := make([]error, len(runs))
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for r := range runs {
+	for r := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			g, err := torch.NewGroup(torch.GroupConfig{Backend: torch.Gloo, Host: "127.0.0.1", Port: st.Port(),
-				Prefix: t.Name(), Rank: r, World: len(runs), Timeout: 20 * time.Second, Interface: "lo"})
+				Prefix: t.Name(), Rank: r, World: n, Timeout: 20 * time.Second, Interface: "lo"})
 			if err != nil {
 				errs[r] = err
 				return
 			}
 			t.Cleanup(g.Close)
-			errs[r] = runs[r].Join(g)
+			errs[r] = rank(r, g)
 		}()
 	}
 	wg.Wait()
@@ -278,7 +285,12 @@ func TestJoinRefuses(t *testing.T) {
 		want  string
 	}{
 		{"batch that does not split", func(_ int, c *Config) { c.BatchSize = 127 }, nil, "does not split"},
-		{"different configs", func(r int, c *Config) { c.LR *= float64(1 + r) }, nil, "config differs"},
+		{"different configs", func(r int, c *Config) { c.LR *= float64(1 + r) }, nil, `'s config differs from rank`},
+		{"what differs named", func(r int, c *Config) { c.Epochs += r }, nil, `'s in "epochs" (`},
+		{"two differences", func(r int, c *Config) { c.Epochs, c.LR = c.Epochs+r, c.LR*float64(1+r) }, nil, `and 1 more: lr:`},
+		// The same bytes under another mount point are the same data; other bytes are not.
+		{"same data, other paths", func(r int, c *Config) { c.DataFile, c.DataDigest = fmt.Sprintf("/mnt/%d/d.csv", r), "d1" }, nil, ""},
+		{"other data", func(r int, c *Config) { c.DataFile, c.DataDigest = "d.csv", fmt.Sprint("d", r) }, nil, `in "data_digest" (`},
 		{"world size other than the group's", func(_ int, c *Config) { c.WorldSize = 3 }, nil, "world size 3"},
 		// A stale copy of the run folder on one machine: Adam's steps were not copied.
 		{"checkpoints of different epochs", same, func(r int, run *Run) { run.epoch = 2 * r }, "resumes after epoch"},
@@ -296,7 +308,10 @@ func TestJoinRefuses(t *testing.T) {
 			}
 			errs := tryJoin(t, runs)
 			for r, err := range errs {
-				if err == nil || !strings.Contains(err.Error(), c.want) {
+				switch {
+				case c.want == "" && err != nil:
+					t.Errorf("rank %d: %v, want none", r, err)
+				case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 					t.Errorf("rank %d: %v, want an error with %q", r, err, c.want)
 				}
 			}
@@ -311,4 +326,42 @@ func logTensorDiffs(t *testing.T, a, b *Run) {
 	for i, nt := range append(a.Net.Params(), a.Net.Buffers()...) {
 		t.Logf("%s: %.3g", nt.Name, maxRelDiff(s.Float32s(nt.Tensor), s.Float32s(bn[i].Tensor)))
 	}
+}
+
+// A rank waiting in Join for another hears at once why that one stopped, where it
+// published its failure, and stops waiting on an interrupt: a blocking read waited out
+// the whole --dist-timeout, and a signal started it again.
+func TestJoinStopsWaiting(t *testing.T) {
+	src := digitsSource(t)
+	cfg := VectorDefaults()
+	cfg.WorldSize = 2
+	run := newRun(t, cfg, src, "")
+	t.Run("a failed rank", func(t *testing.T) {
+		errs := inGroups(t, 2, func(r int, g *torch.Group) error {
+			if r == 1 {
+				return PublishFailure(g, errors.New("open nope.csv: no such file or directory"))
+			}
+			return run.Join(context.Background(), g)
+		})
+		var failed RankFailedError
+		if !errors.As(errs[0], &failed) || failed.Rank != 1 || !strings.Contains(errs[0].Error(), "rank 1 stopped: open nope.csv") {
+			t.Errorf("rank 0: %v, want rank 1's failure", errs[0])
+		}
+		if errs[1] != nil {
+			t.Errorf("rank 1 could not publish: %v", errs[1])
+		}
+	})
+	t.Run("an interrupt", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		errs := inGroups(t, 2, func(r int, g *torch.Group) error {
+			if r == 1 {
+				cancel() // rank 1 never publishes its config
+				return nil
+			}
+			return run.Join(ctx, g)
+		})
+		if !errors.Is(errs[0], context.Canceled) {
+			t.Errorf("rank 0: %v, want the interrupt", errs[0])
+		}
+	})
 }
