@@ -3165,9 +3165,16 @@ func TestTrainRestarts(t *testing.T) {
 			if len(network) != 2 || network["mlp"] != best["mlp"] || network["linear"] != best["linear"] {
 				t.Fatalf("the network choice scored restarts %v, want each network's kept one %v", network, best)
 			}
-			kept := "mlp" // unless the linear map uses more clusters, or as many with a higher silhouette
+			// The MLP, unless the linear map uses 7 or more of the digits' 10 clusters
+			// (70% of K) with a higher silhouette or the MLP does not, or neither does
+			// and the linear map uses more, or as many with a higher silhouette.
+			kept := "mlp"
 			m, l := sum.Restarts[best["mlp"]], sum.Restarts[best["linear"]]
-			if l.NetworkClusters > m.NetworkClusters || (l.NetworkClusters == m.NetworkClusters && *l.NetworkSilhouette > *m.NetworkSilhouette) {
+			mWhole, lWhole := m.NetworkClusters >= 7, l.NetworkClusters >= 7
+			higher := *l.NetworkSilhouette > *m.NetworkSilhouette
+			switch {
+			case lWhole && (higher || !mWhole),
+				!lWhole && !mWhole && (l.NetworkClusters > m.NetworkClusters || (l.NetworkClusters == m.NetworkClusters && higher)):
 				kept = "linear"
 			}
 			var cfg struct {

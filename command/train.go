@@ -566,7 +566,7 @@ func trainRestarts(ctx context.Context, cfg train.Config, src train.Source, dev 
 	}
 	networks := ""
 	if cfg.RestartRuns() > cfg.Restarts {
-		networks = " for each of the MLP and the linear map (learned prior), then the one whose clustering uses more clusters and has the higher silhouette"
+		networks = " for each of the MLP and the linear map (learned prior), then the one of higher silhouette of those that use at least 70% of the clusters"
 	}
 	total := cfg.RestartRuns()
 	atOnce := ""

@@ -255,7 +255,7 @@ func TestMarkdown(t *testing.T) {
 		t.Fatalf("%d summaries, want em and kmeans (gmm-diag has no runs)", len(r.Methods))
 	}
 	want := "digits (standardized): N=1797, K=10, 3 seeds (1,2,3), 3 epochs, 10 restarts per seed kept by agreement, " +
-		"network: the MLP or the linear map (learned prior), whichever uses more clusters, then has the higher silhouette, device cpu; mean ± 95% confidence half-width (Student's t over seeds)\n" +
+		"network: the MLP or the linear map (learned prior), whichever has the higher silhouette of those that use at least 70% of the clusters, device cpu; mean ± 95% confidence half-width (Student's t over seeds)\n" +
 		"\n" +
 		"| method |             ACC |             NMI |             ARI | s/run |\n" +
 		"| :----- | --------------: | --------------: | --------------: | ----: |\n" +

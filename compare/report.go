@@ -213,7 +213,7 @@ const otherFeaturesNote = "Each baseline ran on the raw and on the standardized 
 	"The labels chose, so that is the strongest baseline, not a rule emclust could apply."
 
 // networkNote says how the neural runs chose their network (train.NetworkCandidates).
-const networkNote = "network: the MLP or the linear map (learned prior), whichever uses more clusters, then has the higher silhouette"
+const networkNote = "network: the MLP or the linear map (learned prior), whichever has the higher silhouette of those that use at least 70% of the clusters"
 
 // networkNotes says, for each neural method that chose its network, which it kept
 // for how many seeds.

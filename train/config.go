@@ -75,9 +75,10 @@ type Config struct {
 	Hidden []int  `json:"hidden,omitempty"` // MLP hidden widths
 	// HiddenAuto has TrainRestarts train Restarts runs of two networks, the MLP of
 	// Hidden (with Prior) and a linear map with a learned prior, and keep the one
-	// whose clustering uses more clusters, then has the higher silhouette on the
-	// features trained on (NetworkCandidates, chooseNetwork); one restart, or several
-	// heads, train the MLP. A saved run's Hidden and Prior are the network it kept.
+	// whose clustering has the higher silhouette on the features trained on, of those
+	// that use at least MinClustersUsed percent of the clusters (NetworkCandidates,
+	// chooseNetwork); one restart, or several heads, train the MLP. A saved run's
+	// Hidden and Prior are the network it kept.
 	HiddenAuto bool `json:"hidden_auto,omitempty"`
 	K          int  `json:"k"`
 	Norm       bool `json:"norm"` // relevance normalisation (off only for the ablation)

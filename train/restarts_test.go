@@ -488,7 +488,7 @@ func TestTrainRestartsChoosesNetwork(t *testing.T) {
 	kept := NetworkName(r.Cfg)
 	other := map[string]string{"mlp": "linear", "linear": "mlp"}[kept]
 	if len(scored) != 2 || scored[kept].Seed != r.Cfg.Seed ||
-		betterNetwork([]int{scored[kept].NetworkClusters, scored[other].NetworkClusters}, []float64{*scored[kept].NetworkSilhouette, *scored[other].NetworkSilhouette}) != 0 {
+		betterNetwork([]int{scored[kept].NetworkClusters, scored[other].NetworkClusters}, []float64{*scored[kept].NetworkSilhouette, *scored[other].NetworkSilhouette}, r.Cfg.K) != 0 {
 		t.Fatalf("kept the %s of seed %d; network scores %+v; want the better kept", kept, r.Cfg.Seed, scored)
 	}
 	if used := len(slices.Compact(slices.Sorted(slices.Values(r.recent[len(r.recent)-1])))); scored[kept].NetworkClusters != used {
@@ -514,23 +514,36 @@ func TestTrainRestartsChoosesNetwork(t *testing.T) {
 	}
 }
 
-// The network kept uses the most clusters and, among those, has the highest
+// The network kept has the highest silhouette of those using at least 70% of K
+// clusters, or where none does, uses the most clusters and of those has the highest
 // silhouette; a tie goes to the first, the MLP.
 func TestBetterNetwork(t *testing.T) {
 	for _, tc := range []struct {
+		name string
 		used []int
 		sil  []float64
+		k    int
 		want int
 	}{
-		{[]int{10, 10}, []float64{0.2, 0.6}, 1},
-		{[]int{10, 10}, []float64{0.6, 0.2}, 0},
-		{[]int{10, 5}, []float64{0.2, 0.6}, 0}, // the linear map's collapse on 2-d points
-		{[]int{5, 6}, []float64{0.9, 0.1}, 1},
-		{[]int{3, 3}, []float64{0.5, 0.5}, 0},
+		{"both whole, linear compacter", []int{10, 10}, []float64{0.2, 0.6}, 10, 1},
+		{"both whole, MLP compacter", []int{10, 10}, []float64{0.6, 0.2}, 10, 0},
+		{"the linear map's collapse on 2-d points", []int{10, 3}, []float64{0.2, 0.6}, 10, 0},
+		{"rays: 6 of 10", []int{10, 6}, []float64{0.05, 0.1}, 10, 0},
+		{"unequal blobs: 9 of 12", []int{12, 9}, []float64{0.23, 0.47}, 12, 1},
+		{"Shuttle: 5 of 7", []int{7, 5}, []float64{0.26, 0.27}, 7, 1},
+		{"glass: 4 of 6", []int{6, 4}, []float64{0.09, 0.31}, 6, 0},
+		{"at 70%", []int{10, 7}, []float64{0.1, 0.9}, 10, 1},
+		{"K=3: none may be empty", []int{3, 2}, []float64{0.1, 0.9}, 3, 0},
+		{"the MLP below, the linear map whole", []int{4, 6}, []float64{0.9, 0.1}, 6, 1},
+		{"neither: the most used", []int{5, 6}, []float64{0.9, 0.1}, 10, 1},
+		{"neither, as many used: the silhouette", []int{4, 4}, []float64{0.1, 0.9}, 10, 1},
+		{"a tie", []int{3, 3}, []float64{0.5, 0.5}, 3, 0},
 	} {
-		if got := betterNetwork(tc.used, tc.sil); got != tc.want {
-			t.Errorf("betterNetwork(%v, %v) = %d, want %d", tc.used, tc.sil, got, tc.want)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			if got := betterNetwork(tc.used, tc.sil, tc.k); got != tc.want {
+				t.Errorf("betterNetwork(%v, %v, %d) = %d, want %d", tc.used, tc.sil, tc.k, got, tc.want)
+			}
+		})
 	}
 }
 
