@@ -182,10 +182,14 @@ func joinGroup(ctx context.Context, role *launch.Role, dev torch.Device, threads
 			if lookup != nil {
 				why = <-lookup // started a quarter of the timeout ago; bounded by its own
 			}
-			hint = fmt.Sprintf(" (the %d ranks did not all come within --dist-timeout %v: were they all started, each with its own RANK, and the same MASTER_ADDR and MASTER_PORT?)", role.World, o.Timeout)
+			hint = fmt.Sprintf(" (the %d ranks did not all come within --dist-timeout %v: were they all started, each with its own RANK, and the same WORLD_SIZE, MASTER_ADDR and MASTER_PORT?)", role.World, o.Timeout)
 			if why != "" {
 				hint = fmt.Sprintf(" (%s)", why)
 			}
+		}
+		if strings.Contains(err.Error(), "sizeof(impl_) == bytes.size()") {
+			// Gloo's peers sent address lists of another length than this rank's world.
+			hint = fmt.Sprintf(" (the ranks disagree on how many they are: start every rank with the same WORLD_SIZE, here %d)", role.World)
 		}
 		return nil, fmt.Errorf("join %d ranks at %s as rank %d (%s, %v): %w%s", role.World, at, role.Rank, role.Launcher, backend, err, hint)
 	}

@@ -355,6 +355,8 @@ func TestDistributedErrors(t *testing.T) {
 			[][]string{append(both, "--out", "n", "--data", "ten.csv"), append(both, "--out", "n", "--data", "nope.csv")}, "nope.csv: no such file or directory", 0},
 		{"batch does not split", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)},
 			[][]string{append(both, "--out", "d", "--batch-size", "127")}, "does not split over 2 ranks", 2},
+		// Was Gloo's "enforce fail at ./gloo/transport/tcp/address.cc:45 sizeof(impl_) == bytes.size()".
+		{"different world sizes", [][]string{rankEnv(0, 2, port), rankEnv(1, 3, port)}, [][]string{append(train, "--out", "ws")}, "WORLD_SIZE", 0},
 		{"bad variable", [][]string{append(os.Environ(), "RANK=x", "WORLD_SIZE=2")}, [][]string{append(train, "--out", "e")}, `RANK="x"`, 2},
 		{"rank beyond world", [][]string{rankEnv(2, 2, port)}, [][]string{append(train, "--out", "f")}, "rank 2 (RANK) of a world of 2 (WORLD_SIZE)", 2},
 		{"restarts", [][]string{rankEnv(0, 2, port), rankEnv(1, 2, port)}, [][]string{append(both, "--out", "g", "--restarts", "2")}, "--restarts, --trial-epochs or --keep-by with 2 processes", 0},

@@ -144,6 +144,9 @@ func slurmRole(getenv func(string) string) (*Role, error) {
 	if ws := getenv("WORLD_SIZE"); ws != "" && strings.TrimSpace(ws) != strconv.Itoa(r.World) && rd.err == nil {
 		return nil, fmt.Errorf("Slurm: WORLD_SIZE=%q, but srun started %d tasks (SLURM_STEP_NUM_TASKS); unset WORLD_SIZE or start as many", ws, r.World)
 	}
+	if r.World == 1 && rd.err == nil {
+		return r, nil // a process alone (FromEnv): it meets no master
+	}
 	r.GPUPerTask = getenv("SLURM_GPUS_PER_TASK") != ""
 	r.MasterAddr = getenv("MASTER_ADDR")
 	if r.MasterAddr == "" {

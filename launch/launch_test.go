@@ -51,6 +51,8 @@ func TestFromEnv(t *testing.T) {
 		{name: "torchrun of one process", env: env("RANK", "0", "WORLD_SIZE", "1"),
 			want: &Role{World: 1, LocalWorld: 1, MasterAddr: "127.0.0.1", MasterPort: 29500, Prefix: "emclust//", Launcher: "RANK/WORLD_SIZE variables"}},
 		{name: "srun of one task (srun --pty bash)", env: env("SLURM_PROCID", "0", "SLURM_STEP_NUM_TASKS", "1", "SLURM_STEP_NODELIST", "localhost", "SLURM_JOB_ID", "77")},
+		// Was "Slurm: node list: empty (or set MASTER_ADDR)".
+		{name: "srun of one task, no node list", env: env("SLURM_PROCID", "0", "SLURM_STEP_NUM_TASKS", "1")},
 		{name: "srun, uneven tasks per node", env: env("SLURM_PROCID", "2", "SLURM_STEP_NUM_TASKS", "4", "SLURM_LOCALID", "1", "SLURM_NODEID", "1",
 			"SLURM_STEP_TASKS_PER_NODE", "1,3", "SLURM_STEP_NODELIST", "n[1-2]", "MASTER_PORT", "5000"),
 			want: &Role{Rank: 2, World: 4, LocalRank: 1, LocalWorld: 3, MasterAddr: "n1", MasterPort: 5000, Prefix: "emclust/.", Launcher: "Slurm"}},
