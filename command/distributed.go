@@ -252,7 +252,7 @@ func interruptedIn(ctx context.Context, err error) bool {
 // have not are the ones that died (killed, or their machine or network failed). If the
 // store itself is gone, rank 0, which serves it, is.
 func explainLost(g *torch.Group, role *launch.Role, err error) error {
-	storeGone := train.PublishFailure(g, err) != nil
+	storeGone := train.PublishFailure(g, err, false) != nil
 	var lost []string
 	if !storeGone {
 		time.Sleep(time.Second)

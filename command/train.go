@@ -237,7 +237,7 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		}
 		if group, err = joinGroup(ctx, role, dev, cfg.Threads, opts.Dist); err != nil {
 			if interruptedIn(ctx, err) {
-				return interruptedJoining(opts.Resume)
+				return interruptedJoining(opts.Resume, -1)
 			}
 			return err
 		}
@@ -246,7 +246,8 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		// machine without the data would otherwise keep them for --dist-timeout.
 		defer func() {
 			if err != nil {
-				train.PublishFailure(group, err) // no store: rank 0 is gone, and they hear that
+				// No store: rank 0 is gone, and the others hear that.
+				train.PublishFailure(group, err, errors.As(err, new(interruptedError)))
 			}
 		}()
 		cfg.WorldSize, cfg.LocalRanks = role.World, role.LocalWorld
@@ -328,15 +329,18 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	}
 	if group != nil {
 		if err := run.Join(ctx, group); err != nil {
+			var failed train.RankFailedError
 			switch {
 			case errors.As(err, new(train.SettingsError)):
 				return usageError{err}
 			case ctx.Err() != nil:
-				return interruptedJoining(opts.Resume)
-			case errors.As(err, new(train.RankFailedError)):
-				return err
+				return interruptedJoining(opts.Resume, -1)
+			case errors.As(err, &failed) && failed.Interrupted:
+				return interruptedJoining(opts.Resume, failed.Rank)
+			case storeLost(err) && !role.ServeStore() && !role.AgentStore:
+				return fmt.Errorf("lost rank 0, which served the store at %s:%d: %w", role.MasterAddr, role.MasterPort, err)
 			}
-			return explainLost(group, role, err)
+			return err
 		}
 		stats := "global batch statistics"
 		if cfg.LocalStats {
@@ -383,13 +387,23 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 	return finishRun(ctx, run, src, dev, time.Since(start), opts.JSON, stdout, log, stderr)
 }
 
-// interruptedJoining is the error of an interrupt before the ranks trained: the run
-// to resume, if any, is as it was.
-func interruptedJoining(resume string) error {
-	if resume != "" {
-		return interruptedError{fmt.Errorf("interrupted while the ranks joined; %s is as it was: continue with emclust train --resume %s", resume, data.ShellQuote(resume))}
+// interruptedJoining is the error of an interrupt before the ranks trained, of this
+// rank's (by -1) or of rank by's: the run to resume, if any, is as it was.
+func interruptedJoining(resume string, by int) error {
+	what := "interrupted"
+	if by >= 0 {
+		what = fmt.Sprintf("rank %d was interrupted", by)
 	}
-	return interruptedError{errors.New("interrupted while the ranks joined, before any training: start the run again")}
+	if resume != "" {
+		return interruptedError{fmt.Errorf("%s while the ranks joined; %s is as it was: continue with emclust train --resume %s", what, resume, data.ShellQuote(resume))}
+	}
+	return interruptedError{fmt.Errorf("%s while the ranks joined, before any training: start the run again", what)}
+}
+
+// storeLost reports whether err is of a store whose server (rank 0) has gone.
+func storeLost(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Broken pipe") || strings.Contains(msg, "Connection reset") || strings.Contains(msg, "Connection refused")
 }
 
 // precisionHint says, once, what the precision will cost a CNN on this CPU. Where it

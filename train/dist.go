@@ -2,11 +2,15 @@ package train
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"emclust/torch"
 )
@@ -97,7 +101,9 @@ func (r *Run) Join(ctx context.Context, g *torch.Group) error {
 // sameConfig compares the training config with every other rank's, so that ranks
 // started with different flags fail at once rather than train apart, naming what
 // differs. The data are compared by their digest where one was taken, so that the
-// same file under another mount point on another machine is the same data.
+// same file under another mount point on another machine is the same data. Each rank
+// publishes its config and compares a hash of it: a config is read only where the
+// hashes differ, so that wide tables' feature names are not read by every rank.
 func sameConfig(ctx context.Context, g *torch.Group, cfg Config) error {
 	// Where and how fast each rank computes may differ; what it computes may not.
 	cfg.Device, cfg.Threads, cfg.Deterministic = "", 0, false
@@ -105,15 +111,23 @@ func sameConfig(ctx context.Context, g *torch.Group, cfg Config) error {
 		cfg.DataFile, cfg.DataDir = "", ""
 	}
 	mine, _ := json.Marshal(cfg)
-	q, theirs, err := firstOther(ctx, g, "config", string(mine))
-	if err == nil && q >= 0 {
-		err = SettingsError{fmt.Errorf("rank %d's config differs from rank %d's in %s: start every rank with the same flags and data", q, g.Rank(), configDiff(mine, []byte(theirs)))}
+	if err := g.Set(fmt.Sprintf("config-json/%d", g.Rank()), string(mine)); err != nil {
+		return fmt.Errorf("publish config: %w", err)
 	}
-	return err
+	sum := sha256.Sum256(mine)
+	q, _, err := firstOther(ctx, g, "config", hex.EncodeToString(sum[:8]))
+	if err != nil || q < 0 {
+		return err
+	}
+	theirs, err := await(ctx, g, q, fmt.Sprintf("config-json/%d", q)) // published before its hash
+	if err != nil {
+		return fmt.Errorf("read rank %d's config: %w", q, err)
+	}
+	return SettingsError{fmt.Errorf("rank %d's config differs from rank %d's in %s: start every rank with the same flags and data", q, g.Rank(), configDiff(mine, []byte(theirs)))}
 }
 
 // configDiff names the fields in which two configs as JSON differ, with the first
-// one's values.
+// one's values; different data first, in words.
 func configDiff(mine, theirs []byte) string {
 	var a, b map[string]json.RawMessage
 	if json.Unmarshal(mine, &a) != nil || json.Unmarshal(theirs, &b) != nil {
@@ -134,14 +148,19 @@ func configDiff(mine, theirs []byte) string {
 		return "the order of its fields" // never, for one build
 	}
 	slices.Sort(keys)
+	if i := slices.Index(keys, "data_digest"); i >= 0 {
+		// The data's statistics and columns differ with them: named, not shown.
+		return fmt.Sprintf("the data it read (their SHA-256 differ; so do %s)", strings.Join(slices.Delete(keys, i, i+1), ", "))
+	}
 	show := func(v json.RawMessage) string {
 		if v == nil {
 			return "none"
 		}
-		if s := string(v); len(s) <= 40 {
+		s := string(v)
+		if utf8.RuneCountInString(s) <= 40 {
 			return s
 		}
-		return string(v[:37]) + "..."
+		return string([]rune(s)[:37]) + "…"
 	}
 	diff := fmt.Sprintf("%q (%s here, %s there)", keys[0], show(a[keys[0]]), show(b[keys[0]]))
 	if len(keys) > 1 {
@@ -210,10 +229,11 @@ func firstOther(ctx context.Context, g *torch.Group, key, mine string) (int, str
 }
 
 // RankFailedError is what a rank met while another waited for it: the error that
-// rank published (PublishFailure) before it stopped.
+// rank published (PublishFailure) before it stopped, and whether it was interrupted.
 type RankFailedError struct {
-	Rank int
-	Err  string
+	Rank        int
+	Err         string
+	Interrupted bool
 }
 
 func (e RankFailedError) Error() string { return fmt.Sprintf("rank %d stopped: %s", e.Rank, e.Err) }
@@ -221,53 +241,116 @@ func (e RankFailedError) Error() string { return fmt.Sprintf("rank %d stopped: %
 // failedKey is where rank q's failure is published in the group's store.
 func failedKey(q int) string { return fmt.Sprintf("failed/%d", q) }
 
+// interruptedMark begins a published failure that was an interrupt (no NUL: the
+// store takes C strings).
+const interruptedMark = "[interrupt] "
+
+// publishWait bounds PublishFailure: a store whose server hangs would hold a stopping
+// rank for --dist-timeout.
+const publishWait = 3 * time.Second
+
 // PublishFailure tells the other ranks, through the store, that this rank stops on
-// err, so that one waiting for it says why at once rather than after --dist-timeout.
-// It returns the store's error: none where the store is gone (rank 0 served it).
-func PublishFailure(g *torch.Group, err error) error {
-	return g.Set(failedKey(g.Rank()), err.Error())
+// err (an interrupt where interrupted), so that one waiting for it says why at once
+// rather than after --dist-timeout. It returns the store's error: where rank 0, which
+// served it, is gone, or where the store does not answer within publishWait.
+func PublishFailure(g *torch.Group, err error, interrupted bool) error {
+	value := err.Error()
+	if interrupted {
+		value = interruptedMark + value
+	}
+	done := make(chan error, 1)
+	go func() { done <- g.Set(failedKey(g.Rank()), value) }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(publishWait):
+		return errors.New("the store did not answer")
+	}
 }
 
-// Failed reports whether rank q published a failure, and its error.
-func Failed(g *torch.Group, q int) (string, bool, error) {
+// Failed reports whether rank q published a failure, as the error it met.
+func Failed(g *torch.Group, q int) (*RankFailedError, error) {
 	ok, err := g.Has(failedKey(q))
 	if !ok || err != nil {
-		return "", false, err
+		return nil, err
 	}
 	msg, err := g.Get(failedKey(q))
-	return msg, err == nil, err
+	if err != nil {
+		return nil, err
+	}
+	rest, interrupted := strings.CutPrefix(msg, interruptedMark)
+	return &RankFailedError{Rank: q, Err: rest, Interrupted: interrupted}, nil
 }
 
 // awaitPoll is how often await looks at the store.
-const awaitPoll = 20 * time.Millisecond
+const awaitPoll = 50 * time.Millisecond
+
+// AwaitTimeoutError is a rank that did not answer within the group's timeout: still
+// loading its data, hung, or gone, which the store cannot tell apart.
+type AwaitTimeoutError struct {
+	Rank    int
+	Timeout time.Duration
+}
+
+func (e AwaitTimeoutError) Error() string {
+	return fmt.Sprintf("rank %d did not answer within --dist-timeout %v (still loading its data, hung, or gone)", e.Rank, e.Timeout)
+}
 
 // await returns rank q's value of key in g's store, waiting up to g's timeout. It
-// polls where a get would block in libtorch, so that an interrupt (ctx) ends the wait
-// at once, and so does rank q's failure (PublishFailure): a blocking get waited out
-// the whole --dist-timeout, and a signal started that wait again.
+// polls where a get would block in libtorch, so that rank q's failure
+// (PublishFailure) ends the wait at once: a blocking get waited out the whole
+// --dist-timeout, and a signal started that wait again. The polls run aside, so that
+// an interrupt (ctx) ends it at once too, and so does the timeout, even where the
+// store stops answering.
 func await(ctx context.Context, g *torch.Group, q int, key string) (string, error) {
-	deadline := time.Now().Add(g.Timeout())
-	for {
-		ok, err := g.Has(key)
-		switch {
-		case err != nil:
-			return "", err
-		case ok:
-			return g.Get(key)
+	type answer struct {
+		value string
+		err   error
+	}
+	done := make(chan answer, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		deadline := time.Now().Add(g.Timeout())
+		for {
+			ok, err := g.Has(key)
+			switch {
+			case err != nil:
+				done <- answer{err: err}
+				return
+			case ok:
+				v, err := g.Get(key)
+				done <- answer{v, err}
+				return
+			}
+			if failed, err := Failed(g, q); err != nil || failed != nil {
+				if failed != nil {
+					err = *failed
+				}
+				done <- answer{err: err}
+				return
+			}
+			if time.Now().After(deadline) {
+				done <- answer{err: AwaitTimeoutError{Rank: q, Timeout: g.Timeout()}}
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(awaitPoll):
+			}
 		}
-		if msg, failed, err := Failed(g, q); err != nil {
-			return "", err
-		} else if failed {
-			return "", RankFailedError{Rank: q, Err: msg}
-		}
-		if time.Now().After(deadline) {
-			return "", fmt.Errorf("no answer within --dist-timeout %v", g.Timeout())
-		}
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(awaitPoll):
-		}
+	}()
+	// A store read that hangs (its server stopped, not gone) would outlast the deadline.
+	overdue := time.NewTimer(g.Timeout() + time.Second)
+	defer overdue.Stop()
+	select {
+	case a := <-done:
+		return a.value, a.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case <-overdue.C:
+		return "", AwaitTimeoutError{Rank: q, Timeout: g.Timeout()}
 	}
 }
 

@@ -290,7 +290,8 @@ func TestJoinRefuses(t *testing.T) {
 		{"two differences", func(r int, c *Config) { c.Epochs, c.LR = c.Epochs+r, c.LR*float64(1+r) }, nil, `and 1 more: lr:`},
 		// The same bytes under another mount point are the same data; other bytes are not.
 		{"same data, other paths", func(r int, c *Config) { c.DataFile, c.DataDigest = fmt.Sprintf("/mnt/%d/d.csv", r), "d1" }, nil, ""},
-		{"other data", func(r int, c *Config) { c.DataFile, c.DataDigest = "d.csv", fmt.Sprint("d", r) }, nil, `in "data_digest" (`},
+		{"other data", func(r int, c *Config) { c.DataFile, c.DataDigest = "d.csv", fmt.Sprint("d", r) }, nil, `in the data it read (their SHA-256 differ`},
+		{"a long value cut", func(r int, c *Config) { c.Features = []string{strings.Repeat("é", 50+r)} }, nil, `"features" (["ééééééééééééééééééééééééééééééééééé…`},
 		{"world size other than the group's", func(_ int, c *Config) { c.WorldSize = 3 }, nil, "world size 3"},
 		// A stale copy of the run folder on one machine: Adam's steps were not copied.
 		{"checkpoints of different epochs", same, func(r int, run *Run) { run.epoch = 2 * r }, "resumes after epoch"},
@@ -336,21 +337,23 @@ func TestJoinStopsWaiting(t *testing.T) {
 	cfg := VectorDefaults()
 	cfg.WorldSize = 2
 	run := newRun(t, cfg, src, "")
-	t.Run("a failed rank", func(t *testing.T) {
-		errs := inGroups(t, 2, func(r int, g *torch.Group) error {
-			if r == 1 {
-				return PublishFailure(g, errors.New("open nope.csv: no such file or directory"))
+	for _, interrupted := range []bool{false, true} {
+		t.Run(fmt.Sprintf("a failed rank, interrupted %v", interrupted), func(t *testing.T) {
+			errs := inGroups(t, 2, func(r int, g *torch.Group) error {
+				if r == 1 {
+					return PublishFailure(g, errors.New("open nope.csv: no such file or directory"), interrupted)
+				}
+				return run.Join(context.Background(), g)
+			})
+			var failed RankFailedError
+			if !errors.As(errs[0], &failed) || failed.Rank != 1 || failed.Interrupted != interrupted || !strings.Contains(errs[0].Error(), "rank 1 stopped: open nope.csv") {
+				t.Errorf("rank 0: %v (%+v), want rank 1's failure, interrupted %v", errs[0], failed, interrupted)
 			}
-			return run.Join(context.Background(), g)
+			if errs[1] != nil {
+				t.Errorf("rank 1 could not publish: %v", errs[1])
+			}
 		})
-		var failed RankFailedError
-		if !errors.As(errs[0], &failed) || failed.Rank != 1 || !strings.Contains(errs[0].Error(), "rank 1 stopped: open nope.csv") {
-			t.Errorf("rank 0: %v, want rank 1's failure", errs[0])
-		}
-		if errs[1] != nil {
-			t.Errorf("rank 1 could not publish: %v", errs[1])
-		}
-	})
+	}
 	t.Run("an interrupt", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		errs := inGroups(t, 2, func(r int, g *torch.Group) error {
