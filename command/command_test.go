@@ -1219,12 +1219,21 @@ func TestResumeMatchesStraightRun(t *testing.T) {
 	common := []string{"--quiet", "--kmeans=false", "--seed", "7", "--device", "cpu", "--restarts", "1"}
 	r := runProc(t, dir, append([]string{"train", "--epochs", "2", "--out", "a"}, common...)...)
 	wantScoreLine(t, r)
-	r = runProc(t, dir, "train", "--quiet", "--resume", "a", "--epochs", "4", "--device", "cpu")
-	resumed := wantScoreLine(t, r)
+	resumedRun := runProc(t, dir, "train", "--resume", "a", "--epochs", "4", "--device", "cpu")
+	resumed := wantScoreLine(t, resumedRun)
 	r = runProc(t, dir, append([]string{"train", "--epochs", "4", "--out", "b"}, common...)...)
 	straight := wantScoreLine(t, r)
 	if resumed != straight {
 		t.Errorf("resumed run ends %q, straight run %q", resumed, straight)
+	}
+	// Its seconds are this sitting's, and it says so (was "4 epochs in 0.1s").
+	var sum struct {
+		Epochs       int
+		ResumedAfter int `json:"resumed_after"`
+	}
+	readJSON(t, filepath.Join(dir, "a", "summary.json"), &sum)
+	if sum.Epochs != 4 || sum.ResumedAfter != 2 || !strings.Contains(resumedRun.stderr, "emclust: 4 epochs, the last 2 in ") {
+		t.Errorf("summary.json says %d epochs resumed after %d, want 4 after 2; log:\n%s", sum.Epochs, sum.ResumedAfter, resumedRun.stderr)
 	}
 	ma, mb := metricsWithoutTime(t, filepath.Join(dir, "a", "metrics.jsonl")), metricsWithoutTime(t, filepath.Join(dir, "b", "metrics.jsonl"))
 	if len(ma) != 4 {

@@ -639,3 +639,24 @@ func TestTwoHosts(t *testing.T) {
 		t.Error("rank 1 wrote a run folder")
 	}
 }
+
+// More CPU ranks than cores are warned of; GPU ranks and ranks that fit are not.
+func TestOversubscribed(t *testing.T) {
+	for _, tc := range []struct {
+		nproc, cores int
+		device       string
+		cuda, warned bool
+	}{
+		{64, 2, "auto", false, true},
+		{64, 2, "cpu", true, true},
+		{2, 2, "cpu", false, false},
+		{3, 2, "cuda", true, false},
+		{3, 2, "cuda:1", true, false},
+		{3, 2, "auto", true, false},
+	} {
+		w := oversubscribed(tc.nproc, tc.cores, tc.device, tc.cuda)
+		if (w != "") != tc.warned || (tc.warned && !strings.Contains(w, fmt.Sprintf("--nproc %d on %d cores", tc.nproc, tc.cores))) {
+			t.Errorf("oversubscribed(%d, %d, %q, %v) = %q, want a warning: %v", tc.nproc, tc.cores, tc.device, tc.cuda, w, tc.warned)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -144,6 +145,9 @@ func runTrain(ctx context.Context, opts trainOptions, stdout, stderr io.Writer) 
 		}
 		if err := streamInRanks(file, opts.Dist.NProc); err != nil {
 			return err
+		}
+		if w := oversubscribed(opts.Dist.NProc, runtime.NumCPU(), opts.New.Config.Device, torch.CUDAAvailable()); w != "" {
+			fmt.Fprintln(stderr, w) // on --quiet too
 		}
 		err := spawnRanks(ctx, opts.Dist, stdout, stderr)
 		dir := cmp.Or(opts.Resume, opts.Out)
@@ -385,6 +389,17 @@ func runRank(ctx context.Context, opts trainOptions, role *launch.Role, stdout, 
 		return nil
 	}
 	return finishRun(ctx, run, src, dev, time.Since(start), opts.JSON, stdout, log, stderr)
+}
+
+// oversubscribed warns of more CPU ranks than cores: each rank loads libtorch, the
+// network and the data (about 200 MB for a table) and trains on one thread, so they
+// train no faster and may run out of memory, which the memory check, counting one
+// rank, does not foresee. "" where the ranks train on GPUs or fit.
+func oversubscribed(nproc, cores int, device string, cuda bool) string {
+	if nproc <= cores || strings.HasPrefix(device, "cuda") || (device == "auto" && cuda) {
+		return ""
+	}
+	return fmt.Sprintf("emclust: warning: --nproc %d on %d cores: more ranks than cores train no faster, and each holds its own libtorch, network and data", nproc, cores)
 }
 
 // interruptedJoining is the error of an interrupt before the ranks trained, of this
@@ -684,7 +699,7 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 		return err
 	}
 	pred.Posterior = nil // K numbers a row, not needed past the file: let the baselines have the room
-	sum := summary{Run: run.Dir, Epochs: run.EpochsDone(), Seconds: round3(elapsed.Seconds()), K: run.Cfg.K,
+	sum := summary{Run: run.Dir, Epochs: run.EpochsDone(), ResumedAfter: run.ResumedAfter(), Seconds: round3(elapsed.Seconds()), K: run.Cfg.K,
 		Sizes: eval.ClusterSizes(pred.Cluster, run.Cfg.K), Criteria: pred.Criteria, Restarts: run.Restarts}
 	if is, ok := src.(*train.ImageSource); ok {
 		sum.SkippedImages = is.Images().Skipped
@@ -795,8 +810,10 @@ func finishRun(ctx context.Context, run *train.Run, src train.Source, dev torch.
 }
 
 type summary struct {
-	Run           string       `json:"run"`
-	Epochs        int          `json:"epochs"`
+	Run    string `json:"run"`
+	Epochs int    `json:"epochs"`
+	// ResumedAfter is the epochs of the earlier sittings: Seconds counts the rest.
+	ResumedAfter  int          `json:"resumed_after,omitempty"`
 	Seconds       float64      `json:"seconds"`
 	K             int          `json:"k"`
 	Sizes         []int        `json:"sizes"`
@@ -881,7 +898,11 @@ func printSummary(s summary, asJSON bool, stdout, log, warn io.Writer) error {
 			empty++
 		}
 	}
-	fmt.Fprintf(log, "emclust: %s in %.1fs; cluster sizes %v (%d empty); run saved in %s\n", plural(s.Epochs, "epoch"), s.Seconds, s.Sizes, empty, s.Run)
+	epochs := plural(s.Epochs, "epoch")
+	if s.ResumedAfter > 0 && s.Epochs > s.ResumedAfter {
+		epochs += fmt.Sprintf(", the last %d", s.Epochs-s.ResumedAfter) // "300 epochs in 24.6s" read as all of them
+	}
+	fmt.Fprintf(log, "emclust: %s in %.1fs; cluster sizes %v (%d empty); run saved in %s\n", epochs, s.Seconds, s.Sizes, empty, s.Run)
 	if h := s.Head; h != nil {
 		fmt.Fprintf(log, "emclust: predicting with head %d of %d, which agreed best with the other heads (mean ARI %.4f)\n", h.Head, s.Heads, h.Agreement)
 	}

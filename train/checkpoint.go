@@ -268,7 +268,7 @@ func (r *Run) Restore(f *torch.SafeFile) error {
 	if err := s.Err(); err != nil {
 		return err
 	}
-	r.epoch, r.savedEpoch = meta.Epoch, meta.Epoch
+	r.epoch, r.savedEpoch, r.resumedAfter = meta.Epoch, meta.Epoch, meta.Epoch
 	r.History = meta.History
 	r.Restarts = meta.Restarts
 	r.recent = nil

@@ -89,8 +89,10 @@ type Run struct {
 	labels     *torch.Tensor // int64 labels on the index device (supervised)
 	epoch      int           // epochs completed
 	savedEpoch int           // epochs the checkpoint in Dir holds
-	lastSave   time.Time
-	lock       *os.File // held on Dir/.lock while the run may write there
+	// resumedAfter is the epochs Restore found: an earlier sitting's.
+	resumedAfter int
+	lastSave     time.Time
+	lock         *os.File // held on Dir/.lock while the run may write there
 
 	// recent are the clusterings of the last AgreementWindow evaluations, oldest
 	// first; the checkpoint carries them, so that a resumed run agrees alike. They
@@ -360,6 +362,10 @@ func (r *Run) Close() {
 
 // EpochsDone is the number of completed epochs.
 func (r *Run) EpochsDone() int { return r.epoch }
+
+// ResumedAfter is the number of epochs an earlier sitting trained, which Restore
+// found; 0 for a run trained in one sitting.
+func (r *Run) ResumedAfter() int { return r.resumedAfter }
 
 // EpochsSaved is the number of epochs the run folder's checkpoint holds: what a
 // resume starts from.
