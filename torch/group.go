@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -68,6 +69,9 @@ type Group struct {
 	rank, world int
 	backend     Backend
 	timeout     time.Duration
+	// mu keeps Close from freeing h under a store call: a wait given up (an
+	// interrupt) may still be in one, on a goroutine of its own, as the process stops.
+	mu sync.RWMutex
 }
 
 // AllowInProcessRanks makes it safe for several ranks to share one process, as tests'
@@ -174,12 +178,28 @@ func (g *Group) Rank() int { return g.rank }
 // Size is the number of ranks.
 func (g *Group) Size() int { return g.world }
 
-// Close leaves the group.
+// Close leaves the group. Where a store call still runs on another goroutine, it
+// leaves the group to the process's end rather than free it under the call.
 func (g *Group) Close() {
-	if g != nil && g.h != nil {
+	if g == nil || !g.mu.TryLock() {
+		return
+	}
+	defer g.mu.Unlock()
+	if g.h != nil {
 		dropError(C.et_group_free(g.h))
 		g.h = nil
 	}
+}
+
+// storeHandle is h for a store call, which must call the returned release when done;
+// an error where the group was closed.
+func (g *Group) storeHandle(op string) (C.et_group, func(), error) {
+	g.mu.RLock()
+	if g.h == nil {
+		g.mu.RUnlock()
+		return nil, nil, fmt.Errorf("torch: %s: the group was closed", op)
+	}
+	return g.h, g.mu.RUnlock, nil
 }
 
 // AllReduce sums ts across ranks in place. The tensors must share a dtype and device.
@@ -215,18 +235,28 @@ func (g *Group) Barrier() error { return check("barrier", C.et_group_barrier(g.h
 
 // Set stores value under key in the group's store.
 func (g *Group) Set(key, value string) error {
+	h, release, err := g.storeHandle("store_set")
+	if err != nil {
+		return err
+	}
+	defer release()
 	k, v := C.CString(key), C.CString(value)
 	defer C.free(unsafe.Pointer(k))
 	defer C.free(unsafe.Pointer(v))
-	return check("store_set", C.et_group_store_set(g.h, k, v))
+	return check("store_set", C.et_group_store_set(h, k, v))
 }
 
 // Get waits for key in the group's store, up to the group's timeout.
 func (g *Group) Get(key string) (string, error) {
+	h, release, err := g.storeHandle("store_get")
+	if err != nil {
+		return "", err
+	}
+	defer release()
 	k := C.CString(key)
 	defer C.free(unsafe.Pointer(k))
 	var v *C.char
-	if err := check("store_get", C.et_group_store_get(g.h, k, &v)); err != nil {
+	if err := check("store_get", C.et_group_store_get(h, k, &v)); err != nil {
 		return "", err
 	}
 	defer C.et_free_error(v)
@@ -235,10 +265,15 @@ func (g *Group) Get(key string) (string, error) {
 
 // Has reports whether key is in the group's store now, without waiting.
 func (g *Group) Has(key string) (bool, error) {
+	h, release, err := g.storeHandle("store_check")
+	if err != nil {
+		return false, err
+	}
+	defer release()
 	k := C.CString(key)
 	defer C.free(unsafe.Pointer(k))
 	var found C.int
-	err := check("store_check", C.et_group_store_check(g.h, k, &found))
+	err = check("store_check", C.et_group_store_check(h, k, &found))
 	return found != 0, err
 }
 

@@ -513,3 +513,35 @@ func TestAllReduceSumAfterClose(t *testing.T) {
 		t.Errorf("backward after Close: error %v, want one saying the group was closed", err)
 	}
 }
+
+// A store call after Close fails with an error, and Close under a store call on
+// another goroutine leaves the group to it rather than free it under the call (an
+// interrupted wait gives up such calls as the process stops).
+func TestStoreAfterClose(t *testing.T) {
+	g, err := NewGroup(GroupConfig{Host: "127.0.0.1", Port: unusedPort(t), ServeStore: true, Rank: 0, World: 1, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Set("k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	_, release, err := g.storeHandle("store_check") // a call in flight
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Close()
+	if ok, err := g.Has("k"); err != nil || !ok {
+		t.Errorf("Close freed the group under a store call: Has = %v, %v", ok, err)
+	}
+	release()
+	g.Close()
+	if _, err := g.Has("k"); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("Has after Close: %v, want an error", err)
+	}
+	if err := g.Set("k", "w"); err == nil {
+		t.Error("Set after Close: no error")
+	}
+	if _, err := g.Get("k"); err == nil {
+		t.Error("Get after Close: no error")
+	}
+}
