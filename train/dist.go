@@ -286,14 +286,15 @@ func Failed(g *torch.Group, q int) (*RankFailedError, error) {
 const awaitPoll = 50 * time.Millisecond
 
 // AwaitTimeoutError is a rank that did not answer within the group's timeout: still
-// loading its data, hung, or gone, which the store cannot tell apart.
+// loading its data, hung, gone, or, where Gloo let this rank join without it (libtorch
+// 2.6 does), still joining a group of another size, which the store cannot tell apart.
 type AwaitTimeoutError struct {
 	Rank    int
 	Timeout time.Duration
 }
 
 func (e AwaitTimeoutError) Error() string {
-	return fmt.Sprintf("rank %d did not answer within --dist-timeout %v (still loading its data, hung, or gone)", e.Rank, e.Timeout)
+	return fmt.Sprintf("rank %d did not answer within --dist-timeout %v (still loading its data, hung, gone, or started with another WORLD_SIZE)", e.Rank, e.Timeout)
 }
 
 // await returns rank q's value of key in g's store, waiting up to g's timeout. It
